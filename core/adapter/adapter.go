@@ -1,0 +1,28 @@
+// Package adapter turns a signature plus values into chat messages and parses a model's
+// completion back into typed output values. ChatAdapter and JSONAdapter reproduce DSPy
+// 3.3.1 byte for byte (see shared/wire/chat-adapter-format.md).
+package adapter
+
+import (
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// Request is what an adapter renders.
+type Request struct {
+	Signature *sig.Signature
+	Demos     []*sig.Map
+	// Inputs holds the call's input values; the history field, when present, holds a
+	// sig.History. An absent key means "not passed" (no section is written).
+	Inputs *sig.Map
+	// OuterHistory is the enclosing session's history (for template strategies 4 and 5).
+	OuterHistory *sig.History
+}
+
+// Adapter renders requests and parses completions.
+type Adapter interface {
+	// Name is "chat", "json" or "template".
+	Name() string
+	Format(req Request) ([]lm.Message, error)
+	Parse(s *sig.Signature, completion string) (*sig.Map, error)
+}

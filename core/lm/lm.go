@@ -1,0 +1,100 @@
+// Package lm is the provider-neutral language-model contract: messages in, text and usage
+// out. Concrete models (OpenAI-compatible HTTP, the offline demo model) live in llm/;
+// this package holds only the types and a scripted model for tests.
+package lm
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// Message is one chat message as sent to a model.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Params are the sampling parameters of one request. Nil pointers mean "not sent".
+type Params struct {
+	Model       string   `json:"model,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Seed        *int64   `json:"seed,omitempty"`
+}
+
+// Meta tells a model who is calling. Network models ignore it; the offline demo model and
+// the scripted test model use it to pick their answers. It is never sent on the wire.
+type Meta struct {
+	Path          string         // predictor path, e.g. "classify" or "agent.researcher.summarizer"
+	PredictorType string         // "Predict", "ChainOfThought"
+	Adapter       string         // "chat", "json", "template"
+	ParseMode     string         // template parse mode ("json", "full_text", "xml", "chat")
+	Signature     *sig.Signature // the signature the messages were rendered from
+	Inputs        *sig.Map       // the predictor's inputs (history excluded)
+}
+
+// Request is one call to a model.
+type Request struct {
+	Messages []Message
+	Params   Params
+	Meta     Meta
+	// OnDelta, when set, asks for streaming: it receives each text fragment as it arrives.
+	OnDelta func(delta string)
+	// OnAttempt, when set, is told about every attempt (retries included) as it happens.
+	OnAttempt func(Attempt)
+}
+
+// Usage is the token accounting a server reports.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Attempt is one try at a request.
+type Attempt struct {
+	N        int           `json:"n"`                  // 1-based
+	Status   int           `json:"status,omitempty"`   // HTTP status, 0 when none
+	Err      string        `json:"error,omitempty"`    // why it failed; "" for the successful one
+	Wait     time.Duration `json:"wait,omitempty"`     // backoff before the next attempt
+	Latency  time.Duration `json:"latency,omitempty"`  // time this attempt took
+	Retrying bool          `json:"retrying,omitempty"` // another attempt follows
+}
+
+// Response is a model's answer.
+type Response struct {
+	Text         string    `json:"text"`
+	Model        string    `json:"model,omitempty"`
+	FinishReason string    `json:"finish_reason,omitempty"`
+	Usage        Usage     `json:"usage"`
+	RequestBody  []byte    `json:"-"` // the exact HTTP body sent, when there was one
+	ResponseBody []byte    `json:"-"` // the raw response (for streams: the SSE text)
+	Attempts     []Attempt `json:"attempts,omitempty"`
+}
+
+// LM is a language model.
+type LM interface {
+	// Name identifies the model for display ("gpt-4o-mini", "demo (offline)").
+	Name() string
+	// Call sends one request. A cancelled ctx aborts at once and returns an error
+	// wrapping context.Canceled; a partial answer is never returned as a result.
+	Call(ctx context.Context, req Request) (Response, error)
+}
+
+// ErrPartial wraps a failure after some text already arrived; the text is for display only.
+type PartialError struct {
+	Partial string
+	Err     error
+}
+
+func (e *PartialError) Error() string { return e.Err.Error() }
+func (e *PartialError) Unwrap() error { return e.Err }
+
+// IsCancelled reports whether err means the caller cancelled.
+func IsCancelled(err error) bool { return errors.Is(err, context.Canceled) }

@@ -1,0 +1,473 @@
+// Package sig holds the leaf data of the engine: ordered value maps, Python-faithful
+// value rendering, type annotations in Python spelling, and signatures.
+//
+// Values are plain Go data with JSON kinds kept apart: nil (None), bool, string,
+// int64 (int), float64 (float), json.Number (an int too large for int64), []any (list),
+// *Map (dict, insertion-ordered) and History. An int never silently becomes a float:
+// JSON `2.0` decodes to float64 and renders `2.0`, JSON `2` to int64 and renders `2`.
+package sig
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Map is an insertion-ordered string-keyed map, the Go form of a Python dict.
+// The zero value is not usable; use NewMap. A nil *Map behaves as empty for reads.
+type Map struct {
+	keys []string
+	vals map[string]any
+}
+
+// NewMap builds a map from alternating key, value arguments: NewMap("q", "hi", "n", 3).
+// Go ints are normalised to int64 and float32 to float64 so values keep one representation.
+func NewMap(kv ...any) *Map {
+	m := &Map{vals: make(map[string]any, len(kv)/2)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			k = fmt.Sprint(kv[i])
+		}
+		m.Set(k, Normalize(kv[i+1]))
+	}
+	return m
+}
+
+// Len reports the number of keys.
+func (m *Map) Len() int {
+	if m == nil {
+		return 0
+	}
+	return len(m.keys)
+}
+
+// Keys returns the keys in insertion order (a copy).
+func (m *Map) Keys() []string {
+	if m == nil {
+		return nil
+	}
+	return append([]string(nil), m.keys...)
+}
+
+// Get returns the value at k and whether the key is present (a present key may hold nil).
+func (m *Map) Get(k string) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	v, ok := m.vals[k]
+	return v, ok
+}
+
+// Has reports whether k is present.
+func (m *Map) Has(k string) bool {
+	_, ok := m.Get(k)
+	return ok
+}
+
+// String returns the value at k rendered with Python's str() ("" when absent).
+func (m *Map) String(k string) string {
+	v, ok := m.Get(k)
+	if !ok {
+		return ""
+	}
+	return PyStr(v)
+}
+
+// Set stores v at k, keeping k's original position when it already exists.
+func (m *Map) Set(k string, v any) {
+	if m.vals == nil {
+		m.vals = map[string]any{}
+	}
+	if _, ok := m.vals[k]; !ok {
+		m.keys = append(m.keys, k)
+	}
+	m.vals[k] = v
+}
+
+// Delete removes k if present.
+func (m *Map) Delete(k string) {
+	if m == nil {
+		return
+	}
+	if _, ok := m.vals[k]; !ok {
+		return
+	}
+	delete(m.vals, k)
+	for i, kk := range m.keys {
+		if kk == k {
+			m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+// Range calls f for each entry in order until f returns false.
+func (m *Map) Range(f func(k string, v any) bool) {
+	if m == nil {
+		return
+	}
+	for _, k := range m.keys {
+		if !f(k, m.vals[k]) {
+			return
+		}
+	}
+}
+
+// Clone returns a deep copy (nested maps, lists and histories are copied too).
+func (m *Map) Clone() *Map {
+	if m == nil {
+		return nil
+	}
+	c := &Map{keys: append([]string(nil), m.keys...), vals: make(map[string]any, len(m.vals))}
+	for k, v := range m.vals {
+		c.vals[k] = Clone(v)
+	}
+	return c
+}
+
+// Filter returns a shallow copy holding only the keys for which keep returns true.
+func (m *Map) Filter(keep func(k string) bool) *Map {
+	c := NewMap()
+	m.Range(func(k string, v any) bool {
+		if keep(k) {
+			c.Set(k, v)
+		}
+		return true
+	})
+	return c
+}
+
+// Equal reports deep equality, including key order.
+func (m *Map) Equal(o *Map) bool {
+	if m.Len() != o.Len() {
+		return false
+	}
+	for i, k := range m.Keys() {
+		if o.keys[i] != k || !Equal(m.vals[k], o.vals[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// MarshalJSON writes standard JSON in insertion order.
+func (m *Map) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := writeJSON(&b, m, jsonStd); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a JSON object keeping key order and number kinds.
+func (m *Map) UnmarshalJSON(data []byte) error {
+	v, err := DecodeJSON(data)
+	if err != nil {
+		return err
+	}
+	mm, ok := v.(*Map)
+	if !ok {
+		return fmt.Errorf("expected a JSON object, got %s", KindName(v))
+	}
+	*m = *mm
+	return nil
+}
+
+// History is DSPy's dspy.History: a list of field -> value messages.
+type History struct {
+	Messages []*Map
+}
+
+// Clone deep-copies the history.
+func (h History) Clone() History {
+	out := History{Messages: make([]*Map, len(h.Messages))}
+	for i, m := range h.Messages {
+		out.Messages[i] = m.Clone()
+	}
+	return out
+}
+
+// MarshalJSON writes {"messages": [...]}.
+func (h History) MarshalJSON() ([]byte, error) {
+	msgs := h.Messages
+	if msgs == nil {
+		msgs = []*Map{}
+	}
+	return json.Marshal(struct {
+		Messages []*Map `json:"messages"`
+	}{msgs})
+}
+
+// UnmarshalJSON reads {"messages": [...]}.
+func (h *History) UnmarshalJSON(data []byte) error {
+	v, err := DecodeJSON(data)
+	if err != nil {
+		return err
+	}
+	hh, err := HistoryFromValue(v)
+	if err != nil {
+		return err
+	}
+	*h = hh
+	return nil
+}
+
+// HistoryFromValue converts decoded JSON ({"messages": [...]}, a bare list of objects, or
+// null) into a History. null means an empty history (DESIGN.md: history=None is empty).
+func HistoryFromValue(v any) (History, error) {
+	switch t := v.(type) {
+	case nil:
+		return History{}, nil
+	case History:
+		return t, nil
+	case *History:
+		return *t, nil
+	case *Map:
+		raw, ok := t.Get("messages")
+		if !ok {
+			return History{}, fmt.Errorf("history object has no \"messages\" key")
+		}
+		return HistoryFromValue(raw)
+	case []any:
+		h := History{Messages: make([]*Map, 0, len(t))}
+		for i, e := range t {
+			m, ok := e.(*Map)
+			if !ok {
+				return History{}, fmt.Errorf("history message %d is %s, want an object", i, KindName(e))
+			}
+			h.Messages = append(h.Messages, m)
+		}
+		return h, nil
+	}
+	return History{}, fmt.Errorf("history is %s, want {\"messages\": [...]}", KindName(v))
+}
+
+// Normalize converts Go-native values into the canonical value set (int -> int64,
+// map[string]any -> *Map with sorted keys, []string -> []any, ...).
+func Normalize(v any) any {
+	switch t := v.(type) {
+	case int:
+		return int64(t)
+	case int32:
+		return int64(t)
+	case int16:
+		return int64(t)
+	case int8:
+		return int64(t)
+	case uint8:
+		return int64(t)
+	case uint16:
+		return int64(t)
+	case uint32:
+		return int64(t)
+	case float32:
+		return float64(t)
+	case json.Number:
+		return numberValue(string(t))
+	case []string:
+		out := make([]any, len(t))
+		for i, s := range t {
+			out[i] = s
+		}
+		return out
+	case []int:
+		out := make([]any, len(t))
+		for i, s := range t {
+			out[i] = int64(s)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = Normalize(e)
+		}
+		return out
+	case []*Map:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = e
+		}
+		return out
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sortStrings(keys)
+		m := NewMap()
+		for _, k := range keys {
+			m.Set(k, Normalize(t[k]))
+		}
+		return m
+	case *History:
+		if t == nil {
+			return nil
+		}
+		return *t
+	}
+	return v
+}
+
+// Clone deep-copies a value.
+func Clone(v any) any {
+	switch t := v.(type) {
+	case *Map:
+		return t.Clone()
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = Clone(e)
+		}
+		return out
+	case History:
+		return t.Clone()
+	}
+	return v
+}
+
+// Equal reports deep equality of two values (int 1 and float 1.0 differ, as kinds differ).
+func Equal(a, b any) bool {
+	switch x := a.(type) {
+	case *Map:
+		y, ok := b.(*Map)
+		return ok && x.Equal(y)
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !Equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case History:
+		y, ok := b.(History)
+		if !ok || len(x.Messages) != len(y.Messages) {
+			return false
+		}
+		for i := range x.Messages {
+			if !x.Messages[i].Equal(y.Messages[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+// KindName names a value's kind the way an error message should ("a string", "an int").
+func KindName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a bool"
+	case string:
+		return "a string"
+	case int64, json.Number:
+		return "an int"
+	case float64:
+		return "a float"
+	case []any:
+		return "a list"
+	case *Map:
+		return "an object"
+	case History:
+		return "a History"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// DecodeJSON decodes one JSON value keeping object key order and number kinds.
+func DecodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, fmt.Errorf("unexpected data after the JSON value at offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	return decodeFrom(dec, tok)
+}
+
+func decodeFrom(dec *json.Decoder, tok json.Token) (any, error) {
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			m := NewMap()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				m.Set(k, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return m, nil
+		case '[':
+			out := []any{}
+			for dec.More() {
+				v, err := decodeValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("unexpected %q at offset %d", t, dec.InputOffset())
+	case json.Number:
+		return numberValue(string(t)), nil
+	}
+	return tok, nil
+}
+
+// numberValue keeps JSON's lexical kind: a number with '.', 'e' or 'E' is a float.
+func numberValue(s string) any {
+	if strings.ContainsAny(s, ".eE") {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return json.Number(s)
+		}
+		return f
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return json.Number(s) // an int beyond int64 stays exact as text
+	}
+	return i
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
