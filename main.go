@@ -2,29 +2,16 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
+	"os/signal"
+
+	"github.com/sessionbench/sessionbench/ui/cli"
 )
 
-const usage = `sessionbench: a workbench for multi-step LLM programs
-
-usage: sessionbench <command> [flags]
-
-commands:
-  wire format    render a signature + inputs as exact chat messages (JSON on stdin)
-  wire parse     parse a completion into typed outputs (JSON on stdin)
-  help           show this text
-`
-
 func main() {
-	os.Exit(run(os.Args[1:]))
-}
-
-func run(args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Print(usage)
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "sessionbench: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := cli.Main(ctx, cli.Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	stop()
+	os.Exit(code)
 }

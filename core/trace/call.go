@@ -1,0 +1,75 @@
+// Package trace holds the recorded data of a session: turns (one per user-facing call)
+// and call records (one per inner LLM call, as a tree), plus the contract through which
+// the engine hands them to durable storage. It is plain data with no behaviour beyond
+// copying and walking, so storage, the UI and exports can share it.
+package trace
+
+import (
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// Call is one inner predictor call (seed 000 §3.4 CallRecord): what it was given, the
+// history it saw, the EXACT request it sent, what came back, and the calls made inside it.
+type Call struct {
+	ID            string        `json:"id"`             // unique within its session, e.g. "t3.c2"
+	Path          string        `json:"path"`           // "classify", "agent.researcher.summarizer"
+	PredictorType string        `json:"predictor_type"` // "Predict", "ChainOfThought"
+	Inputs        *sig.Map      `json:"inputs"`         // history field excluded
+	Outputs       *sig.Map      `json:"outputs"`        // nil when the call failed
+	History       sig.History   `json:"history"`        // the history this call saw
+	Adapter       string        `json:"adapter"`        // "chat", "json", "template"
+	Messages      []lm.Message  `json:"messages"`       // the exact request sent
+	Params        lm.Params     `json:"params"`
+	Completion    string        `json:"completion"` // raw model text
+	Usage         lm.Usage      `json:"usage"`
+	Model         string        `json:"model,omitempty"`
+	Started       time.Time     `json:"started"`
+	Latency       time.Duration `json:"latency"`
+	Error         string        `json:"error,omitempty"`
+	Attempts      []lm.Attempt  `json:"attempts,omitempty"`
+	Score         *float64      `json:"score,omitempty"`
+	Children      []*Call       `json:"children,omitempty"` // calls made inside this one
+	// RawRequest and RawResponse are the HTTP bodies when a network model was used.
+	RawRequest  string `json:"raw_request,omitempty"`
+	RawResponse string `json:"raw_response,omitempty"`
+}
+
+// Walk visits c and its descendants depth-first, parents first; depth starts at 0.
+func (c *Call) Walk(f func(c *Call, depth int)) {
+	var rec func(c *Call, d int)
+	rec = func(c *Call, d int) {
+		f(c, d)
+		for _, ch := range c.Children {
+			rec(ch, d+1)
+		}
+	}
+	rec(c, 0)
+}
+
+// Clone deep-copies the call tree.
+func (c *Call) Clone() *Call {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Inputs = c.Inputs.Clone()
+	out.Outputs = c.Outputs.Clone()
+	out.History = c.History.Clone()
+	out.Messages = append([]lm.Message(nil), c.Messages...)
+	out.Attempts = append([]lm.Attempt(nil), c.Attempts...)
+	out.Children = make([]*Call, len(c.Children))
+	for i, ch := range c.Children {
+		out.Children[i] = ch.Clone()
+	}
+	return &out
+}
+
+// WalkCalls visits every call of a forest depth-first.
+func WalkCalls(calls []*Call, f func(c *Call, depth int)) {
+	for _, c := range calls {
+		c.Walk(f)
+	}
+}
