@@ -1,0 +1,418 @@
+package adapter
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// ParseValue is DSPy's parse_value for a completion's text: the text of a str field is
+// kept as is; a Literal is matched leniently; a union of str and None keeps the text;
+// anything else goes through json_repair.loads, then ast.literal_eval, then the raw text,
+// and the result is validated the way pydantic's lax mode would.
+func ParseValue(t *sig.Type, text string) (any, error) {
+	return ConvertValue(t, text)
+}
+
+// ConvertValue is parse_value for any decoded value (JSONAdapter hands it JSON values).
+func ConvertValue(t *sig.Type, v any) (any, error) {
+	if t.IsStr() {
+		return pyStrValue(v), nil
+	}
+	if t.Kind == sig.KindLiteral {
+		return matchLiteral(t, v)
+	}
+	s, isStr := v.(string)
+	if !isStr {
+		return Validate(t, v)
+	}
+	if (t.Kind == sig.KindUnion || t.Kind == sig.KindPipeUnion) && hasArg(t, sig.KindStr) && hasArg(t, sig.KindNone) {
+		return Validate(t, s)
+	}
+	cand := RepairLoads(s)
+	if isEmptyString(cand) && s != "" {
+		if lv, err := literalEval(s); err == nil {
+			cand = lv
+		} else {
+			cand = s
+		}
+	}
+	return Validate(t, cand)
+}
+
+func hasArg(t *sig.Type, k sig.Kind) bool {
+	for _, a := range t.Args {
+		if a.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// pyStrValue is Python's str(): strings as they are, containers as their repr.
+func pyStrValue(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []any, *sig.Map, sig.History:
+		return pyRepr(t)
+	}
+	return sig.PyStr(v)
+}
+
+// matchLiteral follows DSPy: an exact match, then the text with whitespace, a
+// Literal[...] / str[...] wrapper and one pair of matching quotes removed.
+func matchLiteral(t *sig.Type, v any) (any, error) {
+	for _, l := range t.Lits {
+		if pyEqual(l, v) {
+			return v, nil
+		}
+	}
+	if s, ok := v.(string); ok {
+		c := sig.PyStrip(s)
+		if (strings.HasPrefix(c, "Literal[") || strings.HasPrefix(c, "str[")) && strings.HasSuffix(c, "]") {
+			c = c[strings.Index(c, "[")+1 : len(c)-1]
+		}
+		if r := []rune(c); len(r) > 1 && r[0] == r[len(r)-1] && (r[0] == '"' || r[0] == '\'') {
+			c = string(r[1 : len(r)-1])
+		}
+		for _, l := range t.Lits {
+			if pyEqual(l, c) {
+				return c, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s is not one of %s", pyRepr(v), pyTupleRepr(t.Lits))
+}
+
+// ValidationError is pydantic's ValidationError, reduced to its first error.
+type ValidationError struct {
+	Title string   // the annotation, e.g. "list[str]"
+	Loc   []string // where inside the value, e.g. ["0"] for the first list item
+	Msg   string   // e.g. "Input should be a valid integer"
+	Kind  string   // pydantic's error type, e.g. "int_parsing"
+	Input any
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "1 validation error for %s\n", e.Title)
+	if len(e.Loc) > 0 {
+		b.WriteString(strings.Join(e.Loc, ".") + "\n")
+	}
+	fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.Msg, e.Kind, pyRepr(e.Input), pyTypeName(e.Input))
+	return b.String()
+}
+
+func pyTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "NoneType"
+	case string:
+		return "str"
+	case bool:
+		return "bool"
+	case int64, json.Number:
+		return "int"
+	case float64:
+		return "float"
+	case []any:
+		return "list"
+	case *sig.Map:
+		return "dict"
+	case sig.History:
+		return "History"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Validate checks and coerces v against t like pydantic's TypeAdapter(t).validate_python
+// in lax mode: "yes"/1 -> True, 42.0 -> 42, "3.5" -> 3.5, unions in smart mode.
+func Validate(t *sig.Type, v any) (any, error) {
+	out, verr := validate(t, v, nil)
+	if verr != nil {
+		verr.Title = strings.ToLower(t.Name())
+		if t.Kind != sig.KindUnion && t.Kind != sig.KindPipeUnion {
+			verr.Title = t.Name()
+		}
+		return nil, verr
+	}
+	return out, nil
+}
+
+func fail(loc []string, input any, kind, msg string) *ValidationError {
+	return &ValidationError{Loc: loc, Input: input, Kind: kind, Msg: msg}
+}
+
+func validate(t *sig.Type, v any, loc []string) (any, *ValidationError) {
+	switch t.Kind {
+	case sig.KindAny:
+		return v, nil
+	case sig.KindNone:
+		if v == nil {
+			return nil, nil
+		}
+		return nil, fail(loc, v, "none_required", "Input should be None")
+	case sig.KindStr:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return nil, fail(loc, v, "string_type", "Input should be a valid string")
+	case sig.KindBool:
+		return validateBool(v, loc)
+	case sig.KindInt:
+		return validateInt(v, loc)
+	case sig.KindFloat:
+		return validateFloat(v, loc)
+	case sig.KindList, sig.KindSet, sig.KindTuple:
+		return validateSeq(t, v, loc)
+	case sig.KindDict:
+		return validateDict(t, v, loc)
+	case sig.KindHistory:
+		h, err := sig.HistoryFromValue(v)
+		if err != nil || v == nil {
+			return nil, fail(loc, v, "model_type", "Input should be a valid dictionary or instance of History")
+		}
+		return h, nil
+	case sig.KindLiteral:
+		for _, l := range t.Lits {
+			if sig.Equal(l, v) {
+				return v, nil
+			}
+		}
+		parts := make([]string, len(t.Lits))
+		for i, l := range t.Lits {
+			parts[i] = pyRepr(l)
+		}
+		return nil, fail(loc, v, "literal_error", "Input should be "+joinOr(parts))
+	case sig.KindUnion, sig.KindPipeUnion:
+		// Smart mode: an exact kind match wins, otherwise the first lax success in order.
+		for _, a := range t.Args {
+			if exactKind(a, v) {
+				if out, err := validate(a, v, loc); err == nil {
+					return out, nil
+				}
+			}
+		}
+		var first *ValidationError
+		for _, a := range t.Args {
+			out, err := validate(a, v, loc)
+			if err == nil {
+				return out, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return nil, first
+	}
+	return nil, fail(loc, v, "unknown_type", "unsupported annotation "+t.Name())
+}
+
+func joinOr(parts []string) string {
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+func exactKind(t *sig.Type, v any) bool {
+	switch v.(type) {
+	case nil:
+		return t.Kind == sig.KindNone
+	case string:
+		return t.Kind == sig.KindStr
+	case bool:
+		return t.Kind == sig.KindBool
+	case int64, json.Number:
+		return t.Kind == sig.KindInt
+	case float64:
+		return t.Kind == sig.KindFloat
+	case []any:
+		return t.Kind == sig.KindList || t.Kind == sig.KindTuple || t.Kind == sig.KindSet
+	case *sig.Map:
+		return t.Kind == sig.KindDict
+	}
+	return false
+}
+
+var boolWords = map[string]bool{
+	"0": false, "off": false, "f": false, "false": false, "n": false, "no": false,
+	"1": true, "on": true, "t": true, "true": true, "y": true, "yes": true,
+}
+
+func validateBool(v any, loc []string) (any, *ValidationError) {
+	switch t := v.(type) {
+	case bool:
+		return t, nil
+	case int64:
+		if t == 0 || t == 1 {
+			return t == 1, nil
+		}
+	case float64:
+		if t == 0 || t == 1 {
+			return t == 1, nil
+		}
+	case string:
+		if b, ok := boolWords[strings.ToLower(t)]; ok {
+			return b, nil
+		}
+		return nil, fail(loc, v, "bool_parsing", "Input should be a valid boolean, unable to interpret input")
+	}
+	return nil, fail(loc, v, "bool_type", "Input should be a valid boolean")
+}
+
+func validateInt(v any, loc []string) (any, *ValidationError) {
+	switch t := v.(type) {
+	case bool:
+		if t {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case int64, json.Number:
+		return t, nil
+	case float64:
+		if math.IsInf(t, 0) || math.IsNaN(t) {
+			return nil, fail(loc, v, "finite_number", "Input should be a finite number")
+		}
+		if t != math.Trunc(t) {
+			return nil, fail(loc, v, "int_from_float", "Input should be a valid integer, got a number with a fractional part")
+		}
+		if math.Abs(t) < 1<<63 {
+			return int64(t), nil
+		}
+		return json.Number(strconv.FormatFloat(t, 'f', 0, 64)), nil
+	case string:
+		s := strings.TrimSpace(t)
+		// pydantic accepts "42.000" as 42, but not "42.5".
+		if i := strings.IndexByte(s, '.'); i > 0 && strings.Trim(s[i+1:], "0") == "" {
+			s = s[:i]
+		}
+		s = strings.TrimPrefix(s, "+")
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return n, nil
+		}
+		if s != "" && strings.Trim(strings.TrimPrefix(s, "-"), "0123456789") == "" && s != "-" {
+			return json.Number(s), nil
+		}
+		return nil, fail(loc, v, "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
+	}
+	return nil, fail(loc, v, "int_type", "Input should be a valid integer")
+}
+
+func validateFloat(v any, loc []string) (any, *ValidationError) {
+	switch t := v.(type) {
+	case bool:
+		if t {
+			return 1.0, nil
+		}
+		return 0.0, nil
+	case int64:
+		return float64(t), nil
+	case json.Number:
+		f, _ := t.Float64()
+		return f, nil
+	case float64:
+		return t, nil
+	case string:
+		s := strings.TrimSpace(t)
+		switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+		case "inf", "infinity", "nan":
+			f, _ := strconv.ParseFloat(s, 64)
+			return f, nil
+		}
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil && !strings.ContainsAny(s, "xXpP") {
+			return f, nil
+		}
+		return nil, fail(loc, v, "float_parsing", "Input should be a valid number, unable to parse string as a number")
+	}
+	return nil, fail(loc, v, "float_type", "Input should be a valid number")
+}
+
+func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
+	items, ok := v.([]any)
+	if !ok {
+		switch t.Kind {
+		case sig.KindTuple:
+			return nil, fail(loc, v, "tuple_type", "Input should be a valid tuple")
+		case sig.KindSet:
+			return nil, fail(loc, v, "set_type", "Input should be a valid set")
+		}
+		return nil, fail(loc, v, "list_type", "Input should be a valid list")
+	}
+	out := make([]any, 0, len(items))
+	if t.Kind == sig.KindTuple && len(t.Args) > 0 {
+		if len(items) != len(t.Args) {
+			kind, msg := "too_short", fmt.Sprintf("Tuple should have at least %d items after validation, not %d", len(t.Args), len(items))
+			if len(items) > len(t.Args) {
+				kind, msg = "too_long", fmt.Sprintf("Tuple should have at most %d items after validation, not %d", len(t.Args), len(items))
+			}
+			return nil, fail(loc, v, kind, msg)
+		}
+		for i, e := range items {
+			ev, err := validate(t.Args[i], e, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ev)
+		}
+		return out, nil
+	}
+	for i, e := range items {
+		ev := e
+		if len(t.Args) > 0 {
+			var err *ValidationError
+			ev, err = validate(t.Args[0], e, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
+			if err != nil {
+				return nil, err
+			}
+		}
+		if t.Kind == sig.KindSet {
+			out = appendUnique(out, ev)
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+func validateDict(t *sig.Type, v any, loc []string) (any, *ValidationError) {
+	var m *sig.Map
+	switch x := v.(type) {
+	case *sig.Map:
+		m = x
+	case sig.History:
+		return x, nil
+	default:
+		return nil, fail(loc, v, "dict_type", "Input should be a valid dictionary")
+	}
+	if len(t.Args) < 2 {
+		return m, nil
+	}
+	out := sig.NewMap()
+	var verr *ValidationError
+	m.Range(func(k string, e any) bool {
+		kl := append(loc[:len(loc):len(loc)], k)
+		if t.Args[0].Kind != sig.KindStr && t.Args[0].Kind != sig.KindAny {
+			if _, err := validate(t.Args[0], k, append(kl, "[key]")); err != nil {
+				verr = err
+				return false
+			}
+		}
+		ev, err := validate(t.Args[1], e, kl)
+		if err != nil {
+			verr = err
+			return false
+		}
+		out.Set(k, ev)
+		return true
+	})
+	if verr != nil {
+		return nil, verr
+	}
+	return out, nil
+}

@@ -1,0 +1,503 @@
+package adapter
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// ErrNoJSON means RepairJSON found no object or array in the text.
+var ErrNoJSON = errors.New("no JSON object or array found")
+
+// RepairJSON reads the JSON object or array in text the way Python's json_repair.loads
+// (which DSPy uses) does, repairing what models commonly get wrong: single quotes,
+// trailing commas, unquoted keys and values, missing closing brackets and quotes,
+// Python/any-case True/False/null, comments, code fences and prose around the JSON.
+// Values come back as sig values (*sig.Map, []any, string, int64, float64, bool, nil).
+// It returns ErrNoJSON when nothing structured is found (json_repair would return "").
+func RepairJSON(text string) (any, error) {
+	v := RepairLoads(text)
+	if s, ok := v.(string); ok && s == "" {
+		return nil, ErrNoJSON
+	}
+	return v, nil
+}
+
+// RepairLoads is json_repair.loads with its exact contract: the empty string when no
+// JSON structure is found. Like json_repair, a bare top-level scalar ("42", "true",
+// "\"x\"") is not JSON structure and gives "": DSPy relies on that to fall back to
+// ast.literal_eval. Several top-level structures give a list of them.
+func RepairLoads(text string) any {
+	p := &repairParser{src: []rune(text)}
+	v := p.value()
+	if p.pos >= len(p.src) {
+		return v
+	}
+	all := []any{v}
+	for p.pos < len(p.src) {
+		last := p.pos
+		j := p.value()
+		if !isEmptyString(j) {
+			if sameShape(all[len(all)-1], j) {
+				all = all[:len(all)-1] // a later, fuller copy of the same object replaces it
+			}
+			all = append(all, j)
+		}
+		if p.pos == last {
+			p.pos++
+		}
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return all
+}
+
+func isEmptyString(v any) bool {
+	s, ok := v.(string)
+	return ok && s == ""
+}
+
+// sameShape reports whether b looks like an update of a: same container kind and keys.
+func sameShape(a, b any) bool {
+	switch x := a.(type) {
+	case *sig.Map:
+		y, ok := b.(*sig.Map)
+		if !ok || x.Len() != y.Len() {
+			return false
+		}
+		for i, k := range x.Keys() {
+			if y.Keys()[i] != k {
+				return false
+			}
+			xv, _ := x.Get(k)
+			yv, _ := y.Get(k)
+			if !sameShape(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		_, ok := b.([]any)
+		return ok
+	}
+	return sig.KindName(a) == sig.KindName(b)
+}
+
+type repairCtx uint8
+
+const (
+	ctxKey repairCtx = iota + 1
+	ctxValue
+	ctxArray
+)
+
+type repairParser struct {
+	src   []rune
+	pos   int
+	ctx   []repairCtx
+	depth int
+}
+
+func (p *repairParser) at(off int) rune {
+	if i := p.pos + off; i >= 0 && i < len(p.src) {
+		return p.src[i]
+	}
+	return 0
+}
+
+func (p *repairParser) end() bool { return p.pos >= len(p.src) }
+
+func (p *repairParser) cur() repairCtx {
+	if len(p.ctx) == 0 {
+		return 0
+	}
+	return p.ctx[len(p.ctx)-1]
+}
+
+func (p *repairParser) push(c repairCtx) { p.ctx = append(p.ctx, c) }
+func (p *repairParser) pop() {
+	if len(p.ctx) > 0 {
+		p.ctx = p.ctx[:len(p.ctx)-1]
+	}
+}
+
+func (p *repairParser) skipSpace() {
+	for !p.end() && unicode.IsSpace(p.src[p.pos]) {
+		p.pos++
+	}
+}
+
+// skipFiller passes whitespace and comments inside a structure.
+func (p *repairParser) skipFiller() {
+	for {
+		p.skipSpace()
+		if !p.skipComment() {
+			return
+		}
+	}
+}
+
+func (p *repairParser) skipComment() bool {
+	switch {
+	case p.at(0) == '#' || (p.at(0) == '/' && p.at(1) == '/'):
+		for !p.end() && p.src[p.pos] != '\n' {
+			p.pos++
+		}
+		return true
+	case p.at(0) == '/' && p.at(1) == '*':
+		p.pos += 2
+		for !p.end() && !(p.at(0) == '*' && p.at(1) == '/') {
+			p.pos++
+		}
+		p.pos = min(p.pos+2, len(p.src))
+		return true
+	}
+	return false
+}
+
+// value parses one JSON value; at top level it skips everything that does not start an
+// object or array, as json_repair does.
+func (p *repairParser) value() any {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > 400 {
+		p.pos = len(p.src)
+		return ""
+	}
+	for {
+		if p.end() {
+			return ""
+		}
+		c := p.src[p.pos]
+		switch {
+		case c == '{':
+			p.pos++
+			return p.object()
+		case c == '[':
+			p.pos++
+			return p.array()
+		case p.cur() == ctxValue && c == '}':
+			return "" // "key": } — a missing value
+		case len(p.ctx) > 0 && (isQuote(c) || unicode.IsLetter(c)):
+			return p.str()
+		case len(p.ctx) > 0 && (unicode.IsDigit(c) || c == '-' || c == '.'):
+			return p.number()
+		case c == '#' || c == '/':
+			if !p.skipComment() {
+				p.pos++
+			}
+			if len(p.ctx) > 0 {
+				p.skipFiller()
+			}
+		case len(p.ctx) > 0 && unicode.IsSpace(c):
+			p.pos++
+		default:
+			if len(p.ctx) > 0 && (c == ',' || c == ']' || c == ':') {
+				return ""
+			}
+			p.pos++
+		}
+	}
+}
+
+func isQuote(c rune) bool { return c == '"' || c == '\'' || c == '“' || c == '”' }
+
+func (p *repairParser) object() any {
+	obj := sig.NewMap()
+	for !p.end() && p.at(0) != '}' {
+		p.skipFiller()
+		if p.at(0) == ':' || p.at(0) == ',' {
+			p.pos++ // stray separator before a key
+			continue
+		}
+		if p.end() || p.at(0) == '}' {
+			break
+		}
+		if p.at(0) == ']' { // a wrong closer: treat as the end of this object
+			p.pos++
+			return obj
+		}
+		p.push(ctxKey)
+		start := p.pos
+		key := pyStrValue(p.str())
+		p.pop()
+		p.skipFiller()
+		if p.end() || p.at(0) == '}' {
+			if key != "" {
+				obj.Set(key, "") // a key with no value at the very end
+			}
+			break
+		}
+		if p.at(0) == ':' {
+			p.pos++
+		} else if p.pos == start {
+			p.pos++ // no progress: drop one character
+			continue
+		}
+		p.push(ctxValue)
+		p.skipFiller()
+		v := p.value()
+		p.pop()
+		obj.Set(key, v)
+		p.skipFiller()
+		if p.at(0) == ',' {
+			p.pos++
+		}
+	}
+	if !p.end() {
+		p.pos++ // the closing brace
+	}
+	return obj
+}
+
+func (p *repairParser) array() any {
+	arr := []any{}
+	p.push(ctxArray)
+	defer p.pop()
+	for {
+		p.skipFiller()
+		if p.end() {
+			return arr
+		}
+		c := p.at(0)
+		if c == ']' {
+			p.pos++
+			return arr
+		}
+		if c == '}' { // a wrong closer ends the array
+			p.pos++
+			return arr
+		}
+		if c == ',' {
+			p.pos++
+			continue
+		}
+		start := p.pos
+		v := p.value()
+		if p.pos == start {
+			p.pos++
+			continue
+		}
+		if s, ok := v.(string); ok && (s == "..." || s == "") {
+			continue // a placeholder ellipsis, or nothing usable (json_repair drops "" too)
+		}
+		arr = append(arr, v)
+	}
+}
+
+// str parses a quoted or unquoted string; an unquoted true/false/null (any case) is that
+// literal unless it is a key.
+func (p *repairParser) str() any {
+	c := p.at(0)
+	if !isQuote(c) {
+		if p.cur() != ctxKey {
+			if v, ok := p.literal(); ok {
+				return v
+			}
+		}
+		return p.bare()
+	}
+	closer := c
+	if c == '“' {
+		closer = '”'
+	}
+	p.pos++
+	// Candidate closing quotes: prefer one followed by what may come after a string here,
+	// so an unescaped quote inside the text does not end it early.
+	startPos := p.pos
+	var b strings.Builder
+	first := -1
+	firstLen := 0
+	for i := p.pos; i < len(p.src); i++ {
+		r := p.src[i]
+		if r == '\\' && i+1 < len(p.src) {
+			i++
+			continue
+		}
+		if r == closer || (closer == '"' && r == '”') {
+			if first < 0 {
+				first = i
+			}
+			if p.closesHere(i + 1) {
+				firstLen = i
+				goto found
+			}
+		}
+	}
+	if first >= 0 {
+		firstLen = first
+	} else {
+		firstLen = len(p.src) // an unterminated string runs to the end
+	}
+found:
+	p.unescape(&b, p.src[startPos:firstLen])
+	p.pos = min(firstLen+1, len(p.src))
+	s := b.String()
+	if firstLen == len(p.src) {
+		s = strings.TrimRightFunc(s, unicode.IsSpace)
+	}
+	return s
+}
+
+// closesHere reports whether a string closing at i-1 is followed by a plausible token.
+func (p *repairParser) closesHere(i int) bool {
+	for i < len(p.src) && unicode.IsSpace(p.src[i]) {
+		i++
+	}
+	if i >= len(p.src) {
+		return true
+	}
+	switch p.src[i] {
+	case ',':
+		return p.cur() != ctxKey
+	case '}':
+		return p.cur() != ctxArray
+	case ']':
+		return p.cur() == ctxArray
+	case ':':
+		return p.cur() == ctxKey
+	}
+	return false
+}
+
+func (p *repairParser) unescape(b *strings.Builder, rs []rune) {
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		if r != '\\' || i+1 >= len(rs) {
+			b.WriteRune(r)
+			continue
+		}
+		i++
+		switch e := rs[i]; e {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case '/', '\\', '"', '\'':
+			b.WriteRune(e)
+		case 'u':
+			if i+4 < len(rs) {
+				if n, err := strconv.ParseUint(string(rs[i+1:i+5]), 16, 32); err == nil {
+					r := rune(n)
+					i += 4
+					// a surrogate pair written as two escapes
+					if utf16Surrogate(r) && i+6 < len(rs) && rs[i+1] == '\\' && rs[i+2] == 'u' {
+						if lo, err := strconv.ParseUint(string(rs[i+3:i+7]), 16, 32); err == nil {
+							r = combineSurrogates(r, rune(lo))
+							i += 6
+						}
+					}
+					b.WriteRune(r)
+					continue
+				}
+			}
+			b.WriteString(`\u`)
+		default:
+			b.WriteByte('\\')
+			b.WriteRune(e)
+		}
+	}
+}
+
+func utf16Surrogate(r rune) bool { return r >= 0xd800 && r < 0xdc00 }
+
+func combineSurrogates(hi, lo rune) rune {
+	if lo < 0xdc00 || lo > 0xdfff {
+		return utf8.RuneError
+	}
+	return 0x10000 + (hi-0xd800)<<10 + (lo - 0xdc00)
+}
+
+// literal matches true/false/null case-insensitively (so Python's True and False work;
+// Python's None is not null and stays the text "None", as in json_repair).
+func (p *repairParser) literal() (any, bool) {
+	for _, l := range []struct {
+		word string
+		v    any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		n := len(l.word)
+		if p.pos+n <= len(p.src) && strings.EqualFold(string(p.src[p.pos:p.pos+n]), l.word) {
+			next := p.at(n)
+			if next == 0 || !(unicode.IsLetter(next) || unicode.IsDigit(next) || next == '_') {
+				p.pos += n
+				return l.v, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// bare reads an unquoted key or value up to the next separator for its context.
+func (p *repairParser) bare() any {
+	start := p.pos
+	for !p.end() {
+		c := p.src[p.pos]
+		stop := false
+		switch p.cur() {
+		case ctxKey:
+			stop = c == ':' || c == '}' || c == ','
+		case ctxArray:
+			stop = c == ',' || c == ']' || c == '}'
+		default:
+			stop = c == ',' || c == '}' || c == '\n' && p.nextLineLooksLikeKey()
+		}
+		if stop {
+			break
+		}
+		p.pos++
+	}
+	return strings.TrimFunc(string(p.src[start:p.pos]), unicode.IsSpace)
+}
+
+// nextLineLooksLikeKey lets an unquoted multi-line value end at a line holding "key":.
+func (p *repairParser) nextLineLooksLikeKey() bool {
+	rest := strings.TrimLeftFunc(string(p.src[p.pos:]), unicode.IsSpace)
+	return strings.HasPrefix(rest, `"`) && strings.Contains(strings.SplitN(rest, "\n", 2)[0], `":`)
+}
+
+func (p *repairParser) number() any {
+	start := p.pos
+	for !p.end() {
+		c := p.src[p.pos]
+		if (c >= '0' && c <= '9') || c == '-' || c == '+' && p.pos > start || c == '.' || c == 'e' || c == 'E' || c == '_' {
+			p.pos++
+			continue
+		}
+		break
+	}
+	if !p.end() && unicode.IsLetter(p.src[p.pos]) {
+		p.pos = start // 42abc: it was a string after all
+		return p.bare()
+	}
+	text := strings.TrimRight(string(p.src[start:p.pos]), "-eE+.")
+	p.pos = start + len([]rune(text))
+	if text == "" {
+		p.pos = start + 1
+		return ""
+	}
+	if strings.ContainsAny(text, ".eE") {
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64); err == nil {
+			return f
+		}
+		return text
+	}
+	if n, err := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 10, 64); err == nil {
+		return n
+	}
+	if _, err := strconv.ParseFloat(text, 64); err == nil {
+		return json.Number(text)
+	}
+	return text
+}
