@@ -1,0 +1,441 @@
+// Package llm holds the concrete language models behind core/lm's contract: a client for
+// every server that speaks OpenAI's chat-completions protocol (OpenAI, Azure OpenAI,
+// Groq, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio), the offline demo model, the
+// configuration that picks one, and token counting.
+package llm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+)
+
+// DefaultBaseURL is OpenAI's own endpoint.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Timeouts bound one call. A zero field means no limit.
+type Timeouts struct {
+	Connect time.Duration // TCP connect plus TLS handshake, per attempt
+	// FirstToken bounds, per attempt, the wait from sending the request to the first
+	// streamed text. It applies to streaming calls only: a non-streaming server sends
+	// nothing until it is done, so there the total timeout is the bound.
+	FirstToken time.Duration
+	Total      time.Duration // the whole call, retries and backoff waits included
+}
+
+// DefaultTimeouts is used when none are configured. The first-token bound is generous
+// because local servers may load a model into memory before answering.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{Connect: 10 * time.Second, FirstToken: 2 * time.Minute, Total: 10 * time.Minute}
+}
+
+// OpenAIOptions configures an OpenAI-compatible model. Request-level lm.Params override
+// the defaults given here.
+type OpenAIOptions struct {
+	Provider    string // display name of the provider ("openai", "ollama")
+	BaseURL     string // e.g. http://localhost:11434/v1; DefaultBaseURL when empty
+	APIKey      string // sent as a bearer token (Azure: api-key header); may be empty
+	APIKeyEnv   string // where the key came from, for hints only
+	Model       string
+	Temperature *float64
+	MaxTokens   *int
+	Stop        []string
+	Seed        *int64
+	Headers     map[string]string // extra HTTP headers, applied last
+	// Azure selects Azure OpenAI addressing (deployments in the URL, api-key header);
+	// APIVersion is then required.
+	Azure      bool
+	APIVersion string
+	// NoStreamUsage stops asking for usage in the final stream chunk
+	// (stream_options.include_usage), for servers that reject the option.
+	NoStreamUsage bool
+	Retry         *RetryPolicy // nil: DefaultRetry()
+	Timeouts      *Timeouts    // nil: DefaultTimeouts()
+}
+
+// OpenAI is a model behind an OpenAI-compatible chat-completions endpoint. It is safe for
+// concurrent use.
+type OpenAI struct {
+	opts     OpenAIOptions
+	retry    RetryPolicy
+	timeouts Timeouts
+	http     *http.Client
+}
+
+// NewOpenAI builds an OpenAI-compatible model. It does not contact the server.
+func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if !strings.HasPrefix(opts.BaseURL, "http://") && !strings.HasPrefix(opts.BaseURL, "https://") {
+		return nil, fmt.Errorf("base URL %q: must start with http:// or https://", opts.BaseURL)
+	}
+	if opts.Model == "" {
+		return nil, fmt.Errorf("provider %q: no model given", opts.Provider)
+	}
+	if opts.Azure && opts.APIVersion == "" {
+		return nil, fmt.Errorf("provider %q: Azure OpenAI needs an api_version", opts.Provider)
+	}
+	o := &OpenAI{opts: opts, retry: DefaultRetry(), timeouts: DefaultTimeouts()}
+	if opts.Retry != nil {
+		o.retry = *opts.Retry
+	}
+	if opts.Timeouts != nil {
+		o.timeouts = *opts.Timeouts
+	}
+	o.http = newHTTPClient(o.timeouts.Connect)
+	return o, nil
+}
+
+// Name is the model name as configured.
+func (o *OpenAI) Name() string { return o.opts.Model }
+
+// Options returns the options the model was built with.
+func (o *OpenAI) Options() OpenAIOptions { return o.opts }
+
+// Call sends the request, streaming when req.OnDelta is set, retrying per the policy.
+// On failure the returned Response still carries the last attempt's RequestBody,
+// ResponseBody and all Attempts (Text stays empty); a failure after text arrived is an
+// *lm.PartialError.
+func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	model := o.opts.Model
+	if req.Params.Model != "" {
+		model = req.Params.Model
+	}
+	name := fmt.Sprintf("model %q at %s", model, o.opts.BaseURL)
+	callCtx := ctx
+	if o.timeouts.Total > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeoutCause(ctx, o.timeouts.Total, errTotal)
+		defer cancel()
+	}
+	chatReq, extra := o.buildRequest(model, req)
+	tgt := target{baseURL: o.opts.BaseURL, model: model, keyEnv: o.opts.APIKeyEnv, hasKey: o.opts.APIKey != ""}
+
+	var out lm.Response
+	for n := 1; ; n++ {
+		start := time.Now()
+		attemptCtx, cancelAttempt := context.WithCancelCause(callCtx)
+		res, x, err := o.attempt(attemptCtx, cancelAttempt, chatReq, extra, req.OnDelta)
+		cancelAttempt(nil)
+		out.RequestBody = x.reqBody
+		_, _, out.ResponseBody = x.response()
+		att := lm.Attempt{N: n, Latency: time.Since(start)}
+		if err == nil {
+			att.Status = res.status
+			out.Attempts = append(out.Attempts, att)
+			report(req.OnAttempt, att)
+			out.Text, out.Model, out.FinishReason, out.Usage = res.text, res.model, res.finish, res.usage
+			return out, nil
+		}
+
+		// Classify: the caller's cancellation first, then our own deadlines, then the rest.
+		var failure error
+		var e *Error
+		status, header, raw := x.response()
+		att.Status = res.status
+		switch {
+		case ctx.Err() != nil:
+			failure = cancelled(ctx, name)
+			att.Err = "cancelled"
+		case context.Cause(callCtx) == errTotal:
+			e = &Error{Message: fmt.Sprintf("no complete answer within the total timeout of %s", o.timeouts.Total), Err: context.DeadlineExceeded,
+				Hint: "raise the total timeout if the model is just slow"}
+		case context.Cause(attemptCtx) == errFirstToken:
+			e = &Error{Message: fmt.Sprintf("no first token within %s", o.timeouts.FirstToken), Err: context.DeadlineExceeded, Retryable: true}
+		case res.httpErr:
+			e = classifyHTTP(status, raw, err, tgt)
+		default:
+			e = classifyTransport(err, tgt)
+		}
+		if e != nil {
+			failure = e
+			att.Err = e.Error()
+		}
+		partial := res.text != ""
+		wait, retrying := time.Duration(0), false
+		if e != nil && e.Retryable && !partial && n <= o.retry.MaxRetries {
+			wait, retrying = o.retry.backoff(n), true
+			if ra, ok := retryAfter(header, time.Now()); ok && e.Status != 0 {
+				wait = ra
+				if o.retry.MaxRetryAfter > 0 && ra > o.retry.MaxRetryAfter {
+					retrying = false
+					e.Hint = joinHint(e.Hint, fmt.Sprintf("the server asks to wait %s, longer than the %s allowed", ra.Round(time.Second), o.retry.MaxRetryAfter))
+					att.Err = e.Error()
+				}
+			}
+			if dl, ok := callCtx.Deadline(); retrying && ok && time.Until(dl) < wait {
+				retrying = false
+				e.Hint = joinHint(e.Hint, "no time left for another attempt within the total timeout")
+				att.Err = e.Error()
+			}
+		}
+		if retrying {
+			att.Wait, att.Retrying = wait, true
+		}
+		out.Attempts = append(out.Attempts, att)
+		report(req.OnAttempt, att)
+		if !retrying {
+			if e != nil && n > 1 {
+				failure = fmt.Errorf("%s: gave up after %d attempts: %w", name, n, e)
+			} else if e != nil {
+				failure = fmt.Errorf("%s: %w", name, e)
+			}
+			if partial {
+				failure = &lm.PartialError{Partial: res.text, Err: failure}
+			}
+			return out, failure
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-callCtx.Done():
+			t.Stop()
+			if err := cancelled(ctx, name); err != nil {
+				return out, err
+			}
+			return out, fmt.Errorf("%s: total timeout of %s reached while waiting to retry: %w", name, o.timeouts.Total, e)
+		}
+	}
+}
+
+func joinHint(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func report(f func(lm.Attempt), a lm.Attempt) {
+	if f != nil {
+		f(a)
+	}
+}
+
+// reasoningModel reports OpenAI models that take max_completion_tokens, not max_tokens.
+func reasoningModel(model string) bool {
+	m := model
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-6"} {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// buildRequest maps lm.Request onto go-openai's request, plus the JSON members go-openai
+// cannot send itself (zero temperature or top_p, dropped by its omitempty tags).
+func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompletionRequest, []string) {
+	r := openai.ChatCompletionRequest{Model: model}
+	r.Messages = make([]openai.ChatCompletionMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	p := req.Params
+	temp, maxTok, stop, seed := o.opts.Temperature, o.opts.MaxTokens, o.opts.Stop, o.opts.Seed
+	if p.Temperature != nil {
+		temp = p.Temperature
+	}
+	if p.MaxTokens != nil {
+		maxTok = p.MaxTokens
+	}
+	if p.Stop != nil {
+		stop = p.Stop
+	}
+	if p.Seed != nil {
+		seed = p.Seed
+	}
+	var extra []string
+	if temp != nil {
+		if *temp == 0 {
+			extra = append(extra, `"temperature":0`)
+		} else {
+			r.Temperature = float32(*temp)
+		}
+	}
+	if p.TopP != nil {
+		if *p.TopP == 0 {
+			extra = append(extra, `"top_p":0`)
+		} else {
+			r.TopP = float32(*p.TopP)
+		}
+	}
+	if maxTok != nil && *maxTok > 0 {
+		if reasoningModel(model) {
+			r.MaxCompletionTokens = *maxTok
+		} else {
+			r.MaxTokens = *maxTok
+		}
+	}
+	r.Stop = stop
+	if seed != nil {
+		s := int(*seed)
+		r.Seed = &s
+	}
+	if req.OnDelta != nil {
+		r.Stream = true
+		if !o.opts.NoStreamUsage {
+			r.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+		}
+	}
+	return r, extra
+}
+
+func (o *OpenAI) client(x *exchange, extra []string) *openai.Client {
+	cfg := openai.DefaultConfig(o.opts.APIKey)
+	if o.opts.Azure {
+		cfg = openai.DefaultAzureConfig(o.opts.APIKey, o.opts.BaseURL)
+		cfg.APIVersion = o.opts.APIVersion
+		cfg.AzureModelMapperFunc = func(m string) string { return m }
+	}
+	cfg.BaseURL = o.opts.BaseURL
+	// Some gateways send keep-alive comments while a model loads; go-openai counts
+	// them as empty messages and gives up after its limit.
+	cfg.EmptyMessagesLimit = 100000
+	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, x: x}
+	return openai.NewClientWithConfig(cfg)
+}
+
+// result is one attempt's outcome. text may be set on failure (the partial answer).
+type result struct {
+	text, model, finish string
+	usage               lm.Usage
+	status              int
+	httpErr             bool // the server answered with an error status
+}
+
+func (o *OpenAI) attempt(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
+	extra []string, onDelta func(string)) (result, *exchange, error) {
+	x := &exchange{}
+	c := o.client(x, extra)
+	if !r.Stream {
+		resp, err := c.CreateChatCompletion(ctx, r)
+		status, _, _ := x.response()
+		if err != nil {
+			return result{status: status, httpErr: status >= 400}, x, err
+		}
+		if len(resp.Choices) == 0 {
+			return result{status: status}, x, errors.New("the server returned no choices")
+		}
+		return result{text: resp.Choices[0].Message.Content, model: resp.Model, finish: string(resp.Choices[0].FinishReason),
+			usage: usageOf(&resp.Usage), status: status}, x, nil
+	}
+
+	stop := func() bool { return false }
+	if o.timeouts.FirstToken > 0 {
+		t := time.AfterFunc(o.timeouts.FirstToken, func() { cancel(errFirstToken) })
+		defer t.Stop()
+		stop = t.Stop
+	}
+	onDelta = firstCall(stop, onDelta)
+	stream, err := c.CreateChatCompletionStream(ctx, r)
+	status, _, _ := x.response()
+	if err != nil {
+		return result{status: status, httpErr: status >= 400}, x, err
+	}
+	defer stream.Close()
+	var res result
+	res.status = status
+	var text strings.Builder
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			_, _, raw := x.response()
+			if !sawDone(raw) && res.finish == "" {
+				res.text = text.String()
+				return res, x, fmt.Errorf("stream ended before its end marker: %w", io.ErrUnexpectedEOF)
+			}
+			break
+		}
+		if err != nil {
+			res.text = text.String()
+			return res, x, err
+		}
+		if chunk.Model != "" {
+			res.model = chunk.Model
+		}
+		if chunk.Usage != nil {
+			res.usage = usageOf(chunk.Usage)
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if ch.Delta.Content != "" {
+				text.WriteString(ch.Delta.Content)
+				onDelta(ch.Delta.Content)
+			} else if ch.Delta.ReasoningContent != "" {
+				onDelta("") // thinking counts as a sign of life for the first-token timer
+			}
+			if ch.FinishReason != "" {
+				res.finish = string(ch.FinishReason)
+			}
+		}
+	}
+	res.text = text.String()
+	return res, x, nil
+}
+
+// firstCall runs stop once, before the first delta is passed on; empty deltas are
+// swallowed (they only mean "alive").
+func firstCall(stop func() bool, f func(string)) func(string) {
+	done := false
+	return func(s string) {
+		if !done {
+			done = true
+			stop()
+		}
+		if s != "" {
+			f(s)
+		}
+	}
+}
+
+// sawDone reports whether an SSE transcript holds the "data: [DONE]" end marker.
+func sawDone(raw []byte) bool {
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok && string(bytes.TrimSpace(rest)) == "[DONE]" {
+			return true
+		}
+	}
+	return false
+}
+
+func usageOf(u *openai.Usage) lm.Usage {
+	out := lm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if u.PromptTokensDetails != nil {
+		out.CachedTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
+}
+
+// describe is a one-line description for the UI.
+func (o *OpenAI) describe() string {
+	key := "no API key"
+	switch {
+	case o.opts.APIKeyEnv != "" && o.opts.APIKey != "":
+		key = "key from $" + o.opts.APIKeyEnv
+	case o.opts.APIKeyEnv != "":
+		key = "$" + o.opts.APIKeyEnv + " not set"
+	case o.opts.APIKey != "":
+		key = "key from key_command"
+	}
+	prov := o.opts.Provider
+	if prov == "" {
+		prov = "openai-compatible"
+	}
+	return fmt.Sprintf("%s via %s (%s, %s)", o.opts.Model, prov, o.opts.BaseURL, key)
+}

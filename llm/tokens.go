@@ -1,0 +1,92 @@
+package llm
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+)
+
+// The BPE tables come from the embedded offline loader so that counting never touches
+// the network (tiktoken-go's default loader downloads them on first use).
+func init() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) }
+
+// Chat-format overhead, as OpenAI documents it for its chat models (the "How to count
+// tokens with tiktoken" cookbook): every message costs 3 tokens of framing
+// (<|start|>{role}<|message|>...<|end|>, minus the role text which is counted
+// separately), and every reply is primed with 3 more (<|start|>assistant<|message|>).
+// Other providers frame messages differently, so counts for non-OpenAI models are
+// estimates.
+const (
+	TokensPerMessage = 3
+	TokensReplyPrime = 3
+)
+
+var (
+	encMu    sync.Mutex
+	encCache = map[string]*tiktoken.Tiktoken{}
+)
+
+// EncodingFor names the tiktoken encoding used for a model: cl100k_base for the older
+// OpenAI chat and embedding models (gpt-4, gpt-4-*, gpt-3.5-*, text-embedding-*),
+// o200k_base for everything else, including unknown and newer models. A routing prefix
+// such as "openai/" (OpenRouter) is ignored.
+func EncodingFor(model string) string {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	switch {
+	case m == "gpt-4", strings.HasPrefix(m, "gpt-4-"), strings.HasPrefix(m, "gpt-3.5"),
+		strings.HasPrefix(m, "gpt-35"), strings.HasPrefix(m, "text-embedding-"):
+		return tiktoken.MODEL_CL100K_BASE
+	}
+	return tiktoken.MODEL_O200K_BASE
+}
+
+// encoder returns the (cached) encoder for an encoding; building one parses the whole
+// BPE table, which takes a noticeable fraction of a second.
+func encoder(name string) (*tiktoken.Tiktoken, error) {
+	encMu.Lock()
+	defer encMu.Unlock()
+	if e, ok := encCache[name]; ok {
+		return e, nil
+	}
+	e, err := tiktoken.GetEncoding(name)
+	if err != nil {
+		return nil, fmt.Errorf("token counting: loading encoding %s: %w", name, err)
+	}
+	encCache[name] = e
+	return e, nil
+}
+
+// CountText counts the tokens of a plain text for a model (no chat framing). Special
+// token spellings such as "<|endoftext|>" in the text count as ordinary text.
+func CountText(model, text string) (int, error) {
+	e, err := encoder(EncodingFor(model))
+	if err != nil {
+		return 0, err
+	}
+	return len(e.EncodeOrdinary(text)), nil
+}
+
+// CountTokens counts a chat request: perMessage[i] is message i's tokens including its
+// framing (TokensPerMessage + role + content), and total adds the reply priming
+// (TokensReplyPrime), which is what OpenAI reports as prompt_tokens for plain messages.
+func CountTokens(model string, msgs []lm.Message) (perMessage []int, total int, err error) {
+	e, err := encoder(EncodingFor(model))
+	if err != nil {
+		return nil, 0, err
+	}
+	perMessage = make([]int, len(msgs))
+	for i, m := range msgs {
+		n := TokensPerMessage + len(e.EncodeOrdinary(m.Role)) + len(e.EncodeOrdinary(m.Content))
+		perMessage[i] = n
+		total += n
+	}
+	return perMessage, total + TokensReplyPrime, nil
+}

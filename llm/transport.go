@@ -1,0 +1,130 @@
+package llm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// newHTTPClient builds the client shared by all calls of one OpenAI model. The connect
+// timeout bounds the TCP dial and the TLS handshake; everything after that is bounded by
+// the first-token and total timeouts, which work through the request context.
+func newHTTPClient(connect time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   connect,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
+	return &http.Client{Transport: t}
+}
+
+// exchange is what one attempt put on the wire and got back. go-openai hides both the
+// body it marshals and the response headers (Retry-After) behind its own types, so every
+// attempt runs through a captureDoer that keeps them.
+type exchange struct {
+	mu      sync.Mutex
+	reqBody []byte
+	status  int
+	header  http.Header
+	raw     bytes.Buffer
+}
+
+func (x *exchange) response() (status int, header http.Header, raw []byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.status, x.header, bytes.Clone(x.raw.Bytes())
+}
+
+// captureDoer is go-openai's HTTPDoer for one attempt: it adds the configured headers,
+// appends body fields go-openai cannot express, and records the exchange.
+type captureDoer struct {
+	client  *http.Client
+	headers map[string]string
+	// extra holds JSON members appended to the body, in order ("temperature":0 and the
+	// like: go-openai drops zero floats because of omitempty).
+	extra []string
+	x     *exchange
+}
+
+func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("reading the request body: %w", err)
+		}
+		body = appendMembers(b, d.extra)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.ContentLength = int64(len(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	req.Header.Set("User-Agent", "sessionbench")
+	for k, v := range d.headers {
+		req.Header.Set(k, v)
+	}
+	d.x.mu.Lock()
+	d.x.reqBody = body
+	d.x.mu.Unlock()
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	d.x.mu.Lock()
+	d.x.status, d.x.header = resp.StatusCode, resp.Header
+	d.x.mu.Unlock()
+	resp.Body = &teeBody{rc: resp.Body, x: d.x}
+	return resp, nil
+}
+
+// teeBody copies everything read from the response into the exchange.
+type teeBody struct {
+	rc io.ReadCloser
+	x  *exchange
+}
+
+func (t *teeBody) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 {
+		t.x.mu.Lock()
+		t.x.raw.Write(p[:n])
+		t.x.mu.Unlock()
+	}
+	return n, err
+}
+
+func (t *teeBody) Close() error { return t.rc.Close() }
+
+// appendMembers inserts `"k":v` members before the closing brace of a JSON object.
+func appendMembers(obj []byte, members []string) []byte {
+	if len(members) == 0 {
+		return obj
+	}
+	s := strings.TrimRight(string(obj), " \t\r\n")
+	if !strings.HasSuffix(s, "}") {
+		return obj
+	}
+	head := s[:len(s)-1]
+	var b strings.Builder
+	b.WriteString(head)
+	empty := strings.TrimSpace(head) == "{"
+	for _, m := range members {
+		if !empty {
+			b.WriteByte(',')
+		}
+		empty = false
+		b.WriteString(m)
+	}
+	b.WriteByte('}')
+	return []byte(b.String())
+}
