@@ -1,0 +1,252 @@
+package template
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// ParseError is DSPy's AdapterParseError as the template adapter raises it.
+type ParseError struct {
+	Adapter  string   // "TemplateAdapter"
+	Response string   // the completion (fence-stripped in json and xml modes)
+	Expected []string // the signature's output fields
+	Parsed   []string // fields parsed before failing; nil when not reported
+	Message  string   // the leading explanation; "" for a plain missing-fields error
+	Err      error    // the underlying conversion error, if any
+}
+
+func (e *ParseError) Error() string {
+	var b strings.Builder
+	if e.Message != "" {
+		b.WriteString(e.Message + "\n\n")
+	}
+	b.WriteString("Adapter " + e.Adapter + " failed to parse the LM response. \n\n")
+	b.WriteString("LM Response: " + e.Response + " \n\n")
+	b.WriteString("Expected to find output fields in the LM response: [" + strings.Join(e.Expected, ", ") + "] \n\n")
+	if e.Parsed != nil {
+		b.WriteString("Actual output fields parsed from the LM response: [" + strings.Join(e.Parsed, ", ") + "] \n\n")
+	}
+	return b.String()
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+func outputNames(s *sig.Signature) []string {
+	names := make([]string, len(s.Outputs))
+	for i, f := range s.Outputs {
+		names[i] = f.Name
+	}
+	return names
+}
+
+func (t *Template) parseErr(s *sig.Signature, completion, message string, parsed *sig.Map, err error) *ParseError {
+	e := &ParseError{Adapter: "TemplateAdapter", Response: completion, Expected: outputNames(s), Message: message, Err: err}
+	if parsed != nil {
+		e.Parsed = append([]string{}, parsed.Keys()...)
+	}
+	return e
+}
+
+// Parse turns a completion into output values according to the parse mode.
+func (t *Template) Parse(s *sig.Signature, completion string) (*sig.Map, error) {
+	if s == nil {
+		return nil, fmt.Errorf("template: parse without a signature")
+	}
+	if t.ParseFunc != nil {
+		return t.ParseFunc(s, completion)
+	}
+	switch t.Mode() {
+	case ParseFullText:
+		return t.parseFullText(s, completion)
+	case ParseChat:
+		out, err := adapter.Chat{}.Parse(s, completion)
+		if err != nil {
+			return nil, fmt.Errorf("template (chat parse mode): %w", err)
+		}
+		return out, nil
+	case ParseXML:
+		return t.parseXML(s, StripFences(completion))
+	case ParseJSON:
+		return t.parseJSON(s, StripFences(completion))
+	}
+	return nil, fmt.Errorf("template: unknown parse_mode %q (want json, full_text, xml or chat)", t.ParseMode)
+}
+
+// StripFences removes a leading ``` line and a trailing ``` line when the trimmed text
+// starts with ``` (the reference's _strip_markdown_code_fences); other text is returned
+// unchanged, untrimmed.
+func StripFences(text string) string {
+	stripped := sig.PyStrip(text)
+	if !strings.HasPrefix(stripped, "```") {
+		return text
+	}
+	lines := sig.PySplitLines(stripped)
+	if len(lines) == 0 {
+		return text
+	}
+	if strings.HasPrefix(lines[0], "```") {
+		lines = lines[1:]
+	}
+	if len(lines) > 0 && strings.HasPrefix(sig.PyStrip(lines[len(lines)-1]), "```") {
+		lines = lines[:len(lines)-1]
+	}
+	return sig.PyStrip(strings.Join(lines, "\n"))
+}
+
+func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
+	fields, ok := adapter.RepairLoads(completion).(*sig.Map)
+	if !ok {
+		if obj, found := firstBraceGroup(completion); found {
+			fields, ok = adapter.RepairLoads(obj).(*sig.Map)
+		}
+	}
+	if !ok {
+		return nil, t.parseErr(s, completion, "No JSON object found in LM response.", nil, nil)
+	}
+	parsed := sig.NewMap()
+	for _, f := range s.Outputs {
+		v, present := fields.Get(f.Name)
+		if !present {
+			continue
+		}
+		cv, err := adapter.ConvertValue(f.Type, v)
+		if err != nil {
+			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, err)
+		}
+		parsed.Set(f.Name, cv)
+	}
+	if parsed.Len() != len(s.Outputs) {
+		return nil, t.parseErr(s, completion, "", parsed, nil)
+	}
+	return parsed, nil
+}
+
+// firstBraceGroup is the reference's recursive-regex search \{(?:[^{}]|(?R))*\}: the
+// balanced {...} group that starts earliest. One pass with a stack finds every balanced
+// pair; the earliest-starting one is what the regex's leftmost search returns.
+func firstBraceGroup(text string) (string, bool) {
+	var stack []int
+	best, bestEnd := -1, -1
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
+		case '{':
+			stack = append(stack, i)
+		case '}':
+			if len(stack) == 0 {
+				continue
+			}
+			start := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if best < 0 || start < best {
+				best, bestEnd = start, i
+			}
+		}
+	}
+	if best < 0 {
+		return "", false
+	}
+	return text[best : bestEnd+1], true
+}
+
+func (t *Template) parseFullText(s *sig.Signature, completion string) (*sig.Map, error) {
+	if len(s.Outputs) != 1 {
+		return nil, t.parseErr(s, completion, fmt.Sprintf("parse_mode='full_text' requires exactly 1 output field, got %d: %s",
+			len(s.Outputs), pyRepr(stringList(outputNames(s)))), nil, nil)
+	}
+	f := s.Outputs[0]
+	v, err := adapter.ParseValue(f.Type, sig.PyStrip(completion))
+	if err != nil {
+		return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, err)
+	}
+	return sig.NewMap(f.Name, v), nil
+}
+
+func stringList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+var xmlRes sync.Map // field name -> *regexp.Regexp
+
+func xmlRe(name string) *regexp.Regexp {
+	if re, ok := xmlRes.Load(name); ok {
+		return re.(*regexp.Regexp)
+	}
+	re := regexp.MustCompile(`(?s)<` + regexp.QuoteMeta(name) + `>(.*?)</` + regexp.QuoteMeta(name) + `>`)
+	xmlRes.Store(name, re)
+	return re
+}
+
+func (t *Template) parseXML(s *sig.Signature, completion string) (*sig.Map, error) {
+	parsed := sig.NewMap()
+	for _, f := range s.Outputs {
+		m := xmlRe(f.Name).FindStringSubmatch(completion)
+		if m == nil {
+			continue
+		}
+		v, err := adapter.ParseValue(f.Type, sig.PyStrip(m[1]))
+		if err != nil {
+			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse XML field '%s': %v", f.Name, err), nil, err)
+		}
+		parsed.Set(f.Name, v)
+	}
+	if parsed.Len() != len(s.Outputs) {
+		var missing []string
+		for _, f := range s.Outputs {
+			if !parsed.Has(f.Name) {
+				missing = append(missing, reprString(f.Name, false))
+			}
+		}
+		return nil, t.parseErr(s, completion, "Missing XML tags for output fields: {"+strings.Join(missing, ", ")+"}", parsed, nil)
+	}
+	return parsed, nil
+}
+
+// FinetuneReply is the assistant message format_finetune_data appends: the raw value
+// (full_text with one output field), <k>v</k> lines (xml) or indented JSON otherwise,
+// over the given outputs in their own order.
+func (t *Template) FinetuneReply(s *sig.Signature, outputs *sig.Map) string {
+	switch {
+	case t.Mode() == ParseFullText && len(s.Outputs) == 1:
+		v, ok := outputs.Get(s.Outputs[0].Name)
+		if !ok {
+			return ""
+		}
+		return pyStr(v)
+	case t.Mode() == ParseXML:
+		var parts []string
+		outputs.Range(func(k string, v any) bool {
+			parts = append(parts, "<"+k+">"+pyStr(v)+"</"+k+">")
+			return true
+		})
+		return strings.Join(parts, "\n")
+	}
+	// json.dumps here runs with the default ensure_ascii=True.
+	return asciiJSON(sig.PyJSONIndent(outputs, 2))
+}
+
+// asciiJSON escapes non-ASCII characters as \uXXXX (surrogate pairs above U+FFFF), which
+// is what json.dumps does by default; in JSON text they can only occur inside strings.
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			r -= 0x10000
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,393 @@
+package template
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// formatError is a failure of Python's str.format_map at a byte offset of the text.
+type formatError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *formatError) Error() string { return e.Msg }
+
+// lookupFunc resolves a format_map key. ok=false means "missing": the reference's
+// _SafeDict then answers "{key}", which still goes through indexing, conversion and spec.
+type lookupFunc func(key string) (val fmtValue, ok bool)
+
+// fmtValue is what a context key holds: a string, or (for the "history" key) an object
+// whose str() and repr() differ from a string's.
+type fmtValue struct {
+	Str      string
+	Repr     string // set for objects; empty for strings (computed on demand)
+	IsObject bool
+	TypeName string // Python type name for error messages ("History")
+}
+
+func strValue(s string) fmtValue { return fmtValue{Str: s} }
+
+// formatMap is Python's str.format_map(mapping): "{{" and "}}" are literal braces,
+// "{name[idx]!conv:spec}" fields are looked up, and a lone brace is an error. Missing
+// keys resolve to "{key}" (the reference's _SafeDict), so unknown variables pass through.
+func formatMap(s string, lookup lookupFunc) (string, error) {
+	out, err := vformat(s, lookup, 2, 0)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+func vformat(s string, lookup lookupFunc, depth, base int) (string, *formatError) {
+	if depth <= 0 {
+		return "", &formatError{base, "Max string recursion exceeded"}
+	}
+	if strings.IndexByte(s, '{') < 0 && strings.IndexByte(s, '}') < 0 {
+		return s, nil
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	n := len(s)
+	for i := 0; i < n; {
+		c := s[i]
+		if c != '{' && c != '}' {
+			j := i + 1
+			for j < n && s[j] != '{' && s[j] != '}' {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
+		if i+1 < n && s[i+1] == c {
+			b.WriteByte(c)
+			i += 2
+			continue
+		}
+		if c == '}' {
+			return "", &formatError{base + i, "Single '}' encountered in format string"}
+		}
+		if i+1 >= n {
+			return "", &formatError{base + i, "Single '{' encountered in format string"}
+		}
+		name, conv, spec, specAt, next, err := parseField(s, i+1)
+		if err != nil {
+			err.Offset += base
+			if err.Offset < base+i {
+				err.Offset = base + i
+			}
+			return "", err
+		}
+		out, ferr := renderField(name, conv, spec, lookup, depth, base+specAt)
+		if ferr != nil {
+			if ferr.Offset < 0 {
+				ferr.Offset = base + i
+			}
+			return "", ferr
+		}
+		b.WriteString(out)
+		i = next
+	}
+	return b.String(), nil
+}
+
+// parseField reads a replacement field starting just after its '{' (CPython's
+// parse_field): the field name runs to '}', ':' or '!', skipping over "[...]".
+func parseField(s string, i int) (name string, conv byte, spec string, specAt, next int, err *formatError) {
+	n := len(s)
+	start := i
+	var c byte
+	end := -1
+	for i < n {
+		c = s[i]
+		i++
+		if c == '{' {
+			return "", 0, "", 0, 0, &formatError{i - 1, "unexpected '{' in field name"}
+		}
+		if c == '[' {
+			for i < n && s[i] != ']' {
+				i++
+			}
+			c = 0
+			continue
+		}
+		if c == '}' || c == ':' || c == '!' {
+			end = i - 1
+			break
+		}
+		c = 0
+	}
+	if end < 0 {
+		return "", 0, "", 0, 0, &formatError{start - 1, "expected '}' before end of string"}
+	}
+	name = s[start:end]
+	if c == '}' {
+		return name, 0, "", i, i, nil
+	}
+	if c == '!' {
+		if i >= n {
+			return "", 0, "", 0, 0, &formatError{i - 1, "end of string while looking for conversion specifier"}
+		}
+		conv = s[i]
+		i++
+		if i < n {
+			c2 := s[i]
+			i++
+			if c2 == '}' {
+				return name, conv, "", i, i, nil
+			}
+			if c2 != ':' {
+				return "", 0, "", 0, 0, &formatError{i - 1, "expected ':' after conversion specifier"}
+			}
+		}
+	}
+	fstart := i
+	count := 1
+	for i < n {
+		c3 := s[i]
+		i++
+		switch c3 {
+		case '{':
+			count++
+		case '}':
+			count--
+			if count == 0 {
+				return name, conv, s[fstart : i-1], fstart, i, nil
+			}
+		}
+	}
+	return "", 0, "", 0, 0, &formatError{start - 1, "unmatched '{' in format spec"}
+}
+
+func pyInt(s string) (int, bool) {
+	if s == "" || len(s) > 18 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.Atoi(s)
+	return v, err == nil
+}
+
+// renderField resolves one field. Errors carry Offset -1 when they belong to the field as
+// a whole (the caller fills in the field's position).
+func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, specAt int) (string, *formatError) {
+	fail := func(format string, a ...any) (string, *formatError) {
+		return "", &formatError{-1, fmt.Sprintf(format, a...)}
+	}
+	i := 0
+	for i < len(name) && name[i] != '.' && name[i] != '[' {
+		i++
+	}
+	first := name[:i]
+	if first == "" {
+		return fail("Replacement index 0 out of range for positional args tuple (a template has no positional fields; use {name})")
+	}
+	if idx, ok := pyInt(first); ok {
+		return fail("Replacement index %d out of range for positional args tuple (a template has no positional fields; use {name})", idx)
+	}
+	val, ok := lookup(first)
+	if !ok {
+		val = strValue("{" + first + "}")
+	}
+	for i < len(name) {
+		c := name[i]
+		i++
+		switch c {
+		case '.':
+			st := i
+			for i < len(name) && name[i] != '.' && name[i] != '[' {
+				i++
+			}
+			if name[st:i] == "" {
+				return fail("Empty attribute in format string")
+			}
+			return fail("attribute access {%s} is not supported in templates", name)
+		case '[':
+			st := i
+			for i < len(name) && name[i] != ']' {
+				i++
+			}
+			if i >= len(name) {
+				return fail("Missing ']' in format string")
+			}
+			key := name[st:i]
+			i++
+			if key == "" {
+				return fail("Empty attribute in format string")
+			}
+			if val.IsObject {
+				return fail("'%s' object is not subscriptable", val.TypeName)
+			}
+			idx, isInt := pyInt(key)
+			if !isInt {
+				return fail("string indices must be integers, not 'str'")
+			}
+			r, found := runeAt(val.Str, idx)
+			if !found {
+				return fail("string index out of range")
+			}
+			val = strValue(string(r))
+		default:
+			return fail("Only '.' or '[' may follow ']' in format field specifier")
+		}
+	}
+	switch conv {
+	case 0, 's':
+		if val.IsObject && conv == 's' {
+			val = strValue(val.Str)
+		}
+	case 'r':
+		if val.IsObject {
+			val = strValue(val.Repr)
+		} else {
+			val = strValue(reprString(val.Str, false))
+		}
+	case 'a':
+		if val.IsObject {
+			val = strValue(asciiOnly(val.Repr))
+		} else {
+			val = strValue(reprString(val.Str, true))
+		}
+	default:
+		return fail("Unknown conversion specifier %s", string(rune(conv)))
+	}
+	if spec == "" {
+		return val.Str, nil
+	}
+	expanded := spec
+	if strings.ContainsAny(spec, "{}") {
+		var err *formatError
+		if expanded, err = vformat(spec, lookup, depth-1, specAt); err != nil {
+			return "", err
+		}
+	}
+	if expanded == "" {
+		return val.Str, nil
+	}
+	if val.IsObject {
+		return fail("unsupported format string passed to %s.__format__", val.TypeName)
+	}
+	out, msg := formatStrSpec(val.Str, expanded)
+	if msg != "" {
+		return fail("%s", msg)
+	}
+	return out, nil
+}
+
+func runeAt(s string, idx int) (rune, bool) {
+	n := 0
+	for _, r := range s {
+		if n == idx {
+			return r, true
+		}
+		n++
+	}
+	return 0, false
+}
+
+// formatStrSpec is str.__format__: [[fill]align][0][width][.precision][s]. Numeric-only
+// options give Python's error texts.
+func formatStrSpec(s, spec string) (string, string) {
+	rs := []rune(spec)
+	pos := 0
+	fill, align := ' ', '<'
+	fillSet, alignSet := false, false
+	isAlign := func(r rune) bool { return r == '<' || r == '>' || r == '^' || r == '=' }
+	if len(rs) >= 2 && isAlign(rs[1]) {
+		fill, align, fillSet, alignSet = rs[0], rs[1], true, true
+		pos = 2
+	} else if len(rs) >= 1 && isAlign(rs[0]) {
+		align, alignSet = rs[0], true
+		pos = 1
+	}
+	if pos < len(rs) && (rs[pos] == '+' || rs[pos] == '-' || rs[pos] == ' ') {
+		return "", "Sign not allowed in string format specifier"
+	}
+	if pos < len(rs) && rs[pos] == 'z' {
+		return "", "Negative zero coercion (z) not allowed in format specifier"
+	}
+	if pos < len(rs) && rs[pos] == '#' {
+		return "", "Alternate form (#) not allowed in string format specifier"
+	}
+	if !fillSet && pos < len(rs) && rs[pos] == '0' {
+		fill = '0'
+		pos++
+	}
+	width := 0
+	for pos < len(rs) && rs[pos] >= '0' && rs[pos] <= '9' {
+		width = width*10 + int(rs[pos]-'0')
+		if width > 1<<20 {
+			return "", "Too many decimal digits in format string"
+		}
+		pos++
+	}
+	if pos < len(rs) && (rs[pos] == ',' || rs[pos] == '_') {
+		return "", fmt.Sprintf("Cannot specify '%c' with 's'.", rs[pos])
+	}
+	prec := -1
+	if pos < len(rs) && rs[pos] == '.' {
+		pos++
+		st := pos
+		prec = 0
+		for pos < len(rs) && rs[pos] >= '0' && rs[pos] <= '9' {
+			prec = prec*10 + int(rs[pos]-'0')
+			if prec > 1<<20 {
+				return "", "Too many decimal digits in format string"
+			}
+			pos++
+		}
+		if pos == st {
+			return "", "Format specifier missing precision"
+		}
+	}
+	if len(rs)-pos > 1 {
+		return "", fmt.Sprintf("Invalid format specifier '%s' for object of type 'str'", spec)
+	}
+	if pos < len(rs) && rs[pos] != 's' {
+		return "", fmt.Sprintf("Unknown format code '%c' for object of type 'str'", rs[pos])
+	}
+	if alignSet && align == '=' {
+		return "", "'=' alignment not allowed in string format specifier"
+	}
+	if prec >= 0 && utf8.RuneCountInString(s) > prec {
+		s = string([]rune(s)[:prec])
+	}
+	pad := width - utf8.RuneCountInString(s)
+	if pad <= 0 {
+		return s, ""
+	}
+	f := string(fill)
+	switch align {
+	case '>':
+		return strings.Repeat(f, pad) + s, ""
+	case '^':
+		left := pad / 2
+		return strings.Repeat(f, left) + s + strings.Repeat(f, pad-left), ""
+	}
+	return s + strings.Repeat(f, pad), ""
+}
+
+// asciiOnly escapes the non-ASCII characters of an object's repr, as ascii(obj) does.
+func asciiOnly(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	return b.String()
+}
