@@ -1,0 +1,455 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// MainBranch exists in every conversation and cannot be deleted.
+const MainBranch = "main"
+
+// Branch is a named pointer to a tip turn; the turns from the root to the tip are the
+// branch's conversation. Sibling and ancestry fields follow HPD-Agent (reference
+// hpd-agent-branches.md §3.1-3.2) and are computed, never stored, so they cannot go stale.
+type Branch struct {
+	ID          int64  `json:"-"`
+	ConvID      string `json:"conversation"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Tip         string `json:"tip,omitempty"` // turn key; "" for an empty branch
+	Length      int    `json:"turns"`         // turns on the path, tip included
+	ForkedFrom  string `json:"forked_from,omitempty"`
+	// ForkIndex is the index of the last shared turn (the first diverging turn is at +1).
+	ForkIndex       *int              `json:"fork_index,omitempty"`
+	ForkTurn        string            `json:"fork_turn,omitempty"`
+	SiblingIndex    int               `json:"sibling_index"`
+	TotalSiblings   int               `json:"total_siblings"`
+	PreviousSibling string            `json:"previous_sibling,omitempty"`
+	NextSibling     string            `json:"next_sibling,omitempty"`
+	Children        []string          `json:"children"`
+	Ancestors       map[string]string `json:"ancestors"` // {"0":"main","1":"f1"}
+	Redo            int               `json:"redo"`      // turns that redo can bring back
+	CreatedAt       time.Time         `json:"created_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+
+	parentID sql.NullInt64
+	tipID    sql.NullInt64
+}
+
+// IsOriginal reports whether the branch was not forked from another.
+func (b *Branch) IsOriginal() bool { return b.ForkedFrom == "" }
+
+func turnKey(id int64) string { return strconv.FormatInt(id, 10) }
+
+func parseTurnKey(k string) (int64, error) {
+	id, err := strconv.ParseInt(k, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("storage: %q is not a turn key: %w", k, ErrInvalid)
+	}
+	return id, nil
+}
+
+func nullKey(v sql.NullInt64) string {
+	if !v.Valid {
+		return ""
+	}
+	return turnKey(v.Int64)
+}
+
+// ValidateBranchName checks a new branch name.
+func ValidateBranchName(name string) error {
+	if strings.TrimSpace(name) == "" {
+		return fmt.Errorf("branch name is empty: %w", ErrInvalid)
+	}
+	if len(name) > 200 {
+		return fmt.Errorf("branch name is longer than 200 bytes: %w", ErrInvalid)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("branch name %q contains a control character: %w", name, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// branchByName reads one branch row (without the computed fields).
+func branchByName(ctx context.Context, q querier, convID, name string) (*Branch, error) {
+	b := &Branch{ConvID: convID, Name: name}
+	var forkIdx, forkTurn sql.NullInt64
+	var created, updated string
+	err := q.QueryRowContext(ctx, `SELECT b.id, b.description, b.tip_id, b.forked_from, b.fork_index, b.fork_turn_id,
+			b.created_at, b.updated_at, coalesce(t.depth + 1, 0)
+		FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = ? AND b.name = ?`, convID, name).
+		Scan(&b.ID, &b.Description, &b.tipID, &b.parentID, &forkIdx, &forkTurn, &created, &updated, &b.Length)
+	if errors.Is(err, sql.ErrNoRows) {
+		var n int
+		if q.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", convID).Scan(&n); n == 0 {
+			return nil, fmt.Errorf("storage: conversation %q: %w", convID, ErrNotFound)
+		}
+		return nil, fmt.Errorf("storage: branch %q not found in conversation %q: %w", name, convID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: branch %q of %q: %w", name, convID, err)
+	}
+	b.Tip = nullKey(b.tipID)
+	b.ForkTurn = nullKey(forkTurn)
+	if forkIdx.Valid {
+		i := int(forkIdx.Int64)
+		b.ForkIndex = &i
+	}
+	b.CreatedAt, b.UpdatedAt = parseTime(created), parseTime(updated)
+	return b, nil
+}
+
+// turnPos is a turn's place in the tree.
+type turnPos struct {
+	id, parent, jump int64 // parent 0 for a root turn; jump == id for a root turn
+	depth, jumpDepth int
+	conv, state      string
+}
+
+func readPos(ctx context.Context, q querier, id int64) (turnPos, error) {
+	p := turnPos{id: id}
+	var parent, jump sql.NullInt64
+	err := q.QueryRowContext(ctx, "SELECT parent_id, jump_id, depth, jump_depth, conv_id, state FROM turns WHERE id = ?", id).
+		Scan(&parent, &jump, &p.depth, &p.jumpDepth, &p.conv, &p.state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("storage: turn %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("storage: turn %d: %w", id, err)
+	}
+	p.parent, p.jump = parent.Int64, jump.Int64
+	if !jump.Valid {
+		p.jump = id
+	}
+	return p, nil
+}
+
+// jumpFor computes a new child's jump pointer from its parent (skew-binary links: the jump
+// skips 2^k-1 turns, so reaching any ancestor takes O(log depth) steps).
+func jumpFor(ctx context.Context, q querier, parent turnPos) (int64, int, error) {
+	if parent.jump != parent.id {
+		j, err := readPos(ctx, q, parent.jump)
+		if err != nil {
+			return 0, 0, err
+		}
+		if parent.depth-parent.jumpDepth == parent.jumpDepth-j.jumpDepth {
+			return j.jump, j.jumpDepth, nil
+		}
+	}
+	return parent.id, parent.depth, nil
+}
+
+// ancestorAt returns the ancestor of turn id (or id itself) at the given depth.
+func ancestorAt(ctx context.Context, q querier, id int64, depth int) (int64, error) {
+	p, err := readPos(ctx, q, id)
+	if err != nil {
+		return 0, err
+	}
+	for p.depth > depth {
+		next := p.parent
+		if p.jumpDepth >= depth && p.jump != p.id {
+			next = p.jump
+		}
+		if p, err = readPos(ctx, q, next); err != nil {
+			return 0, err
+		}
+	}
+	return p.id, nil
+}
+
+// CreateBranch adds an empty branch (no turns) to a conversation.
+func (s *Store) CreateBranch(ctx context.Context, convID, name string) (*Branch, error) {
+	if err := ValidateBranchName(name); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := touch(ctx, tx, convID); err != nil {
+			return err
+		}
+		if err := nameFree(ctx, tx, convID, name); err != nil {
+			return err
+		}
+		t := fmtTime(now())
+		_, err := tx.ExecContext(ctx, "INSERT INTO branches(conv_id, name, created_at, updated_at) VALUES (?, ?, ?, ?)", convID, name, t, t)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Branch(ctx, convID, name)
+}
+
+func nameFree(ctx context.Context, tx *sql.Tx, convID, name string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE conv_id = ? AND name = ?", convID, name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("storage: branch %q already exists in conversation %q: %w", name, convID, ErrConflict)
+	}
+	return nil
+}
+
+// Fork creates branch name from source, sharing source's turns 0..at (at is the index of the
+// last shared turn, HPD-Agent's ForkedAtMessageIndex). Nothing is copied: the new branch is
+// one row whose tip is the existing turn at index at, found in O(log n) lookups. An empty
+// source can only be forked at 0, giving an empty branch.
+func (s *Store) Fork(ctx context.Context, convID, source, name string, at int) (*Branch, error) {
+	if err := ValidateBranchName(name); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if at < 0 {
+		return nil, fmt.Errorf("storage: turn index cannot be negative (got %d): %w", at, ErrInvalid)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		src, err := branchByName(ctx, tx, convID, source)
+		if err != nil {
+			return err
+		}
+		if err := nameFree(ctx, tx, convID, name); err != nil {
+			return err
+		}
+		var tip sql.NullInt64
+		switch {
+		case src.Length == 0 && at != 0:
+			return fmt.Errorf("storage: cannot fork empty branch %q at index %d (must be 0): %w", source, at, ErrInvalid)
+		case src.Length == 0:
+		case at >= src.Length:
+			return fmt.Errorf("storage: turn index %d out of range (0-%d) on branch %q: %w", at, src.Length-1, source, ErrInvalid)
+		default:
+			id, err := ancestorAt(ctx, tx, src.tipID.Int64, at)
+			if err != nil {
+				return err
+			}
+			tip = sql.NullInt64{Int64: id, Valid: true}
+		}
+		t := fmtTime(now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO branches(conv_id, name, tip_id, forked_from, fork_turn_id, fork_index, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, convID, name, tip, src.ID, tip, at, t, t); err != nil {
+			return fmt.Errorf("storage: fork %q from %q: %w", name, source, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE branches SET updated_at = ? WHERE id = ?", t, src.ID); err != nil {
+			return err
+		}
+		return touch(ctx, tx, convID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Branch(ctx, convID, name)
+}
+
+// DeleteBranch removes a branch. main is protected; a branch with child branches is refused
+// (naming them) unless recursive, which deletes the subtree children first. Turns are
+// kept: they may be shared with other branches, and nothing in the tree is lost. It returns
+// the deleted branch names in deletion order.
+func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive bool) ([]string, error) {
+	if name == MainBranch {
+		return nil, fmt.Errorf("storage: cannot delete the 'main' branch: %w", ErrInvalid)
+	}
+	var deleted []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		deleted = deleted[:0]
+		b, err := branchByName(ctx, tx, convID, name)
+		if err != nil {
+			return err
+		}
+		var del func(id int64, name string) error
+		del = func(id int64, name string) error {
+			kids, err := childBranches(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			if len(kids) > 0 && !recursive {
+				names := make([]string, len(kids))
+				for i, k := range kids {
+					names[i] = k.name
+				}
+				return fmt.Errorf("storage: cannot delete branch %q with %d child branches; delete children first: %s: %w",
+					name, len(kids), strings.Join(names, ", "), ErrConflict)
+			}
+			for _, k := range kids {
+				if err := del(k.id, k.name); err != nil {
+					return err
+				}
+			}
+			// An in-flight turn begun on this branch can no longer be committed to it.
+			if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = 'discarded', abort_reason = 'branch deleted'
+				WHERE branch_id = ? AND state = 'pending'`, id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM branches WHERE id = ?", id); err != nil {
+				return fmt.Errorf("storage: delete branch %q: %w", name, err)
+			}
+			deleted = append(deleted, name)
+			return nil
+		}
+		if err := del(b.ID, b.Name); err != nil {
+			return err
+		}
+		return touch(ctx, tx, convID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return deleted, nil
+}
+
+type branchRef struct {
+	id   int64
+	name string
+}
+
+func childBranches(ctx context.Context, q querier, id int64) ([]branchRef, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id, name FROM branches WHERE forked_from = ? ORDER BY created_at, id", id)
+	if err != nil {
+		return nil, fmt.Errorf("storage: child branches: %w", err)
+	}
+	defer rows.Close()
+	var out []branchRef
+	for rows.Next() {
+		var r branchRef
+		if err := rows.Scan(&r.id, &r.name); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Branch returns one branch with its computed tree fields.
+func (s *Store) Branch(ctx context.Context, convID, name string) (*Branch, error) {
+	all, err := s.Branches(ctx, convID)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range all {
+		if b.Name == name {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("storage: branch %q not found in conversation %q: %w", name, convID, ErrNotFound)
+}
+
+// Branches lists a conversation's branches (main first, then by creation) with sibling
+// groups, children, ancestry and redo depth, from two queries.
+func (s *Store) Branches(ctx context.Context, convID string) ([]*Branch, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT b.id, b.name, b.description, b.tip_id, b.forked_from, b.fork_index, b.fork_turn_id,
+			b.created_at, b.updated_at, coalesce(t.depth + 1, 0), (SELECT count(*) FROM redo r WHERE r.branch_id = b.id)
+		FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = ?
+		ORDER BY b.name <> 'main', b.created_at, b.id`, convID)
+	if err != nil {
+		return nil, fmt.Errorf("storage: branches of %q: %w", convID, err)
+	}
+	defer rows.Close()
+	var out []*Branch
+	byID := map[int64]*Branch{}
+	for rows.Next() {
+		b := &Branch{ConvID: convID, Children: []string{}, Ancestors: map[string]string{}}
+		var forkIdx, forkTurn sql.NullInt64
+		var created, updated string
+		if err := rows.Scan(&b.ID, &b.Name, &b.Description, &b.tipID, &b.parentID, &forkIdx, &forkTurn,
+			&created, &updated, &b.Length, &b.Redo); err != nil {
+			return nil, fmt.Errorf("storage: branches of %q: %w", convID, err)
+		}
+		b.Tip, b.ForkTurn = nullKey(b.tipID), nullKey(forkTurn)
+		if forkIdx.Valid {
+			i := int(forkIdx.Int64)
+			b.ForkIndex = &i
+		}
+		b.CreatedAt, b.UpdatedAt = parseTime(created), parseTime(updated)
+		out = append(out, b)
+		byID[b.ID] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		if _, err := s.Conversation(ctx, convID); err != nil {
+			return nil, err
+		}
+	}
+	// Sibling groups: forks sharing a source and fork index, source at slot 0, forks by
+	// creation. An original branch shows the group of its latest fork (HPD-Agent rewrites
+	// the source's fields on every fork); a fork keeps its own group's position.
+	type gkey struct {
+		src int64
+		idx int
+	}
+	groups := map[gkey][]*Branch{}
+	latest := map[int64]gkey{}
+	for _, b := range out {
+		if p, ok := byID[b.parentID.Int64]; ok && b.parentID.Valid {
+			b.ForkedFrom = p.Name
+			p.Children = append(p.Children, b.Name)
+			k := gkey{p.ID, *b.ForkIndex}
+			if len(groups[k]) == 0 {
+				groups[k] = []*Branch{p}
+			}
+			groups[k] = append(groups[k], b)
+			latest[p.ID] = k
+		}
+	}
+	for _, b := range out {
+		b.SiblingIndex, b.TotalSiblings = 0, 1
+		var g []*Branch
+		if b.parentID.Valid {
+			g = groups[gkey{b.parentID.Int64, *b.ForkIndex}]
+		} else if k, ok := latest[b.ID]; ok {
+			g = groups[k]
+		}
+		for i, m := range g {
+			if m == b {
+				b.SiblingIndex, b.TotalSiblings = i, len(g)
+				if i > 0 {
+					b.PreviousSibling = g[i-1].Name
+				}
+				if i+1 < len(g) {
+					b.NextSibling = g[i+1].Name
+				}
+			}
+		}
+		// Ancestors: {"0": root, "1": next, ...} down to the direct parent.
+		var chain []string
+		for p := byID[b.parentID.Int64]; b.parentID.Valid && p != nil; {
+			chain = append(chain, p.Name)
+			if !p.parentID.Valid {
+				break
+			}
+			p = byID[p.parentID.Int64]
+		}
+		for i := range chain {
+			b.Ancestors[strconv.Itoa(i)] = chain[len(chain)-1-i]
+		}
+	}
+	return out, nil
+}
+
+// Siblings returns the sibling group of forks of source at index at: source first, then
+// its forks at that index by creation.
+func (s *Store) Siblings(ctx context.Context, convID, source string, at int) ([]string, error) {
+	all, err := s.Branches(ctx, convID)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{source}
+	found := false
+	for _, b := range all {
+		found = found || b.Name == source
+		if b.ForkedFrom == source && b.ForkIndex != nil && *b.ForkIndex == at {
+			out = append(out, b.Name)
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("storage: branch %q not found in conversation %q: %w", source, convID, ErrNotFound)
+	}
+	return out, nil
+}

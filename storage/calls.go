@@ -1,0 +1,328 @@
+package storage
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// jsonOf renders a value map as JSON (key order and number kinds kept); nil is NULL.
+func jsonOf(m *sig.Map) (sql.NullString, error) {
+	if m == nil {
+		return sql.NullString{}, nil
+	}
+	b, err := m.MarshalJSON()
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+func mapOf(s sql.NullString) (*sig.Map, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	m := sig.NewMap()
+	if err := m.UnmarshalJSON([]byte(s.String)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func historyItems(h sig.History) []listItem {
+	items := make([]listItem, 0, len(h.Messages))
+	for _, m := range h.Messages {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			b = []byte("{}")
+		}
+		items = append(items, listItem{Role: "h", Body: string(b)})
+	}
+	return items
+}
+
+func messageItems(msgs []lm.Message) []listItem {
+	items := make([]listItem, len(msgs))
+	for i, m := range msgs {
+		items[i] = listItem{Role: m.Role, Body: m.Content}
+	}
+	return items
+}
+
+// listHash is putList's hash of a list, computed without the database.
+func listHash(items []listItem) hash16 {
+	var h hash16
+	for _, it := range items {
+		h = chainHash(h, it.Role, contentHash(it.Body))
+	}
+	return h
+}
+
+// requestKey identifies an exact request: predictor path, messages and parameters. A
+// resumed turn finds the answers it already paid for by this key.
+func requestKey(path string, msgs []lm.Message, p lm.Params) []byte {
+	pj, _ := json.Marshal(p)
+	lh := listHash(messageItems(msgs))
+	d := sha256.New()
+	d.Write([]byte(path))
+	d.Write([]byte{0})
+	d.Write(lh[:])
+	d.Write([]byte{0})
+	d.Write(pj)
+	return d.Sum(nil)[:16]
+}
+
+func insertCallIfMissing(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call) error {
+	if c == nil {
+		return nil
+	}
+	if c.ID != "" {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			for _, ch := range c.Children {
+				if err := insertCallIfMissing(ctx, tx, turnID, c.ID, ch); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return insertCall(ctx, tx, turnID, parentKey, c, false)
+}
+
+// insertCall stores c under parentKey, and those of its children not stored yet.
+func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
+	var seq int
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
+		return err
+	}
+	key := c.ID
+	if key == "" {
+		key = fmt.Sprintf("#%d", seq)
+	}
+	if replace {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
+			return err
+		}
+	}
+	in, err := jsonOf(c.Inputs)
+	if err != nil {
+		return fmt.Errorf("storage: call %s inputs: %w", key, err)
+	}
+	out, err := jsonOf(c.Outputs)
+	if err != nil {
+		return fmt.Errorf("storage: call %s outputs: %w", key, err)
+	}
+	hist, _, err := putList(ctx, tx, historyItems(c.History))
+	if err != nil {
+		return err
+	}
+	msgs, _, err := putList(ctx, tx, messageItems(c.Messages))
+	if err != nil {
+		return err
+	}
+	params, err := json.Marshal(c.Params)
+	if err != nil {
+		return fmt.Errorf("storage: call %s params: %w", key, err)
+	}
+	var attempts sql.NullString
+	if len(c.Attempts) > 0 {
+		b, err := json.Marshal(c.Attempts)
+		if err != nil {
+			return fmt.Errorf("storage: call %s attempts: %w", key, err)
+		}
+		attempts = sql.NullString{String: string(b), Valid: true}
+	}
+	completion, err := nullContent(ctx, tx, c.Completion)
+	if err != nil {
+		return err
+	}
+	rawMode, rawBody := 0, ""
+	if c.RawRequest != "" {
+		rawMode, rawBody = 1, c.RawRequest
+		bodies := make([]string, len(c.Messages))
+		for i, m := range c.Messages {
+			bodies[i] = m.Content
+		}
+		if tpl, ok := encodeRawRequest(c.RawRequest, bodies); ok {
+			rawMode, rawBody = 2, tpl
+		}
+	}
+	rawReq, err := nullContent(ctx, tx, rawBody)
+	if err != nil {
+		return err
+	}
+	rawResp, err := nullContent(ctx, tx, c.RawResponse)
+	if err != nil {
+		return err
+	}
+	started := c.Started
+	if started.IsZero() {
+		started = now()
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
+			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
+			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
+			raw_request_mode, raw_request_id, raw_response_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
+		in, out, hist, msgs, requestKey(c.Path, c.Messages, c.Params), string(params), completion,
+		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
+		fmtTime(started), int64(c.Latency), c.Error, attempts, c.Score, rawMode, rawReq, rawResp)
+	if err != nil {
+		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
+	}
+	for _, ch := range c.Children {
+		if err := insertCallIfMissing(ctx, tx, turnID, key, ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// callRow is a stored call before its lists and contents are attached.
+type callRow struct {
+	turn                        int64
+	seq                         int
+	parentKey                   string
+	call                        *trace.Call
+	hist, msgs                  sql.NullInt64
+	completion, rawReq, rawResp sql.NullInt64
+	rawMode                     int
+}
+
+// loadCalls loads the call trees of the given turns in a fixed number of queries.
+func loadCalls(ctx context.Context, q querier, turnIDs []int64) (map[int64][]*trace.Call, error) {
+	out := map[int64][]*trace.Call{}
+	if len(turnIDs) == 0 {
+		return out, nil
+	}
+	rows, err := q.QueryContext(ctx, `SELECT turn_id, seq, call_key, parent_key, path, predictor_type, adapter, model,
+			inputs, outputs, history_node, messages_node, params, completion_id,
+			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
+			raw_request_mode, raw_request_id, raw_response_id
+		FROM calls WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY turn_id, seq`, idsJSON(turnIDs))
+	if err != nil {
+		return nil, fmt.Errorf("storage: load calls: %w", err)
+	}
+	var all []*callRow
+	var lists, hists, contents []int64
+	for rows.Next() {
+		r := &callRow{call: &trace.Call{}}
+		c := r.call
+		var in, out, attempts sql.NullString
+		var params, started string
+		var latency int64
+		if err := rows.Scan(&r.turn, &r.seq, &c.ID, &r.parentKey, &c.Path, &c.PredictorType, &c.Adapter, &c.Model,
+			&in, &out, &r.hist, &r.msgs, &params, &r.completion,
+			&c.Usage.PromptTokens, &c.Usage.CompletionTokens, &c.Usage.CachedTokens, &c.Usage.TotalTokens,
+			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("storage: load calls: %w", err)
+		}
+		if c.Inputs, err = mapOf(in); err == nil {
+			c.Outputs, err = mapOf(out)
+		}
+		if err == nil {
+			err = json.Unmarshal([]byte(params), &c.Params)
+		}
+		if err == nil && attempts.Valid {
+			err = json.Unmarshal([]byte(attempts.String), &c.Attempts)
+		}
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("storage: call %s of turn %d is corrupt: %w", c.ID, r.turn, err)
+		}
+		c.Started, c.Latency = parseTime(started), time.Duration(latency)
+		if r.msgs.Valid {
+			lists = append(lists, r.msgs.Int64)
+		}
+		if r.hist.Valid {
+			hists = append(hists, r.hist.Int64)
+		}
+		for _, id := range []sql.NullInt64{r.completion, r.rawReq, r.rawResp} {
+			if id.Valid {
+				contents = append(contents, id.Int64)
+			}
+		}
+		all = append(all, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: load calls: %w", err)
+	}
+	msgLists, err := loadLists(ctx, q, lists, func(role, body string) (lm.Message, error) {
+		return lm.Message{Role: role, Content: body}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	histLists, err := loadLists(ctx, q, hists, decodeHistoryEntry)
+	if err != nil {
+		return nil, err
+	}
+	bodies, err := loadContents(ctx, q, contents)
+	if err != nil {
+		return nil, err
+	}
+	type tk struct {
+		turn int64
+		key  string
+	}
+	byKey := map[tk]*callRow{}
+	for _, r := range all {
+		c := r.call
+		c.Messages = msgLists[r.msgs.Int64]
+		c.History = sig.History{Messages: histLists[r.hist.Int64]}
+		c.Completion = bodies[r.completion.Int64]
+		c.RawResponse = bodies[r.rawResp.Int64]
+		switch r.rawMode {
+		case 1:
+			c.RawRequest = bodies[r.rawReq.Int64]
+		case 2:
+			texts := make([]string, len(c.Messages))
+			for i, m := range c.Messages {
+				texts[i] = m.Content
+			}
+			if c.RawRequest, err = decodeRawRequest(bodies[r.rawReq.Int64], texts); err != nil {
+				return nil, fmt.Errorf("storage: call %s of turn %d: %w", c.ID, r.turn, err)
+			}
+		}
+		byKey[tk{r.turn, c.ID}] = r
+	}
+	// Children are recorded before their parents; siblings are put in start order.
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].turn != all[j].turn {
+			return all[i].turn < all[j].turn
+		}
+		return all[i].call.Started.Before(all[j].call.Started)
+	})
+	for _, r := range all {
+		if p, ok := byKey[tk{r.turn, r.parentKey}]; ok && r.parentKey != "" {
+			p.call.Children = append(p.call.Children, r.call)
+		} else {
+			out[r.turn] = append(out[r.turn], r.call)
+		}
+	}
+	return out, nil
+}
+
+func decodeHistoryEntry(_, body string) (*sig.Map, error) {
+	m := sig.NewMap()
+	if err := m.UnmarshalJSON([]byte(body)); err != nil {
+		return nil, errors.New("history entry is not a JSON object")
+	}
+	return m, nil
+}

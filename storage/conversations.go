@@ -1,0 +1,315 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Status is a conversation's lifecycle state (seed 003).
+type Status string
+
+const (
+	StatusInProgress Status = "in_progress" // active, can take turns and retries
+	StatusCompleted  Status = "completed"   // threshold met or retries exhausted
+	StatusNeedsHuman Status = "needs_human" // escalated to a person
+	StatusFailed     Status = "failed"      // unrecoverable error
+	StatusCancelled  Status = "cancelled"   // the user stopped it
+)
+
+// Statuses lists every status in display order.
+var Statuses = []Status{StatusInProgress, StatusCompleted, StatusNeedsHuman, StatusFailed, StatusCancelled}
+
+// transitions are seed 003's: only an active conversation moves, every other state is final.
+var transitions = map[Status][]Status{
+	StatusInProgress: {StatusCompleted, StatusNeedsHuman, StatusFailed, StatusCancelled},
+}
+
+// ParseStatus validates a status name.
+func ParseStatus(s string) (Status, error) {
+	for _, st := range Statuses {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown status %q (want one of in_progress, completed, needs_human, failed, cancelled): %w", s, ErrInvalid)
+}
+
+// CanTransition reports whether a conversation may move from one status to another.
+// Setting the current status again is allowed and changes nothing.
+func CanTransition(from, to Status) bool {
+	if from == to {
+		return true
+	}
+	for _, t := range transitions[from] {
+		if t == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Conversation is a stored session (seed 004 Session + seed 003 model).
+type Conversation struct {
+	ID          string          `json:"id"`
+	Title       string          `json:"title"`
+	Agent       string          `json:"agent"`
+	AgentConfig json.RawMessage `json:"agent_config"`
+	Status      Status          `json:"status"`
+	Metadata    map[string]any  `json:"metadata"`
+	BestAttempt *Attempt        `json:"best_attempt,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// NewConversation describes a conversation to create. An empty ID gets a generated one.
+type NewConversation struct {
+	ID          string
+	Title       string
+	Agent       string
+	AgentConfig json.RawMessage // JSON; empty means {}
+	Metadata    map[string]any
+}
+
+// NewID returns a fresh conversation id: time-ordered and random ("c-20250115T103045-3f9a1c").
+func NewID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return "c-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// CreateConversation stores a new conversation with its empty "main" branch.
+func (s *Store) CreateConversation(ctx context.Context, nc NewConversation) (*Conversation, error) {
+	if nc.ID == "" {
+		nc.ID = NewID()
+	}
+	cfg := nc.AgentConfig
+	if len(cfg) == 0 {
+		cfg = json.RawMessage("{}")
+	}
+	if !json.Valid(cfg) {
+		return nil, fmt.Errorf("storage: agent config of %q is not valid JSON: %w", nc.ID, ErrInvalid)
+	}
+	t := fmtTime(now())
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", nc.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("storage: conversation %q already exists: %w", nc.ID, ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations(id, title, agent, agent_config, status, created_at, updated_at)
+			VALUES (?, ?, ?, ?, 'in_progress', ?, ?)`, nc.ID, nc.Title, nc.Agent, string(cfg), t, t); err != nil {
+			return fmt.Errorf("storage: create conversation %q: %w", nc.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO branches(conv_id, name, created_at, updated_at) VALUES (?, 'main', ?, ?)`,
+			nc.ID, t, t); err != nil {
+			return fmt.Errorf("storage: create main branch of %q: %w", nc.ID, err)
+		}
+		return setMeta(ctx, tx, nc.ID, nc.Metadata)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Conversation(ctx, nc.ID)
+}
+
+func setMeta(ctx context.Context, tx *sql.Tx, id string, meta map[string]any) error {
+	for k, v := range meta {
+		if v == nil { // nil removes the key, as in HPD-Agent's metadata merge
+			if _, err := tx.ExecContext(ctx, "DELETE FROM conversation_meta WHERE conv_id = ? AND key = ?", id, k); err != nil {
+				return fmt.Errorf("storage: metadata %q of %q: %w", k, id, err)
+			}
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("storage: metadata %q of %q is not JSON-encodable: %v: %w", k, id, err, ErrInvalid)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversation_meta(conv_id, key, value) VALUES (?, ?, ?)
+			ON CONFLICT(conv_id, key) DO UPDATE SET value = excluded.value`, id, k, string(b)); err != nil {
+			return fmt.Errorf("storage: metadata %q of %q: %w", k, id, err)
+		}
+	}
+	return nil
+}
+
+// SetMetadata merges key/values into a conversation's metadata; a nil value removes a key.
+func (s *Store) SetMetadata(ctx context.Context, id string, meta map[string]any) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if err := touch(ctx, tx, id); err != nil {
+			return err
+		}
+		return setMeta(ctx, tx, id, meta)
+	})
+}
+
+// touch bumps updated_at and fails with ErrNotFound for an unknown conversation.
+func touch(ctx context.Context, tx *sql.Tx, id string) error {
+	res, err := tx.ExecContext(ctx, "UPDATE conversations SET updated_at = ? WHERE id = ?", fmtTime(now()), id)
+	if err != nil {
+		return fmt.Errorf("storage: update conversation %q: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetTitle renames a conversation.
+func (s *Store) SetTitle(ctx context.Context, id, title string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if err := touch(ctx, tx, id); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE conversations SET title = ? WHERE id = ?", title, id)
+		return err
+	})
+}
+
+// SetStatus moves a conversation to a new status if the transition is allowed.
+func (s *Store) SetStatus(ctx context.Context, id string, to Status) error {
+	if _, err := ParseStatus(string(to)); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		var from Status
+		err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", id).Scan(&from)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("storage: read status of %q: %w", id, err)
+		}
+		if !CanTransition(from, to) {
+			return fmt.Errorf("storage: conversation %q cannot go from %s to %s (%s is final): %w", id, from, to, from, ErrInvalid)
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?", to, fmtTime(now()), id)
+		return err
+	})
+}
+
+const convColumns = `c.id, c.title, c.agent, c.agent_config, c.status, c.best_attempt_id, c.created_at, c.updated_at`
+
+func scanConversation(sc interface{ Scan(...any) error }, c *Conversation, best *sql.NullInt64, extra ...any) error {
+	var cfg, created, updated string
+	dst := append([]any{&c.ID, &c.Title, &c.Agent, &cfg, &c.Status, best, &created, &updated}, extra...)
+	if err := sc.Scan(dst...); err != nil {
+		return err
+	}
+	c.AgentConfig = json.RawMessage(cfg)
+	c.CreatedAt, c.UpdatedAt = parseTime(created), parseTime(updated)
+	return nil
+}
+
+// Conversation loads one conversation with its metadata and best attempt.
+func (s *Store) Conversation(ctx context.Context, id string) (*Conversation, error) {
+	c := &Conversation{Metadata: map[string]any{}}
+	var best sql.NullInt64
+	err := scanConversation(s.r.QueryRowContext(ctx, "SELECT "+convColumns+" FROM conversations c WHERE c.id = ?", id), c, &best)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: load conversation %q: %w", id, err)
+	}
+	rows, err := s.r.QueryContext(ctx, "SELECT key, value FROM conversation_meta WHERE conv_id = ?", id)
+	if err != nil {
+		return nil, fmt.Errorf("storage: load metadata of %q: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("storage: load metadata of %q: %w", id, err)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			return nil, fmt.Errorf("storage: metadata %q of %q is corrupt: %w", k, id, err)
+		}
+		c.Metadata[k] = val
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if best.Valid {
+		a, err := s.attempt(ctx, best.Int64)
+		if err != nil {
+			return nil, err
+		}
+		c.BestAttempt = a
+	}
+	return c, nil
+}
+
+// ConversationSummary is a row of the conversation list.
+type ConversationSummary struct {
+	Conversation
+	Branches   int `json:"branches"`
+	Turns      int `json:"turns"`      // committed turns in the whole tree
+	MainLength int `json:"main_turns"` // turns on main
+	Pending    int `json:"pending"`    // in-flight turns awaiting resume or discard
+}
+
+// ListConversations lists every conversation, most recently updated first, with counts, in
+// one query (the counts come from indexes, so this stays fast at 100,000 turns).
+func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+convColumns+`,
+		(SELECT count(*) FROM branches b WHERE b.conv_id = c.id),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.state = 'committed'),
+		(SELECT coalesce(t.depth + 1, 0) FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = c.id AND b.name = 'main'),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.state = 'pending')
+		FROM conversations c ORDER BY c.updated_at DESC, c.id`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list conversations: %w", err)
+	}
+	defer rows.Close()
+	var out []ConversationSummary
+	for rows.Next() {
+		var cs ConversationSummary
+		var best sql.NullInt64
+		var main sql.NullInt64
+		if err := scanConversation(rows, &cs.Conversation, &best, &cs.Branches, &cs.Turns, &main, &cs.Pending); err != nil {
+			return nil, fmt.Errorf("storage: list conversations: %w", err)
+		}
+		cs.MainLength = int(main.Int64)
+		out = append(out, cs)
+	}
+	return out, rows.Err()
+}
+
+// DeleteConversation removes a conversation with all its branches, turns, calls and attempts.
+func (s *Store) DeleteConversation(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		// Branch and turn rows point at each other; clearing the pointers first lets the
+		// cascade run in any order.
+		if _, err := tx.ExecContext(ctx, "UPDATE branches SET tip_id = NULL, fork_turn_id = NULL, forked_from = NULL WHERE conv_id = ?", id); err != nil {
+			return fmt.Errorf("storage: delete conversation %q: %w", id, err)
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM conversations WHERE id = ?", id)
+		if err != nil {
+			return fmt.Errorf("storage: delete conversation %q: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// MetadataKeys returns a conversation's metadata keys sorted, for stable display.
+func (c *Conversation) MetadataKeys() []string {
+	keys := make([]string, 0, len(c.Metadata))
+	for k := range c.Metadata {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,60 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrations are applied in order; migration i brings the schema from version i to i+1.
+// They are forward-only: a file is never edited once released, a change is a new file.
+var migrations = loadMigrations()
+
+func loadMigrations() []string {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		panic(err) // the pattern is a constant
+	}
+	sort.Strings(names)
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			panic(err) // embedded at build time
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// SchemaVersion is the schema version this program writes.
+func SchemaVersion() int { return len(migrations) }
+
+// migrate applies every migration above version, each in its own transaction together with
+// the user_version bump, so an interrupted migration leaves a consistent earlier version.
+func (s *Store) migrate(ctx context.Context, version int) error {
+	for v := version; v < len(migrations); v++ {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return err
+			}
+			if v == 0 {
+				if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {
+					return err
+				}
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version=%d", v+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("storage: migrate %s to schema version %d: %w", s.path, v+1, err)
+		}
+	}
+	return nil
+}

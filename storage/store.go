@@ -1,0 +1,311 @@
+// Package storage keeps everything the workbench does in one SQLite file (modernc.org/sqlite,
+// pure Go): conversations with status and metadata, named branches over a tree of turns,
+// the call records of every turn with their exact requests, retry attempts, and the
+// in-flight turn of a crash. See migrations/ for the schema and DESIGN.md for why turns
+// form a tree.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ApplicationID marks a file as a sessionbench database (PRAGMA application_id, "SBNC").
+const ApplicationID = 0x53424E43
+
+// Errors callers may test with errors.Is.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrNotDatabase   = errors.New("not a sessionbench database")
+	ErrNewerSchema   = errors.New("database schema is newer than this program")
+	ErrInvalid       = errors.New("invalid request")
+	ErrConflict      = errors.New("conflict")
+	ErrClosedSession = errors.New("conversation is closed")
+)
+
+// Store is an open database. It is safe for concurrent use.
+type Store struct {
+	path string
+	w    *sql.DB // the one writer connection: every write is serialised through it
+	r    *sql.DB // readers; WAL lets them run beside the writer
+}
+
+// DefaultPath is $XDG_DATA_HOME/sessionbench/sessionbench.db, falling back to
+// ~/.local/share when XDG_DATA_HOME is unset or not absolute (as the XDG spec asks).
+func DefaultPath() (string, error) {
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("storage: no XDG_DATA_HOME and no home directory: %w", err)
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "sessionbench", "sessionbench.db"), nil
+}
+
+// dsn builds the connection string. The settings, and why:
+//   - busy_timeout(10000): a second process holding the write lock makes us wait up to 10 s
+//     instead of failing with SQLITE_BUSY; write() retries beyond that.
+//   - foreign_keys(1): turns, branches and calls reference each other; SQLite leaves the
+//     checks off per connection unless asked.
+//   - synchronous(FULL): in WAL mode every commit is fsynced, so a committed turn survives
+//     power loss, not only a process crash.
+//   - _txlock=immediate (writer only): a write transaction takes the write lock at BEGIN, so
+//     two processes never deadlock upgrading read locks (which busy_timeout cannot resolve).
+//
+// journal_mode=WAL is persistent in the file and set once in Open, after the file has been
+// recognised, so that opening a foreign file never converts it.
+func dsn(path string, writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	if writer {
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	return path + "?" + q.Encode()
+}
+
+// Open opens or creates the database at path. A new file is created with mode 0600 (and
+// its directory with 0700). A file that is not a sessionbench database, or whose schema is
+// newer than this program knows, is refused and left untouched. An older schema is copied
+// to path.bak-v<N> and migrated forward.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("storage: empty database path: %w", ErrInvalid)
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("storage: database path %q may not contain '?' or '#': %w", path, ErrInvalid)
+	}
+	if err := prepareFile(path); err != nil {
+		return nil, err
+	}
+	w, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{path: path, w: w}
+	if err := s.checkAndMigrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("storage: open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s.r = r
+	return s, nil
+}
+
+// prepareFile creates a missing database file with mode 0600, and refuses an existing file
+// that does not start with the SQLite header, before SQLite ever sees it.
+func prepareFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("storage: create directory for %s: %w", path, err)
+		}
+		nf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("storage: create %s: %w", path, err)
+		}
+		if nf != nil {
+			return nf.Close()
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("storage: stat %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("storage: %s is a directory: %w", path, ErrNotDatabase)
+	}
+	if st.Size() == 0 {
+		return nil // an empty file is an empty SQLite database; it is initialised
+	}
+	head := make([]byte, 16)
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != "SQLite format 3\x00" {
+		return fmt.Errorf("storage: %s is not a SQLite file (left untouched): %w", path, ErrNotDatabase)
+	}
+	return nil
+}
+
+// checkAndMigrate recognises the file and brings its schema to the latest version.
+func (s *Store) checkAndMigrate(ctx context.Context) error {
+	var appID, version, objects int
+	row := s.w.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)`)
+	if err := row.Scan(&appID, &version, &objects); err != nil {
+		if isCode(err, sqlite3.SQLITE_NOTADB) {
+			return fmt.Errorf("storage: %s is not a SQLite database (left untouched): %w", s.path, ErrNotDatabase)
+		}
+		return fmt.Errorf("storage: read header of %s: %w", s.path, err)
+	}
+	switch {
+	case appID == 0 && version == 0 && objects == 0:
+		// a new or empty file: ours to initialise
+	case appID != ApplicationID:
+		return fmt.Errorf("storage: %s is a SQLite database of another program (application_id %#x, left untouched): %w",
+			s.path, appID, ErrNotDatabase)
+	case version > len(migrations):
+		return fmt.Errorf("storage: %s has schema version %d, this program knows up to %d (left untouched; upgrade sessionbench): %w",
+			s.path, version, len(migrations), ErrNewerSchema)
+	}
+	if _, err := s.w.ExecContext(ctx, "PRAGMA journal_mode=WAL"); err != nil {
+		return fmt.Errorf("storage: enable WAL on %s: %w", s.path, err)
+	}
+	if version == len(migrations) {
+		return nil
+	}
+	if version > 0 {
+		if err := s.backup(ctx, version); err != nil {
+			return err
+		}
+	}
+	return s.migrate(ctx, version)
+}
+
+// backup copies the database (consistently, via VACUUM INTO) before a migration touches it.
+func (s *Store) backup(ctx context.Context, version int) error {
+	dst := fmt.Sprintf("%s.bak-v%d-%s", s.path, version, time.Now().UTC().Format("20060102T150405Z"))
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("storage: backup %s already exists; move it away and retry: %w", dst, ErrConflict)
+	}
+	if _, err := s.w.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
+		return fmt.Errorf("storage: back up %s to %s before migrating: %w", s.path, dst, err)
+	}
+	if err := os.Chmod(dst, 0o600); err != nil {
+		return fmt.Errorf("storage: restrict backup %s: %w", dst, err)
+	}
+	return nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	errs = append(errs, s.w.Close())
+	return errors.Join(errs...)
+}
+
+// IntegrityCheck runs PRAGMA integrity_check and returns nil when it reports "ok".
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("storage: integrity_check: %w", err)
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return fmt.Errorf("storage: integrity_check: %w", err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("storage: integrity_check: %w", err)
+	}
+	if len(msgs) == 1 && msgs[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("storage: integrity_check of %s: %s", s.path, strings.Join(msgs, "; "))
+}
+
+// write runs fn in one IMMEDIATE transaction on the writer connection. If another process
+// keeps the database locked past busy_timeout, the whole transaction is retried with
+// backoff, so SQLITE_BUSY does not reach the caller while the other side makes progress.
+// fn must only touch the database (it may run more than once).
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	backoff := 5 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if err == nil || !isBusy(err) || attempt >= 20 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	return nil
+}
+
+func isBusy(err error) bool {
+	return isCode(err, sqlite3.SQLITE_BUSY) || isCode(err, sqlite3.SQLITE_LOCKED)
+}
+
+func isCode(err error, code int) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == code
+}
+
+// timeFormat is RFC 3339 in UTC with fixed-width nanoseconds, so stored timestamps sort
+// as text and round-trip exactly.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeFormat)
+}
+
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func now() time.Time { return time.Now().UTC() }
