@@ -1,7 +1,10 @@
 package adapter
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -52,6 +55,13 @@ func werr(path string, format string, a ...any) error {
 func DecodeWireRequest(data []byte) (*WireRequest, error) {
 	v, err := sig.DecodeJSON(data)
 	if err != nil {
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &se):
+			return nil, &WireError{Err: fmt.Errorf("bad JSON at byte %d: %w", se.Offset, err)}
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, &WireError{Err: errors.New("bad JSON: unexpected end of input (want one JSON object)")}
+		}
 		return nil, &WireError{Err: fmt.Errorf("bad JSON: %w", err)}
 	}
 	top, ok := v.(*sig.Map)
@@ -65,6 +75,12 @@ func DecodeWireRequest(data []byte) (*WireRequest, error) {
 			return nil, werr("adapter", "want a string, got %s", sig.KindName(a))
 		}
 		req.Adapter = s
+	}
+	regMu.RLock()
+	_, known := registry[req.Adapter]
+	regMu.RUnlock()
+	if !known {
+		return nil, werr("adapter", "unknown adapter %q (known: %s)", req.Adapter, joinNames(Names()))
 	}
 	rawSig, ok := top.Get("signature")
 	if !ok {

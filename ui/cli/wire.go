@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+func init() {
+	Register(Command{
+		Name: "wire",
+		Usage: []string{
+			"wire format                  render a request's messages byte for byte (JSON on stdin)",
+			"wire parse                   parse a completion into typed outputs (JSON on stdin)",
+		},
+		Run:     runWire,
+		Ordinal: 10,
+	})
+}
+
+// Exit codes of the wire command.
+const (
+	wireOK       = 0
+	wireParseErr = 1 // the completion did not parse (DSPy's AdapterParseError text on stderr)
+	wireBadInput = 2 // bad JSON, unknown adapter, type or constraint (one line on stderr)
+)
+
+func runWire(ctx context.Context, env Env) int {
+	if len(env.Args) != 1 || (env.Args[0] != "format" && env.Args[0] != "parse") {
+		fmt.Fprintln(env.Stderr, "wire: want 'wire format' or 'wire parse' (one JSON object on stdin)")
+		return wireBadInput
+	}
+	sub := env.Args[0]
+	bad := func(err error) int {
+		// One line: say what and where, never a multi-line dump.
+		fmt.Fprintf(env.Stderr, "wire %s: %s\n", sub, strings.ReplaceAll(err.Error(), "\n", " "))
+		return wireBadInput
+	}
+	data, err := io.ReadAll(env.Stdin)
+	if err != nil {
+		return bad(fmt.Errorf("reading stdin: %w", err))
+	}
+	req, err := adapter.DecodeWireRequest(data)
+	if err != nil {
+		return bad(err)
+	}
+	a, err := adapter.New(req.Adapter, req.Raw)
+	if err != nil {
+		return bad(&adapter.WireError{Path: "adapter", Err: err})
+	}
+	if sub == "format" {
+		return wireFormat(env, a, req, bad)
+	}
+	return wireParse(env, a, req, bad)
+}
+
+func wireFormat(env Env, a adapter.Adapter, req *adapter.WireRequest, bad func(error) int) int {
+	msgs, err := a.Format(adapter.Request{Signature: req.Signature, Demos: req.Demos, Inputs: req.Inputs})
+	if err != nil {
+		return bad(err)
+	}
+	if msgs == nil {
+		msgs = []lm.Message{}
+	}
+	out, err := encodeJSON(struct {
+		Messages []lm.Message `json:"messages"`
+	}{msgs})
+	if err != nil {
+		return bad(err)
+	}
+	_, _ = env.Stdout.Write(out)
+	return wireOK
+}
+
+func wireParse(env Env, a adapter.Adapter, req *adapter.WireRequest, bad func(error) int) int {
+	if !req.HasCompl {
+		return bad(&adapter.WireError{Path: "completion", Err: errors.New("missing (wire parse needs the model's completion text)")})
+	}
+	outputs, err := a.Parse(req.Signature, req.Completion)
+	if err != nil {
+		fmt.Fprint(env.Stderr, err.Error())
+		if !strings.HasSuffix(err.Error(), "\n") {
+			fmt.Fprintln(env.Stderr)
+		}
+		return wireParseErr
+	}
+	out, err := encodeJSON(struct {
+		Outputs json.RawMessage `json:"outputs"`
+	}{json.RawMessage(sig.JSON(outputs))})
+	if err != nil {
+		// NaN and infinities are not JSON; write them as Python's json.dumps would.
+		out = []byte(`{"outputs":` + sig.JSON(outputs) + "}\n")
+	}
+	_, _ = env.Stdout.Write(out)
+	return wireOK
+}
+
+// encodeJSON is Go's encoder without HTML escaping (one line, trailing newline).
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,221 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// sharedExamples finds shared/wire/chat-adapter-examples.json in a parent directory.
+func sharedExamples(t *testing.T) *sig.Map {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		p := filepath.Join(dir, "shared", "wire", "chat-adapter-examples.json")
+		if data, err := os.ReadFile(p); err == nil {
+			v, err := sig.DecodeJSON(data)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			return v.(*sig.Map)
+		}
+		if filepath.Dir(dir) == dir {
+			t.Fatal("shared/wire/chat-adapter-examples.json not found above the test directory (check out ../shared beside the repository)")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// TestWireFormatExamples runs `wire format` end to end on every format case and compares
+// stdout byte for byte with the expected messages encoded the same way.
+func TestWireFormatExamples(t *testing.T) {
+	ex := sharedExamples(t)
+	raw, _ := ex.Get("format_cases")
+	cases := raw.([]any)
+	if len(cases) == 0 {
+		t.Fatal("no format cases")
+	}
+	for _, e := range cases {
+		c := e.(*sig.Map)
+		t.Run(c.String("name"), func(t *testing.T) {
+			in, _ := c.Get("inputs")
+			inputs := in.(*sig.Map).Clone()
+			if c.String("history_passed") == "History" {
+				h, _ := c.Get("history")
+				inputs.Set(c.String("history_field"), sig.NewMap("messages", h))
+			}
+			s, _ := c.Get("signature")
+			demos, _ := c.Get("demos")
+			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "demos", demos, "inputs", inputs))
+			code, stdout, stderr := runCLI(t, req, "wire", "format")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var want struct {
+				Messages []lm.Message `json:"messages"`
+			}
+			msgs, _ := c.Get("messages")
+			if err := json.Unmarshal([]byte(sig.JSON(msgs)), &want.Messages); err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(want); err != nil {
+				t.Fatal(err)
+			}
+			if stdout != b.String() {
+				t.Errorf("stdout differs:\n got %s\nwant %s", stdout, b.String())
+			}
+		})
+	}
+}
+
+func TestWireParseExamples(t *testing.T) {
+	ex := sharedExamples(t)
+	raw, _ := ex.Get("parse_cases")
+	for _, e := range raw.([]any) {
+		c := e.(*sig.Map)
+		t.Run(c.String("name"), func(t *testing.T) {
+			s, _ := c.Get("signature")
+			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "completion", c.String("completion")))
+			code, stdout, stderr := runCLI(t, req, "wire", "parse")
+			if errv, _ := c.Get("error"); errv != nil {
+				if code != 1 {
+					t.Fatalf("exit %d, want 1 (stdout %q)", code, stdout)
+				}
+				if want := errv.(*sig.Map).String("message"); stderr != want {
+					t.Errorf("stderr:\n got %q\nwant %q", stderr, want)
+				}
+				return
+			}
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			res, _ := c.Get("result")
+			want := sig.NewMap()
+			res.(*sig.Map).Range(func(k string, v any) bool {
+				val, _ := v.(*sig.Map).Get("value")
+				want.Set(k, val)
+				return true
+			})
+			if w := `{"outputs":` + sig.JSON(want) + "}\n"; stdout != w {
+				t.Errorf("stdout %q, want %q", stdout, w)
+			}
+		})
+	}
+}
+
+func TestWireErrors(t *testing.T) {
+	okSig := `"signature":{"inputs":[{"name":"q"}],"outputs":[{"name":"a","type":"int"}]}`
+	cases := []struct {
+		name, sub, stdin string
+		code             int
+		stderr           string // substring of the one-line message
+	}{
+		{"bad json", "format", `{"adapter":`, 2, "wire format: bad JSON: unexpected end of input"},
+		{"syntax", "format", `{"adapter" "chat"}`, 2, "wire format: bad JSON at byte"},
+		{"not object", "format", `[1]`, 2, "want an object, got a list"},
+		{"unknown adapter", "format", `{"adapter":"xml",` + okSig + `}`, 2, `wire format: adapter: unknown adapter "xml" (known: chat, json`},
+		{"unknown type", "format", `{"signature":{"outputs":[{"name":"intent","type":"str"},{"name":"x","type":"lst[str]"}]}}`, 2,
+			`wire format: signature.outputs[1].type: type "lst[str]", column 1: unknown type "lst"`},
+		{"type column", "format", `{"signature":{"inputs":[{"name":"x","type":"list[str"}],"outputs":[{"name":"y"}]}}`, 2,
+			`signature.inputs[0].type: type "list[str", column 9: missing ']'`},
+		{"unknown constraint", "format", `{"signature":{"outputs":[{"name":"a","constraints":{"max_len":3}}]}}`, 2,
+			`signature.outputs[0].constraints: field "a": unknown constraint "max_len"`},
+		{"bad field name", "format", `{"signature":{"outputs":[{"name":"a b"}]}}`, 2, `signature.outputs[0].name:`},
+		{"duplicate field", "format", `{"signature":{"inputs":[{"name":"a"}],"outputs":[{"name":"a"}]}}`, 2, `signature.outputs[0].name: field "a" is already defined at signature.inputs[0]`},
+		{"bad history", "format", `{"signature":{"inputs":[{"name":"h","type":"History"}],"outputs":[{"name":"a"}]},"inputs":{"h":{"messages":[1]}}}`, 2,
+			`inputs.h: history message 0 is an int`},
+		{"missing completion", "parse", `{` + okSig + `}`, 2, "wire parse: completion: missing"},
+		{"no subcommand", "", `{}`, 2, "want 'wire format' or 'wire parse'"},
+		{"parse failure", "parse", `{` + okSig + `,"completion":"[[ ## a ## ]]\nforty"}`, 1,
+			"Failed to parse field a with value forty from the LM response."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"wire"}
+			if c.sub != "" {
+				args = append(args, c.sub)
+			}
+			code, stdout, stderr := runCLI(t, c.stdin, args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout should be empty, got %q", stdout)
+			}
+			if !strings.Contains(stderr, c.stderr) {
+				t.Errorf("stderr %q does not contain %q", stderr, c.stderr)
+			}
+			if c.code == 2 && strings.Count(stderr, "\n") != 1 {
+				t.Errorf("want a one-line error, got %q", stderr)
+			}
+		})
+	}
+}
+
+func TestWireJSONAdapterAndTypedOutputs(t *testing.T) {
+	req := `{"adapter":"json","signature":{"instructions":"Score it.","inputs":[{"name":"text"}],
+	  "outputs":[{"name":"score","type":"float"},{"name":"tags","type":"list[str]"},{"name":"ok","type":"bool"}]},
+	  "completion":"Sure! {\"score\": 2, \"tags\": ['a', 'b',], \"ok\": \"yes\", \"extra\": 1}"}`
+	code, stdout, stderr := runCLI(t, req, "wire", "parse")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := `{"outputs":{"score":2.0,"tags":["a","b"],"ok":true}}` + "\n"; stdout != want {
+		t.Errorf("got %q, want %q", stdout, want)
+	}
+
+	fmtReq := `{"adapter":"json","signature":{"instructions":"Score it.","inputs":[{"name":"text"}],"outputs":[{"name":"score","type":"float"}]},"inputs":{"text":"a <b> & c"}}`
+	code, stdout, stderr = runCLI(t, fmtReq, "wire", "format")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct{ Messages []lm.Message }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout, `a <b> & c`) {
+		t.Errorf("HTML characters were escaped: %s", stdout)
+	}
+	if n := len(got.Messages); n != 2 {
+		t.Fatalf("want 2 messages, got %d", n)
+	}
+	if want := "[[ ## text ## ]]\na <b> & c\n\nRespond with a JSON object in the following order of fields: `score` (must be formatted as a valid Python float)."; got.Messages[1].Content != want {
+		t.Errorf("user message %q, want %q", got.Messages[1].Content, want)
+	}
+}
+
+// TestWireFormatAbsentVsNone: a missing inputs key renders nothing; null renders None;
+// ints and floats keep their kinds (2.0 stays 2.0).
+func TestWireFormatValueKinds(t *testing.T) {
+	req := `{"signature":{"instructions":"x","inputs":[{"name":"a"},{"name":"b","type":"float"},{"name":"c","type":"int"},{"name":"d"}],"outputs":[{"name":"o"}]},
+	  "inputs":{"b":2.0,"c":2,"d":null,"zz":"ignored"}}`
+	code, stdout, stderr := runCLI(t, req, "wire", "format")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct{ Messages []lm.Message }
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := "[[ ## b ## ]]\n2.0\n\n[[ ## c ## ]]\n2\n\n[[ ## d ## ]]\nNone\n\nRespond with the corresponding output fields, starting with the field `[[ ## o ## ]]`, and then ending with the marker for `[[ ## completed ## ]]`."
+	if last := got.Messages[len(got.Messages)-1].Content; last != want {
+		t.Errorf("got %q\nwant %q", last, want)
+	}
+}
