@@ -1,0 +1,195 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// Predict is DSPy's Predict: a signature rendered by an adapter and sent to a model.
+type Predict struct {
+	Signature *sig.Signature
+	Adapter   adapter.Adapter // nil means ChatAdapter
+	LM        lm.LM           // nil means the model in the context (WithLM)
+	Demos     []*sig.Map
+	Params    lm.Params
+	Type      string // "Predict" (default) or "ChainOfThought"
+}
+
+// NewPredict parses a signature string ("question -> answer") into a predictor.
+func NewPredict(signature string) (*Predict, error) {
+	s, err := sig.Parse(signature)
+	if err != nil {
+		return nil, err
+	}
+	return &Predict{Signature: s}, nil
+}
+
+// MustPredict is NewPredict for signatures known to be valid.
+func MustPredict(signature string) *Predict {
+	p, err := NewPredict(signature)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// ChainOfThought returns a predictor whose signature gains a `reasoning` output first,
+// as DSPy's ChainOfThought does (instructions unchanged, no description).
+func ChainOfThought(s *sig.Signature) *Predict {
+	return &Predict{Signature: s.PrependOutput(sig.Field{Name: "reasoning", Type: sig.TStr}), Type: "ChainOfThought"}
+}
+
+// MustChainOfThought parses a signature string into a ChainOfThought predictor.
+func MustChainOfThought(signature string) *Predict {
+	s, err := sig.Parse(signature)
+	if err != nil {
+		panic(err)
+	}
+	return ChainOfThought(s)
+}
+
+// TypeName is "Predict" or "ChainOfThought".
+func (p *Predict) TypeName() string {
+	if p.Type == "" {
+		return "Predict"
+	}
+	return p.Type
+}
+
+func (p *Predict) adapterOrDefault() adapter.Adapter {
+	if p.Adapter != nil {
+		return p.Adapter
+	}
+	return adapter.Chat{}
+}
+
+// Forward runs the predictor. Inside a session the session decides the history it sees
+// and records the call; outside, a History value under the signature's history field is used
+// as given.
+func (p *Predict) Forward(ctx context.Context, inputs *sig.Map) (*Prediction, error) {
+	if f := frameFrom(ctx); f != nil {
+		return f.root.predictorCall(ctx, f, p, inputs)
+	}
+	c, err := p.invoke(ctx, p.Signature, inputs.Clone(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Prediction{Fields: c.Outputs}, nil
+}
+
+type lmKey struct{}
+
+// WithLM sets the model predictors use when they have none of their own.
+func WithLM(ctx context.Context, m lm.LM) context.Context { return context.WithValue(ctx, lmKey{}, m) }
+
+// LMFrom returns the context's model, or nil.
+func LMFrom(ctx context.Context) lm.LM {
+	m, _ := ctx.Value(lmKey{}).(lm.LM)
+	return m
+}
+
+// ErrNoLM is returned when a predictor has no model and the context carries none.
+var ErrNoLM = errors.New("no language model: set Predict.LM or use core.WithLM")
+
+// invoke renders, calls the model and parses, filling a call record. The record is
+// returned even on error (with Error set) so failed calls are visible too. in holds the
+// inputs plus, when history is injected, the history value under its field.
+func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, path string, hist *sig.History) (*trace.Call, error) {
+	ad := p.adapterOrDefault()
+	model := p.LM
+	if model == nil {
+		model = LMFrom(ctx)
+	}
+	callIn := in.Clone()
+	if hf := eff.HistoryField(); hf != "" {
+		callIn.Delete(hf)
+	}
+	c := &trace.Call{Path: path, PredictorType: p.TypeName(), Inputs: callIn, Adapter: ad.Name(), Params: p.Params, Started: time.Now().UTC()}
+	if hist != nil {
+		c.History = hist.Clone()
+	}
+	obs := observerFrom(ctx)
+	fail := func(err error) (*trace.Call, error) {
+		c.Error = err.Error()
+		c.Latency = time.Since(c.Started)
+		return c, err
+	}
+	if model == nil {
+		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), ErrNoLM))
+	}
+	msgs, err := ad.Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: in, OuterHistory: outerHistoryFrom(ctx)})
+	if err != nil {
+		return fail(fmt.Errorf("predictor %s: format: %w", displayPath(path), err))
+	}
+	c.Messages = msgs
+	c.Model = model.Name()
+	req := lm.Request{Messages: msgs, Params: p.Params, Meta: lm.Meta{
+		Path: path, PredictorType: p.TypeName(), Adapter: ad.Name(), Signature: eff, Inputs: callIn,
+	}}
+	if pm, ok := ad.(interface{ ParseModeName() string }); ok {
+		req.Meta.ParseMode = pm.ParseModeName()
+	}
+	if obs != nil {
+		obs.CallStarted(path, c)
+		req.OnDelta = func(d string) { obs.Delta(path, d) }
+		req.OnAttempt = func(a lm.Attempt) { obs.Attempt(path, a) }
+	}
+	resp, err := model.Call(ctx, req)
+	c.Attempts = resp.Attempts
+	c.Usage = resp.Usage
+	c.RawRequest = string(resp.RequestBody)
+	c.RawResponse = string(resp.ResponseBody)
+	if err != nil {
+		var pe *lm.PartialError
+		if errors.As(err, &pe) {
+			c.Completion = pe.Partial
+		}
+		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), err))
+	}
+	c.Completion = resp.Text
+	if resp.Model != "" {
+		c.Model = resp.Model
+	}
+	out, err := ad.Parse(eff, resp.Text)
+	if err != nil {
+		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), err))
+	}
+	c.Outputs = out
+	c.Latency = time.Since(c.Started)
+	return c, nil
+}
+
+func displayPath(path string) string {
+	if path == "" {
+		return "(root)"
+	}
+	return path
+}
+
+// Observer watches inner calls live (the workbench shows streaming text and retries).
+// Methods may be called from several goroutines at once.
+type Observer interface {
+	CallStarted(path string, c *trace.Call)
+	Delta(path, delta string)
+	Attempt(path string, a lm.Attempt)
+	CallFinished(path string, c *trace.Call)
+}
+
+type observerKey struct{}
+
+// WithObserver attaches an observer to every call made under ctx.
+func WithObserver(ctx context.Context, o Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, o)
+}
+
+func observerFrom(ctx context.Context) Observer {
+	o, _ := ctx.Value(observerKey{}).(Observer)
+	return o
+}

@@ -1,0 +1,422 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// node is one recorded turn in an immutable chain. A session is a pointer to its tip;
+// fork copies the pointer and undo moves it back, so both are O(1) and share the prefix.
+type node struct {
+	turn   *trace.Turn
+	parent *node
+	depth  int      // number of turns from the root to here, this one included
+	msg    *sig.Map // the history message this turn contributes (filtered inputs + outputs)
+	// kids holds every child session's tip right after this turn, by child path (root
+	// sessions only): moving this session's tip to a node restores all children exactly
+	// (cascades), and forks share nodes because paths, unlike sessions, do not change.
+	kids map[string]*node
+}
+
+// Session wraps a module, records one turn per user-facing call and injects the history
+// into every predictor inside it (seed 001), recursively when asked (seed 000).
+// It is safe for concurrent use; turns are recorded one at a time per session.
+type Session struct {
+	mu     sync.Mutex
+	module Module
+	opts   Options
+	name   string
+	// exclude and allow filter what goes into history messages.
+	exclude map[string]bool
+	allow   map[string]bool // nil: every input
+	seed    sig.History
+	tip     *node
+	redo    []*node
+	// children, keyed by the wrapped module (predictor, sub-module or nested session).
+	children []*child
+	byModule map[Module]*child
+	// baseKids holds the children's tips before this session's first turn.
+	baseKids map[string]*node
+	isChild  bool // created by a recursive parent (its turns are the parent's business)
+	// scores overlays metric scores on the shared, immutable turn records.
+	scores map[*trace.Turn]float64
+	// turnMu serialises whole root turns so each outer turn sees a stable state.
+	turnMu sync.Mutex
+}
+
+// Sessionify wraps module in a session.
+func Sessionify(module Module, opts Options) (*Session, error) {
+	if module == nil {
+		return nil, fmt.Errorf("sessionify: module is nil")
+	}
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("sessionify: %w", err)
+	}
+	s := &Session{module: module, opts: o, byModule: map[Module]*child{}}
+	s.name = o.Name
+	if s.name == "" {
+		s.name = TypeName(module)
+	}
+	s.applyFilters()
+	if o.InitialHistory != nil {
+		s.seed = o.InitialHistory.Clone()
+	}
+	if err := s.discover(); err != nil {
+		return nil, fmt.Errorf("sessionify %s: %w", s.name, err)
+	}
+	return s, nil
+}
+
+// MustSessionify is Sessionify for options known to be valid.
+func MustSessionify(module Module, opts Options) *Session {
+	s, err := Sessionify(module, opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func (s *Session) applyFilters() {
+	s.exclude = map[string]bool{}
+	for _, f := range s.opts.ExcludeFields {
+		s.exclude[f] = true
+	}
+	s.exclude[s.opts.HistoryField] = true
+	s.allow = nil
+	if s.opts.HistoryInputFields != nil {
+		s.allow = map[string]bool{}
+		for _, f := range s.opts.HistoryInputFields {
+			s.allow[f] = true
+		}
+	}
+}
+
+// Module returns the wrapped module.
+func (s *Session) Module() Module {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.module
+}
+
+// Name is the session's label (its path for children).
+func (s *Session) Name() string { return s.name }
+
+// Options returns the normalised options.
+func (s *Session) Options() Options { return s.opts }
+
+// HistoryField is the name of the injected history input.
+func (s *Session) HistoryField() string { return s.opts.HistoryField }
+
+// TypeName shows a session as Session(<module type>).
+func (s *Session) TypeName() string { return "Session(" + TypeName(s.module) + ")" }
+
+// Len is the number of stored turns.
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.storedCount()
+}
+
+// storedCount is the number of visible turns (max_stored_turns trims the oldest).
+func (s *Session) storedCount() int {
+	if s.tip == nil {
+		return 0
+	}
+	n := s.tip.depth
+	if m := s.opts.MaxStoredTurns; m != nil && n > *m {
+		n = *m
+	}
+	return n
+}
+
+// Turns returns the stored turns, oldest first (copies of the records).
+func (s *Session) Turns() []*trace.Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nodes := s.visible()
+	out := make([]*trace.Turn, len(nodes))
+	for i, n := range nodes {
+		out[i] = s.turnCopy(n)
+	}
+	return out
+}
+
+// Turn returns the stored turn at position i (negative counts from the end), or nil.
+func (s *Session) Turn(i int) *trace.Turn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.storedCount()
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return nil
+	}
+	nd := s.tip
+	for k := n - 1; k > i; k-- {
+		nd = nd.parent
+	}
+	return s.turnCopy(nd)
+}
+
+// turnCopy copies a node's turn with this session's score (caller holds s.mu).
+func (s *Session) turnCopy(nd *node) *trace.Turn {
+	t := nd.turn.Clone()
+	if v, ok := s.scores[nd.turn]; ok {
+		t.Score = &v
+	}
+	return t
+}
+
+// visible returns the stored nodes oldest first.
+func (s *Session) visible() []*node {
+	n := s.storedCount()
+	out := make([]*node, n)
+	nd := s.tip
+	for i := n - 1; i >= 0; i-- {
+		out[i] = nd
+		nd = nd.parent
+	}
+	return out
+}
+
+// History is the history the next call would see (seed + stored turns, windowed).
+func (s *Session) History() sig.History {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buildHistory(nil)
+}
+
+// message builds the history message a turn contributes: inputs not excluded and allowed,
+// then outputs not excluded (dspy-session's _build_history).
+func (s *Session) message(inputs, outputs *sig.Map) *sig.Map {
+	m := sig.NewMap()
+	inputs.Range(func(k string, v any) bool {
+		if !s.exclude[k] && (s.allow == nil || s.allow[k]) {
+			m.Set(k, v)
+		}
+		return true
+	})
+	outputs.Range(func(k string, v any) bool {
+		if !s.exclude[k] {
+			m.Set(k, v)
+		}
+		return true
+	})
+	return m
+}
+
+// buildHistory walks back from the tip to since (exclusive; nil = the beginning) collecting
+// at most the window, then prepends seed messages while the window has room. Its cost
+// is bounded by the window, not by the number of turns.
+func (s *Session) buildHistory(since *node) sig.History {
+	limit := -1
+	if s.opts.MaxTurns != nil {
+		limit = *s.opts.MaxTurns
+	}
+	stored := s.storedCount()
+	var rev []*sig.Map
+	nd := s.tip
+	for i := 0; nd != nil && nd != since && i < stored && (limit < 0 || len(rev) < limit); i++ {
+		rev = append(rev, nd.msg)
+		nd = nd.parent
+	}
+	seed := s.seed.Messages
+	if since != nil {
+		seed = nil // per-turn scope: only this outer turn's calls
+	}
+	room := len(seed)
+	if limit >= 0 && limit-len(rev) < room {
+		room = max(limit-len(rev), 0)
+	}
+	msgs := make([]*sig.Map, 0, room+len(rev))
+	msgs = append(msgs, seed[len(seed)-room:]...)
+	for i := len(rev) - 1; i >= 0; i-- {
+		msgs = append(msgs, rev[i])
+	}
+	return sig.History{Messages: msgs}
+}
+
+// appendTurn records a turn on this session (caller holds no lock).
+func (s *Session) appendTurn(t *trace.Turn, kids map[string]*node) *trace.Turn {
+	s.mu.Lock()
+	next := 0
+	if s.tip != nil {
+		next = s.tip.turn.Index + 1
+	}
+	t.Index = next
+	depth := 1
+	if s.tip != nil {
+		depth = s.tip.depth + 1
+	}
+	s.tip = &node{turn: t, parent: s.tip, depth: depth, msg: s.message(t.Inputs, t.Outputs), kids: kids}
+	s.redo = nil
+	hook := s.opts.OnTurn
+	s.mu.Unlock()
+	if hook != nil {
+		func() {
+			defer func() { _ = recover() }() // a failing hook never fails the call (dspy-session logs it)
+			hook(s, t.Clone())
+		}()
+	}
+	return t
+}
+
+// Forward runs one turn. Called inside another session's turn, it follows the outer
+// session's nested policy instead.
+func (s *Session) Forward(ctx context.Context, inputs *sig.Map) (*Prediction, error) {
+	if f := frameFrom(ctx); f != nil {
+		return s.forwardNested(ctx, f, inputs)
+	}
+	p, _, _, err := s.forwardRoot(ctx, inputs, nil, "")
+	return p, err
+}
+
+// Run is Forward that also returns the recorded turn (nil when nothing was recorded).
+func (s *Session) Run(ctx context.Context, inputs *sig.Map) (*Prediction, *trace.Turn, error) {
+	if f := frameFrom(ctx); f != nil {
+		p, err := s.forwardNested(ctx, f, inputs)
+		return p, nil, err
+	}
+	p, t, _, err := s.forwardRoot(ctx, inputs, nil, "")
+	return p, t, err
+}
+
+// forwardRoot runs a turn on this session's own state. parent, when set, is the frame of
+// an enclosing session (keep policy): calls are still traced there.
+//
+// It returns the prediction, the recorded turn (nil when nothing was recorded) and the
+// call records collected, which an enclosing session also traces.
+func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *frame, prefix string) (*Prediction, *trace.Turn, []*trace.Call, error) {
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
+	in := inputs.Clone()
+	if in == nil {
+		in = sig.NewMap()
+	}
+	raw, hasExplicit := in.Get(s.opts.HistoryField)
+	in.Delete(s.opts.HistoryField)
+	var explicit *sig.History
+	if hasExplicit && raw != nil {
+		h, ok := raw.(sig.History)
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("session %s: %s must be a History, got %s", s.name, s.opts.HistoryField, sig.KindName(raw))
+		}
+		explicit = &h
+	}
+
+	f := &frame{root: s, parent: parent, record: s.opts.Record != RecordTurns, prefix: prefix, seq: new(atomic.Int64)}
+	if parent != nil {
+		f.record = f.record || parent.record
+		f.seq = parent.seq
+	}
+	s.mu.Lock()
+	switch {
+	case explicit != nil && s.opts.HistoryPolicy == Override:
+		f.history = explicit.Clone()
+		f.readonly, f.record = true, false
+		f.replay = s.findReplay(f.history)
+	case explicit != nil && s.opts.HistoryPolicy == UseIfProvided:
+		f.history = explicit.Clone()
+		f.explicit = true
+	case explicit != nil && s.opts.HistoryPolicy == ReplaceSession:
+		s.seed = explicit.Clone()
+		s.tip, s.redo = nil, nil
+		f.history = s.buildHistory(nil)
+		f.explicit = true
+	default:
+		f.history = s.buildHistory(nil)
+	}
+	f.start = s.childTips()
+	s.mu.Unlock()
+
+	started := time.Now().UTC()
+	var turnKey string
+	sink := s.opts.Sink
+	if f.readonly || s.isChild {
+		sink = nil
+	}
+	if sink != nil {
+		k, err := sink.BeginTurn(ctx, in)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("session %s: begin turn: %w", s.name, err)
+		}
+		turnKey = k
+		f.sink, f.turnKey = sink, turnKey
+	}
+	fctx := withFrame(ctx, f)
+	fctx = withCollector(fctx, &collector{})
+	pred, err := Call(fctx, s.module, in)
+	if err == nil && pred == nil {
+		err = fmt.Errorf("module returned no prediction")
+	}
+	if err != nil {
+		// A failing turn records nothing, children included.
+		s.mu.Lock()
+		s.restoreChildTips(f.start)
+		s.mu.Unlock()
+		if sink != nil {
+			_ = sink.AbortTurn(context.WithoutCancel(ctx), turnKey, err.Error())
+		}
+		return nil, nil, nil, fmt.Errorf("session %s: %w", s.name, err)
+	}
+	calls := collectorFrom(fctx).sorted()
+	if f.readonly {
+		return pred, nil, calls, nil
+	}
+	t := &trace.Turn{
+		Inputs:   s.recordableInputs(in),
+		Outputs:  pred.Fields.Clone(),
+		History:  f.history,
+		Explicit: f.explicit,
+		Calls:    calls,
+		Started:  started,
+		Ended:    time.Now().UTC(),
+	}
+	if t.Outputs == nil {
+		t.Outputs = sig.NewMap()
+	}
+	if s.opts.Record == RecordTurns {
+		t.Calls = nil
+	}
+	s.mu.Lock()
+	kids := s.childTips()
+	s.mu.Unlock()
+	t = s.appendTurn(t, kids)
+	if sink != nil {
+		if err := sink.CommitTurn(context.WithoutCancel(ctx), turnKey, t.Clone()); err != nil {
+			return pred, t.Clone(), calls, fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
+		}
+	}
+	return pred, t.Clone(), calls, nil
+}
+
+// recordableInputs keeps a root predictor's signature inputs only (dspy-session), and every
+// input otherwise; the history field never.
+func (s *Session) recordableInputs(in *sig.Map) *sig.Map {
+	if p, ok := s.module.(*Predict); ok {
+		return in.Filter(func(k string) bool {
+			_, isIn := p.Signature.Input(k)
+			return isIn && k != s.opts.HistoryField
+		}).Clone()
+	}
+	return in.Filter(func(k string) bool { return k != s.opts.HistoryField }).Clone()
+}
+
+// findReplay finds the latest stored turn whose snapshot equals h, so keep-children can be
+// shown their history as it was at that turn (optimizer time-travel, seed 000 §7).
+func (s *Session) findReplay(h sig.History) *node {
+	for nd := s.tip; nd != nil; nd = nd.parent {
+		if sig.Equal(nd.turn.History, h) {
+			return nd
+		}
+	}
+	return nil
+}
