@@ -1,0 +1,339 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// pageSize is how many turns a chat pane loads at a time.
+const pageSize = 200
+
+// chatPane shows one branch's transcript. It holds a window of the branch's turns
+// (loaded by pages) and memoises each finished turn's rendered lines per width, so a
+// frame renders only the turns on screen and re-renders nothing that has not changed.
+type chatPane struct {
+	branch  string
+	info    BranchInfo
+	total   int           // turns on the path
+	from    int           // position of turns[0]
+	ids     []string      // TurnIDs of the loaded window
+	turns   []*trace.Turn // the loaded window
+	loading bool          // a page load is in flight
+	loaded  bool          // the first page arrived
+
+	sel  int // selected turn (absolute position); -1 = none
+	list vlist
+
+	cache      map[string][]string // TurnID -> rendered lines at cacheWidth
+	cacheWidth int
+
+	stream *streamState // the turn in flight, nil when idle
+}
+
+// streamState is a turn being written.
+type streamState struct {
+	inputs   *sig.Map
+	path     string
+	field    string
+	text     strings.Builder
+	attempt  lm.Attempt
+	retryAt  time.Time // when the next attempt starts, if retrying
+	started  time.Time
+	calls    int
+	canceled bool
+}
+
+func newChatPane(branch string) *chatPane {
+	return &chatPane{branch: branch, sel: -1, list: vlist{follow: true}, cache: map[string][]string{}}
+}
+
+// count is the number of rows the list scrolls over: every turn of the path (unloaded
+// ones show a placeholder) plus the streaming turn.
+func (p *chatPane) count() int {
+	n := p.total
+	if p.stream != nil {
+		n++
+	}
+	return n
+}
+
+// turnAt returns the loaded turn at absolute position i.
+func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
+	j := i - p.from
+	if j < 0 || j >= len(p.turns) {
+		return "", nil
+	}
+	return p.ids[j], p.turns[j]
+}
+
+// setPage merges a loaded page into the window. Pages adjacent to the window extend it;
+// anything else replaces it (the window stays one contiguous run).
+func (p *chatPane) setPage(pg TurnPage) {
+	p.loading, p.loaded = false, true
+	p.total = pg.Total
+	end := p.from + len(p.turns)
+	switch {
+	case len(p.turns) > 0 && pg.From+len(pg.Turns) == p.from:
+		p.ids = append(append([]string(nil), pg.IDs...), p.ids...)
+		p.turns = append(append([]*trace.Turn(nil), pg.Turns...), p.turns...)
+		p.from = pg.From
+	case len(p.turns) > 0 && pg.From == end:
+		p.ids = append(p.ids, pg.IDs...)
+		p.turns = append(p.turns, pg.Turns...)
+	default:
+		p.from, p.ids, p.turns = pg.From, pg.IDs, pg.Turns
+	}
+	if p.sel >= p.total {
+		p.sel = p.total - 1
+	}
+}
+
+// reset forgets the loaded turns (after undo, redo or a branch switch).
+func (p *chatPane) reset(branch string) {
+	*p = *newChatPane(branch)
+}
+
+// missing reports a page that should be loaded for the rows now visible, if any.
+func (p *chatPane) missing(first, last int) (from int, ok bool) {
+	if p.loading || p.total == 0 {
+		return 0, false
+	}
+	for i := first; i <= last && i < p.total; i++ {
+		if _, t := p.turnAt(i); t == nil {
+			return max(0, min(i, p.total-1)/pageSize*pageSize), true
+		}
+	}
+	return 0, false
+}
+
+// renderer knows how to draw turns; it is the root model's shared state.
+type renderer struct {
+	st *stylesheet
+	md *markdown
+}
+
+// lines returns row i's lines at width w (memoised for finished turns).
+func (p *chatPane) lines(r renderer, i, w int) []string {
+	if p.cacheWidth != w {
+		p.cache = map[string][]string{}
+		p.cacheWidth = w
+	}
+	if i == p.total && p.stream != nil {
+		return p.streamLines(r, w)
+	}
+	id, t := p.turnAt(i)
+	if t == nil {
+		return []string{r.st.s.Muted.Render(fmt.Sprintf(" #%d …", i+1)), ""}
+	}
+	if ls, ok := p.cache[id]; ok {
+		return ls
+	}
+	ls := renderTurn(r, t, w)
+	p.cache[id] = ls
+	return ls
+}
+
+func renderTurn(r renderer, t *trace.Turn, w int) []string {
+	s := r.st.s
+	var out []string
+	calls, tok, lat, errs := turnStats(t)
+	head := s.UserLabel.Render(fmt.Sprintf("#%d you", t.Index+1))
+	out = append(out, head)
+	out = append(out, indent(fieldLines(r, t.Inputs, w-2), "  ")...)
+	meta := fmt.Sprintf(" · %d call", calls)
+	if calls != 1 {
+		meta += "s"
+	}
+	meta += " · " + humanTokens(tok) + " tok · " + fmtDuration(lat)
+	out = append(out, s.AssistantLabel.Render("assistant")+s.Muted.Render(meta))
+	if t.Outputs.Len() == 1 {
+		k := t.Outputs.Keys()[0]
+		v, _ := t.Outputs.Get(k)
+		out = append(out, r.md.render(sig.PyStr(v), w)...)
+	} else {
+		t.Outputs.Range(func(k string, v any) bool {
+			out = append(out, s.Muted.Render("  "+OneLine(k)+":"))
+			out = append(out, r.md.render(sig.PyStr(v), w)...)
+			return true
+		})
+	}
+	for _, e := range errs {
+		out = append(out, indent(wrapLines(s.Error.Render("✗ ")+Sanitize(e), w-2), "  ")...)
+	}
+	return append(out, "")
+}
+
+// fieldLines shows inputs: a lone field as plain text, several as "name: value".
+func fieldLines(r renderer, m *sig.Map, w int) []string {
+	if m.Len() == 1 {
+		v, _ := m.Get(m.Keys()[0])
+		return wrapLines(Sanitize(sig.PyStr(v)), w)
+	}
+	var out []string
+	m.Range(func(k string, v any) bool {
+		out = append(out, wrapLines(r.st.s.Muted.Render(OneLine(k)+": ")+Sanitize(sig.PyStr(v)), w)...)
+		return true
+	})
+	return out
+}
+
+func indent(ls []string, pre string) []string {
+	for i := range ls {
+		ls[i] = pre + ls[i]
+	}
+	return ls
+}
+
+// turnStats sums a turn's calls: count, tokens, wall time and error texts.
+func turnStats(t *trace.Turn) (calls, tokens int, lat time.Duration, errs []string) {
+	trace.WalkCalls(t.Calls, func(c *trace.Call, depth int) {
+		calls++
+		tokens += c.Usage.TotalTokens
+		if c.Error != "" {
+			errs = append(errs, c.Path+": "+c.Error)
+		}
+	})
+	if !t.Ended.IsZero() && !t.Started.IsZero() {
+		lat = t.Ended.Sub(t.Started)
+	} else {
+		for _, c := range t.Calls {
+			lat += c.Latency
+		}
+	}
+	return
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Second:
+		return itoa(int(d/time.Millisecond)) + "ms"
+	case d < time.Minute:
+		return trimZero(d.Seconds()) + "s"
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// streamLines draws the turn in flight: the inputs, then the text so far (plain: it is
+// re-rendered as markdown once finished), the field being written and any retry wait.
+func (p *chatPane) streamLines(r renderer, w int) []string {
+	s := r.st.s
+	st := p.stream
+	out := []string{s.UserLabel.Render(fmt.Sprintf("#%d you", p.total+1))}
+	out = append(out, indent(fieldLines(r, st.inputs, w-2), "  ")...)
+	label := "assistant"
+	if st.path != "" {
+		label += " · " + OneLine(st.path)
+	}
+	if st.field != "" {
+		label += " · writing " + OneLine(st.field)
+	}
+	out = append(out, s.AssistantLabel.Render(label))
+	if st.text.Len() > 0 {
+		out = append(out, indent(wrapLines(Sanitize(st.text.String()), w-2), "  ")...)
+	}
+	if st.attempt.Retrying {
+		left := time.Until(st.retryAt).Round(time.Second)
+		out = append(out, s.Warning.Render(fmt.Sprintf("  attempt %d failed: %s · retrying in %s",
+			st.attempt.N, OneLine(st.attempt.Err), fmtDuration(max(left, 0)))))
+	}
+	out = append(out, s.Muted.Render("  … esc cancels"), "")
+	return out
+}
+
+// view draws the pane's body rows (without frame) at width w, height h, with the
+// selected turn marked in a one-cell gutter.
+func (p *chatPane) view(r renderer, w, h int, focused bool) []string {
+	n := p.count()
+	if n == 0 {
+		if !p.loaded {
+			return []string{r.st.s.Muted.Render("loading…")}
+		}
+		return []string{r.st.s.Muted.Render("no turns yet: type below and press enter")}
+	}
+	cw := w - 1
+	lf := func(i int) []string { return p.lines(r, i, cw) }
+	rows := make([]string, 0, h)
+	// walk the same rows vlist shows, remembering which item each row belongs to
+	body := p.list.view(n, h, lf)
+	item, line := p.list.idx, p.list.line
+	for _, row := range body {
+		g := " "
+		if item == p.sel {
+			g = r.st.s.Cursor.Render("▌")
+			if !focused {
+				g = r.st.s.Muted.Render("▏")
+			}
+		}
+		rows = append(rows, g+row)
+		line++
+		for item < n && line >= len(lf(item)) {
+			item++
+			line = 0
+		}
+	}
+	return rows
+}
+
+// visibleRange is the first and last item on screen (valid after view).
+func (p *chatPane) visibleRange(r renderer, w, h int) (int, int) {
+	n := p.count()
+	lf := func(i int) []string { return p.lines(r, i, w-1) }
+	first := p.list.idx
+	rows := -p.list.line
+	last := first
+	for last < n {
+		rows += len(lf(last))
+		if rows >= h {
+			break
+		}
+		last++
+	}
+	return first, min(last, n-1)
+}
+
+// selectTurn moves the selection by delta and scrolls it into view.
+func (p *chatPane) selectTurn(r renderer, delta, w, h int) {
+	if p.total == 0 {
+		return
+	}
+	if p.sel < 0 {
+		p.sel = p.total - 1
+	} else {
+		p.sel = max(0, min(p.total-1, p.sel+delta))
+	}
+	p.list.show(p.sel, p.count(), h, func(i int) []string { return p.lines(r, i, w-1) })
+}
+
+// title is the frame title: branch, model, tokens.
+func (p *chatPane) title(model string) string {
+	m := p.info.Model
+	if m == "" {
+		m = model
+	}
+	u := p.info.Usage
+	return fmt.Sprintf(" %s · %s · %s tok (%s in / %s out) ", OneLine(p.branch), OneLine(m),
+		humanTokens(u.TotalTokens), humanTokens(u.PromptTokens), humanTokens(u.CompletionTokens))
+}
+
+// statusLine is the pane's own footer: turns, selection, state.
+func (p *chatPane) statusLine() string {
+	s := fmt.Sprintf(" %d turns", p.total)
+	if p.sel >= 0 {
+		s += fmt.Sprintf(" · turn %d selected", p.sel+1)
+	}
+	if p.info.Status != "" {
+		s += " · " + OneLine(p.info.Status)
+	}
+	if p.stream != nil {
+		s += " · running"
+	}
+	return s + " "
+}

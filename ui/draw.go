@@ -1,0 +1,135 @@
+package ui
+
+import (
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func stripANSI(s string) string { return ansi.Strip(s) }
+
+// fit makes a (possibly styled) line exactly w cells wide: truncated with an ellipsis
+// or padded with spaces.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		s = ansi.Truncate(s, w, "…")
+		sw = ansi.StringWidth(s)
+	}
+	if sw < w {
+		s += strings.Repeat(" ", w-sw)
+	}
+	return s
+}
+
+// fitBlock makes lines exactly w x h.
+func fitBlock(lines []string, w, h int) []string {
+	out := make([]string, h)
+	for i := range out {
+		if i < len(lines) {
+			out[i] = fit(lines[i], w)
+		} else {
+			out[i] = strings.Repeat(" ", max(w, 0))
+		}
+	}
+	return out
+}
+
+// frame draws a rounded box of exactly w x h around body (already at most w-2 wide),
+// with a title in the top edge and an optional footer in the bottom edge.
+func frame(st lipgloss.Style, titleSt lipgloss.Style, title, footer string, body []string, w, h int) []string {
+	if w < 2 || h < 2 {
+		return fitBlock(nil, max(w, 0), max(h, 0))
+	}
+	b := lipgloss.RoundedBorder()
+	bc := st.GetBorderTopForeground()
+	edge := lipgloss.NewStyle().Foreground(bc)
+	inner := w - 2
+	top := edgeLine(b.Top, titleSt.Render(ansi.Truncate(title, max(inner-2, 0), "…")), inner, edge)
+	bot := edgeLine(b.Bottom, edge.Render(ansi.Truncate(footer, max(inner-2, 0), "…")), inner, edge)
+	out := make([]string, 0, h)
+	out = append(out, edge.Render(b.TopLeft)+top+edge.Render(b.TopRight))
+	left, right := edge.Render(b.Left), edge.Render(b.Right)
+	for _, l := range fitBlock(body, inner, h-2) {
+		out = append(out, left+l+right)
+	}
+	out = append(out, edge.Render(b.BottomLeft)+bot+edge.Render(b.BottomRight))
+	return out
+}
+
+func edgeLine(fill, label string, inner int, edge lipgloss.Style) string {
+	if label == "" || ansi.StringWidth(label)+2 > inner {
+		return edge.Render(strings.Repeat(fill, max(inner, 0)))
+	}
+	lw := ansi.StringWidth(label)
+	return edge.Render(fill) + label + edge.Render(strings.Repeat(fill, inner-1-lw))
+}
+
+// hjoin puts equally tall blocks side by side.
+func hjoin(blocks ...[]string) []string {
+	if len(blocks) == 0 {
+		return nil
+	}
+	h := 0
+	for _, b := range blocks {
+		h = max(h, len(b))
+	}
+	out := make([]string, h)
+	for i := range out {
+		var sb strings.Builder
+		for _, b := range blocks {
+			if i < len(b) {
+				sb.WriteString(b[i])
+			}
+		}
+		out[i] = sb.String()
+	}
+	return out
+}
+
+// humanTokens renders a token count compactly: 950, 12.3k, 1.2M.
+func humanTokens(n int) string {
+	switch {
+	case n < 1000:
+		return itoa(n)
+	case n < 1_000_000:
+		return trimZero(float64(n)/1000) + "k"
+	default:
+		return trimZero(float64(n)/1_000_000) + "M"
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	var buf [20]byte
+	i := len(buf)
+	for n > 0 {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+	}
+	if neg {
+		i--
+		buf[i] = '-'
+	}
+	return string(buf[i:])
+}
+
+func trimZero(f float64) string {
+	tenths := int(f*10 + 0.5)
+	s := itoa(tenths / 10)
+	if tenths%10 != 0 {
+		s += "." + itoa(tenths%10)
+	}
+	return s
+}
