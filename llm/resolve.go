@@ -1,0 +1,229 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+)
+
+// Flags are the model choices made on the command line; empty fields are unset.
+type Flags struct {
+	Model       string // "demo", a model name, or "<provider>/<model>"
+	Provider    string
+	BaseURL     string // an ad-hoc OpenAI-compatible endpoint
+	APIKeyEnv   string // variable holding the key for BaseURL (default OPENAI_API_KEY)
+	Temperature *float64
+	MaxTokens   *int
+	ConfigPath  string // explicit configuration file (must exist)
+}
+
+// Selection is the resolved model plus what the UI should say about it.
+type Selection struct {
+	LM          lm.LM
+	Demo        bool
+	Provider    string // "demo" for the demo model
+	Model       string
+	BaseURL     string
+	KeyEnv      string // variable the key comes from ("" when none / key_command)
+	KeySet      bool   // a key was found
+	Description string // one line, e.g. "gpt-4o-mini via openai (https://…, key from $OPENAI_API_KEY)"
+	Note        string // why this choice was made, when not obvious (e.g. "nothing configured")
+	Config      *Config
+}
+
+// Env is how configuration reads the environment (os.Getenv in production).
+type Env func(string) string
+
+// Resolve picks the model: flags first, then the environment (OPENAI_API_KEY,
+// OPENAI_BASE_URL, SESSIONBENCH_MODEL), then the configuration file. With nothing
+// configured it returns the offline demo model and says so in Note. Errors name what
+// was asked for and where to fix it.
+//
+// Provider choice, in order: --provider; --base-url (ad hoc); OPENAI_BASE_URL (ad hoc,
+// "env"); a "<provider>/" prefix on the model naming a configured provider; the
+// configured provider whose models list has the model; [default] provider; OpenAI
+// itself when OPENAI_API_KEY is set.
+func Resolve(ctx context.Context, f Flags, getenv Env) (*Selection, error) {
+	path := f.ConfigPath
+	if path == "" {
+		path = DefaultConfigPath(getenv)
+	}
+	cfg := &Config{}
+	if path != "" {
+		var err error
+		if cfg, err = LoadConfig(path, f.ConfigPath != ""); err != nil {
+			return nil, err
+		}
+	}
+	return ResolveWith(ctx, f, getenv, cfg)
+}
+
+// ResolveWith is Resolve over an already loaded configuration.
+func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Selection, error) {
+	model := firstNonEmpty(f.Model, getenv("SESSIONBENCH_MODEL"), cfg.Default.Model)
+	where := "set by " + modelSource(f, getenv)
+	if model == "demo" || strings.HasPrefix(model, "demo/") {
+		return demoSelection(cfg, ""), nil
+	}
+	var prov Provider
+	var found bool
+	switch {
+	case f.Provider != "":
+		if f.Provider == "demo" {
+			return demoSelection(cfg, ""), nil
+		}
+		if prov, found = cfg.Provider(f.Provider); !found {
+			if f.Provider == "openai" {
+				prov, found = Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
+			} else {
+				return nil, fmt.Errorf("--provider %s: no such provider in %s (configured: %s)", f.Provider, configName(cfg), cfg.providerNames())
+			}
+		}
+	case f.BaseURL != "":
+		prov, found = Provider{Name: "flags", BaseURL: f.BaseURL, APIKeyEnv: firstNonEmpty(f.APIKeyEnv, "OPENAI_API_KEY")}, true
+	case getenv("OPENAI_BASE_URL") != "":
+		prov, found = Provider{Name: "env", BaseURL: getenv("OPENAI_BASE_URL"), APIKeyEnv: "OPENAI_API_KEY"}, true
+	}
+	if !found && model != "" {
+		if name, rest, ok := strings.Cut(model, "/"); ok {
+			if p, ok := cfg.Provider(name); ok {
+				prov, found, model = p, true, rest
+			}
+		}
+	}
+	if !found && model != "" {
+		for _, p := range cfg.Providers {
+			for _, m := range p.Models {
+				if m == model {
+					prov, found = p, true
+				}
+			}
+			if found {
+				break
+			}
+		}
+	}
+	if !found && cfg.Default.Provider != "" {
+		prov, found = cfg.Provider(cfg.Default.Provider)
+	}
+	if !found && getenv("OPENAI_API_KEY") != "" {
+		prov, found = Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
+		if model == "" {
+			model = "gpt-4o-mini"
+			where = "the default for OpenAI"
+		}
+	}
+	if !found {
+		if model != "" {
+			return nil, fmt.Errorf("model %q (%s): no provider for it; add it to a provider's models in %s, or set OPENAI_BASE_URL / OPENAI_API_KEY, or pass --base-url",
+				model, where, configName(cfg))
+		}
+		return demoSelection(cfg, "no model configured: using the offline demo model (see 'sessionbench models')"), nil
+	}
+	if model == "" {
+		if len(prov.Models) == 0 {
+			return nil, fmt.Errorf("provider %q has no models listed; pass --model or set SESSIONBENCH_MODEL", prov.Name)
+		}
+		model = prov.Models[0]
+	}
+	key, keyEnv, err := providerKey(ctx, prov, getenv)
+	if err != nil {
+		return nil, err
+	}
+	opts := OpenAIOptions{Provider: prov.Name, BaseURL: prov.BaseURL, APIKey: key, APIKeyEnv: keyEnv, Model: model,
+		Temperature: prov.Temperature, MaxTokens: prov.MaxTokens, Headers: prov.Headers, Azure: prov.Azure,
+		APIVersion: prov.APIVersion, NoStreamUsage: prov.StreamUsage != nil && !*prov.StreamUsage}
+	if f.Temperature != nil {
+		opts.Temperature = f.Temperature
+	}
+	if f.MaxTokens != nil {
+		opts.MaxTokens = f.MaxTokens
+	}
+	retry := DefaultRetry()
+	if prov.MaxRetries != nil {
+		retry.MaxRetries = *prov.MaxRetries
+	}
+	to := DefaultTimeouts()
+	setDur(&to.Connect, prov.ConnectTimeout)
+	setDur(&to.FirstToken, prov.FirstTokenTimeout)
+	setDur(&to.Total, prov.TotalTimeout)
+	opts.Retry, opts.Timeouts = &retry, &to
+	m, err := NewOpenAI(opts)
+	if err != nil {
+		return nil, fmt.Errorf("provider %q: %w", prov.Name, err)
+	}
+	return &Selection{LM: m, Provider: prov.Name, Model: model, BaseURL: prov.BaseURL, KeyEnv: keyEnv, KeySet: key != "",
+		Description: m.describe(), Config: cfg}, nil
+}
+
+func setDur(dst *time.Duration, v *time.Duration) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func demoSelection(cfg *Config, note string) *Selection {
+	rate := float64(DefaultDemoTokenRate)
+	if cfg.Demo.TokenRate != nil {
+		rate = *cfg.Demo.TokenRate
+	}
+	d := NewDemo(DemoOptions{TokenRate: rate})
+	return &Selection{LM: d, Demo: true, Provider: "demo", Model: d.Name(), Description: d.Name() + ": offline, deterministic, no network",
+		Note: note, Config: cfg}
+}
+
+// providerKey reads the provider's API key from its variable or its key command. The
+// key is held in memory only.
+func providerKey(ctx context.Context, p Provider, getenv Env) (key, keyEnv string, err error) {
+	if p.KeyCommand != "" {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", p.KeyCommand)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", "", fmt.Errorf("provider %q: key_command %q failed: %w: %s", p.Name, p.KeyCommand, err, strings.TrimSpace(stderr.String()))
+		}
+		key := strings.TrimSpace(string(out))
+		if key == "" {
+			return "", "", fmt.Errorf("provider %q: key_command %q printed nothing", p.Name, p.KeyCommand)
+		}
+		return key, "", nil
+	}
+	if p.APIKeyEnv == "" {
+		return "", "", nil
+	}
+	return getenv(p.APIKeyEnv), p.APIKeyEnv, nil
+}
+
+func modelSource(f Flags, getenv Env) string {
+	switch {
+	case f.Model != "":
+		return "--model"
+	case getenv("SESSIONBENCH_MODEL") != "":
+		return "SESSIONBENCH_MODEL"
+	}
+	return "[default] model"
+}
+
+func configName(cfg *Config) string {
+	if cfg.Path == "" {
+		return "the configuration file"
+	}
+	return cfg.Path
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
