@@ -10,32 +10,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// ParseError is DSPy's AdapterParseError as the template adapter raises it.
-type ParseError struct {
-	Adapter  string   // "TemplateAdapter"
-	Response string   // the completion (fence-stripped in json and xml modes)
-	Expected []string // the signature's output fields
-	Parsed   []string // fields parsed before failing; nil when not reported
-	Message  string   // the leading explanation; "" for a plain missing-fields error
-	Err      error    // the underlying conversion error, if any
-}
-
-func (e *ParseError) Error() string {
-	var b strings.Builder
-	if e.Message != "" {
-		b.WriteString(e.Message + "\n\n")
-	}
-	b.WriteString("Adapter " + e.Adapter + " failed to parse the LM response. \n\n")
-	b.WriteString("LM Response: " + e.Response + " \n\n")
-	b.WriteString("Expected to find output fields in the LM response: [" + strings.Join(e.Expected, ", ") + "] \n\n")
-	if e.Parsed != nil {
-		b.WriteString("Actual output fields parsed from the LM response: [" + strings.Join(e.Parsed, ", ") + "] \n\n")
-	}
-	return b.String()
-}
-
-func (e *ParseError) Unwrap() error { return e.Err }
-
 func outputNames(s *sig.Signature) []string {
 	names := make([]string, len(s.Outputs))
 	for i, f := range s.Outputs {
@@ -44,8 +18,10 @@ func outputNames(s *sig.Signature) []string {
 	return names
 }
 
-func (t *Template) parseErr(s *sig.Signature, completion, message string, parsed *sig.Map, err error) *ParseError {
-	e := &ParseError{Adapter: "TemplateAdapter", Response: completion, Expected: outputNames(s), Message: message, Err: err}
+// parseErr builds DSPy's AdapterParseError as the reference raises it (adapter name
+// "TemplateAdapter"); parsed non-nil adds the "Actual output fields" line.
+func (t *Template) parseErr(s *sig.Signature, completion, message string, parsed *sig.Map, field string, err error) *adapter.ParseError {
+	e := &adapter.ParseError{Adapter: "TemplateAdapter", Response: completion, Expected: outputNames(s), Message: message, Field: field, Err: err}
 	if parsed != nil {
 		e.Parsed = append([]string{}, parsed.Keys()...)
 	}
@@ -106,7 +82,7 @@ func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, err
 		}
 	}
 	if !ok {
-		return nil, t.parseErr(s, completion, "No JSON object found in LM response.", nil, nil)
+		return nil, t.parseErr(s, completion, "No JSON object found in LM response.", nil, "", nil)
 	}
 	parsed := sig.NewMap()
 	for _, f := range s.Outputs {
@@ -116,12 +92,12 @@ func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, err
 		}
 		cv, err := adapter.ConvertValue(f.Type, v)
 		if err != nil {
-			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, err)
+			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, f.Name, err)
 		}
 		parsed.Set(f.Name, cv)
 	}
 	if parsed.Len() != len(s.Outputs) {
-		return nil, t.parseErr(s, completion, "", parsed, nil)
+		return nil, t.parseErr(s, completion, "", parsed, "", nil)
 	}
 	return parsed, nil
 }
@@ -156,12 +132,12 @@ func firstBraceGroup(text string) (string, bool) {
 func (t *Template) parseFullText(s *sig.Signature, completion string) (*sig.Map, error) {
 	if len(s.Outputs) != 1 {
 		return nil, t.parseErr(s, completion, fmt.Sprintf("parse_mode='full_text' requires exactly 1 output field, got %d: %s",
-			len(s.Outputs), pyRepr(stringList(outputNames(s)))), nil, nil)
+			len(s.Outputs), pyRepr(stringList(outputNames(s)))), nil, "", nil)
 	}
 	f := s.Outputs[0]
 	v, err := adapter.ParseValue(f.Type, sig.PyStrip(completion))
 	if err != nil {
-		return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, err)
+		return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, f.Name, err)
 	}
 	return sig.NewMap(f.Name, v), nil
 }
@@ -194,7 +170,7 @@ func (t *Template) parseXML(s *sig.Signature, completion string) (*sig.Map, erro
 		}
 		v, err := adapter.ParseValue(f.Type, sig.PyStrip(m[1]))
 		if err != nil {
-			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse XML field '%s': %v", f.Name, err), nil, err)
+			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse XML field '%s': %v", f.Name, err), nil, f.Name, err)
 		}
 		parsed.Set(f.Name, v)
 	}
@@ -205,7 +181,7 @@ func (t *Template) parseXML(s *sig.Signature, completion string) (*sig.Map, erro
 				missing = append(missing, reprString(f.Name, false))
 			}
 		}
-		return nil, t.parseErr(s, completion, "Missing XML tags for output fields: {"+strings.Join(missing, ", ")+"}", parsed, nil)
+		return nil, t.parseErr(s, completion, "Missing XML tags for output fields: {"+strings.Join(missing, ", ")+"}", parsed, "", nil)
 	}
 	return parsed, nil
 }

@@ -186,11 +186,8 @@ func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, 
 		i++
 	}
 	first := name[:i]
-	if first == "" {
-		return fail("Replacement index 0 out of range for positional args tuple (a template has no positional fields; use {name})")
-	}
-	if idx, ok := pyInt(first); ok {
-		return fail("Replacement index %d out of range for positional args tuple (a template has no positional fields; use {name})", idx)
+	if _, isInt := pyInt(first); first == "" || isInt {
+		return fail("Format string contains positional fields (use {name})")
 	}
 	val, ok := lookup(first)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -27,7 +28,7 @@ func (t *Template) StreamField(s *sig.Signature, partial string) string {
 	case ParseXML:
 		return streamXML(s, partial)
 	case ParseChat:
-		return streamChat(s, partial)
+		return adapter.Chat{}.StreamField(s, partial)
 	}
 	return streamJSON(s, partial)
 }
@@ -50,43 +51,6 @@ func streamXML(s *sig.Signature, partial string) string {
 		best, bestAt = f.Name, open
 	}
 	return best
-}
-
-// streamChat finds the last complete header line, with ChatAdapter.parse's rule: the
-// stripped line starts with "[[ ## name ## ]]".
-func streamChat(s *sig.Signature, partial string) string {
-	lines := sig.PySplitLines(partial)
-	// A last line without its newline may still be growing into a header; it counts
-	// only once the header's closing "]]" is there, which chatHeader checks.
-	for i := len(lines) - 1; i >= 0; i-- {
-		if name, ok := chatHeader(lines[i]); ok {
-			if isOutput(s, name) {
-				return name
-			}
-			return ""
-		}
-	}
-	return ""
-}
-
-func chatHeader(line string) (string, bool) {
-	l := sig.PyStrip(line)
-	if !strings.HasPrefix(l, "[[ ## ") {
-		return "", false
-	}
-	rest := l[len("[[ ## "):]
-	end := 0
-	for i, r := range rest {
-		if r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
-			end = i + len(string(r))
-			continue
-		}
-		break
-	}
-	if end == 0 || !strings.HasPrefix(rest[end:], " ## ]]") {
-		return "", false
-	}
-	return rest[:end], true
 }
 
 // json scanner states at depth 1.
