@@ -41,6 +41,14 @@ func SchemaVersion() int { return len(migrations) }
 func (s *Store) migrate(ctx context.Context, version int) error {
 	for v := version; v < len(migrations); v++ {
 		err := s.write(ctx, func(tx *sql.Tx) error {
+			// Another process may have migrated while we waited for the write lock.
+			var cur int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+				return err
+			}
+			if cur > v {
+				return nil
+			}
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 				return err
 			}

@@ -1,0 +1,339 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+func TestSinkRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	var want []*trace.Turn
+	for i := 0; i < 6; i++ {
+		tr := fixtureTurn(i, 0, i%2 == 0)
+		if i == 3 {
+			tr.Explicit = true
+			tr.History = sig.History{Messages: []*sig.Map{sig.NewMap("question", "seeded", "answer", "x", "k", 1.5)}}
+		}
+		if i == 4 {
+			tr.Score = nil
+			tr.Calls[1].Error = "model refused"
+			tr.Calls[1].Outputs = nil
+			tr.Calls[1].Attempts = []lm.Attempt{{N: 1, Status: 429, Err: "rate limited", Wait: 1e9, Retrying: true}, {N: 2, Status: 200}}
+			tr.Calls[1].Messages[1].Content += "\x00 byte <&> \xff invalid utf-8"
+			tr.Calls[1].RawRequest = rawBody(tr.Calls[1].Messages, tr.Calls[1].Params)
+		}
+		if _, err := runTurn(ctx, sink, tr); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tr)
+	}
+	got, err := s.LoadBranch(ctx, "S", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("loaded %d turns, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if w, g := toJSON(t, want[i]), toJSON(t, got[i]); w != g {
+			t.Fatalf("turn %d differs after the round trip:\nwant %s\ngot  %s", i, w, g)
+		}
+		// Byte-exact requests, including a NUL and invalid UTF-8.
+		for j, c := range want[i].Calls {
+			for k, m := range c.Messages {
+				if got[i].Calls[j].Messages[k] != m {
+					t.Fatalf("turn %d call %d message %d differs", i, j, k)
+				}
+			}
+			if got[i].Calls[j].RawRequest != c.RawRequest {
+				t.Fatalf("turn %d call %d raw request differs", i, j)
+			}
+		}
+	}
+	// Int and float kinds survive.
+	if v, _ := got[2].Outputs.Get("n"); v != int64(2) {
+		t.Errorf("int output came back as %T %v", v, v)
+	}
+	if v, _ := got[2].Outputs.Get("ratio"); v != 2.0 {
+		t.Errorf("float output came back as %T %v", v, v)
+	}
+}
+
+func TestRawRequestStoredAsTemplate(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	for i := 0; i < 3; i++ {
+		if _, err := s.AppendTurn(ctx, "S", MainBranch, fixtureTurn(i, 0, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var templated, literal int
+	s.r.QueryRow("SELECT count(*) FILTER (WHERE raw_request_mode = 2), count(*) FILTER (WHERE raw_request_mode = 1) FROM calls").Scan(&templated, &literal)
+	if templated != 9 || literal != 0 {
+		t.Errorf("raw requests: %d templated, %d literal; want all 9 templated", templated, literal)
+	}
+	// A body that does not contain the messages is kept literally.
+	tpl, ok := encodeRawRequest(`{"x":1}`, []string{strings.Repeat("a", 40)})
+	if ok || tpl != "" {
+		t.Errorf("unrelated body templated: %q", tpl)
+	}
+	if _, err := decodeRawRequest(`["a", 7]`, []string{"x"}); err == nil {
+		t.Error("out-of-range reference accepted")
+	}
+}
+
+func TestSinkErrors(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	key, err := sink.BeginTurn(ctx, sig.NewMap("q", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CommitTurn(ctx, key, &trace.Turn{Outputs: sig.NewMap("a", "x")}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		err  error
+		want error
+		msg  string
+	}{
+		{"record on committed", sink.RecordCall(ctx, key, "", &trace.Call{ID: "x"}), ErrConflict, "not in flight"},
+		{"commit twice", sink.CommitTurn(ctx, key, &trace.Turn{}), ErrConflict, "not in flight"},
+		{"abort committed", sink.AbortTurn(ctx, key, "x"), ErrConflict, "not in flight"},
+		{"bad key", sink.RecordCall(ctx, "abc", "", &trace.Call{}), ErrInvalid, "not a turn key"},
+		{"unknown key", sink.AbortTurn(ctx, "9999", ""), ErrNotFound, "turn 9999"},
+		{"nil call", sink.RecordCall(ctx, key, "", nil), ErrInvalid, "nil call"},
+		{"other conversation", s.Sink("T", MainBranch).AbortTurn(ctx, key, ""), ErrInvalid, "not in conversation"},
+	}
+	for _, tc := range cases {
+		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want %v %q", tc.name, tc.err, tc.want, tc.msg)
+		}
+	}
+	if _, err := s.Sink("S", "nope").BeginTurn(ctx, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("begin on unknown branch: %v", err)
+	}
+	// The tip moving under an in-flight turn makes its commit fail rather than orphan a turn.
+	k2, _ := sink.BeginTurn(ctx, sig.NewMap("q", "2"))
+	if _, err := s.Undo(ctx, "S", MainBranch, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") {
+		t.Errorf("commit after tip moved: %v", err)
+	}
+	if err := sink.AbortTurn(ctx, k2, "user cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := s.TurnTree(ctx, "S")
+	if len(tree) != 2 || tree[1].State != "discarded" || tree[1].Reason != "user cancelled" {
+		t.Errorf("aborted turn: %+v", tree[1])
+	}
+}
+
+// Inner calls may finish in parallel.
+func TestSinkConcurrentRecordCall(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	key, err := sink.BeginTurn(ctx, sig.NewMap("q", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c := fixtureCall(0, i, "agent.worker", 0, true)
+			errs <- sink.RecordCall(ctx, key, "", c)
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.CommitTurn(ctx, key, &trace.Turn{Outputs: sig.NewMap()}); err != nil {
+		t.Fatal(err)
+	}
+	turns, _ := s.LoadBranch(ctx, "S", MainBranch)
+	if len(turns) != 1 || len(turns[0].Calls) != 16 {
+		t.Fatalf("calls recorded in parallel: %d", len(turns[0].Calls))
+	}
+}
+
+type countingLM struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingLM) Name() string { return "counting" }
+func (c *countingLM) Call(_ context.Context, req lm.Request) (lm.Response, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return lm.Response{Text: "fresh answer for " + req.Meta.Path}, nil
+}
+
+func TestRecoveryResumeReplays(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 2)
+	// A turn that crashed after two of its three calls finished.
+	tr := fixtureTurn(2, 0, true)
+	sink := s.Sink("S", MainBranch)
+	key, _ := sink.BeginTurn(ctx, tr.Inputs)
+	if err := sink.RecordCall(ctx, key, "t2.c1", tr.Calls[0].Children[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.RecordCall(ctx, key, "", tr.Calls[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	pending, err := s.PendingTurns(ctx)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %v %v", pending, err)
+	}
+	p := pending[0]
+	if p.Key != key || p.ConvID != "S" || p.Branch != MainBranch || p.Index != 2 || p.Stale ||
+		!p.Inputs.Equal(tr.Inputs) || len(p.Calls) != 1 || len(p.Calls[0].Children) != 1 {
+		t.Fatalf("pending turn: %+v", p)
+	}
+
+	// Resume: the engine runs the turn again through the normal path.
+	sink2 := s.Sink("S", MainBranch)
+	if err := sink2.Resume(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	real := &countingLM{}
+	model := s.ReplayLM(key, real)
+	k2, err := sink2.BeginTurn(ctx, tr.Inputs)
+	if err != nil || k2 != key {
+		t.Fatalf("resumed BeginTurn = %s %v, want %s", k2, err, key)
+	}
+	var rec func(parent string, c *trace.Call)
+	rec = func(parent string, c *trace.Call) {
+		for _, ch := range c.Children {
+			rec(c.ID, ch)
+		}
+		resp, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Completion = resp.Text
+		if err := sink2.RecordCall(ctx, k2, parent, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range tr.Calls {
+		rec("", c)
+	}
+	if real.calls != 1 || Replayed(model) != 2 {
+		t.Errorf("model paid for %d calls and %d were replayed; want 1 and 2", real.calls, Replayed(model))
+	}
+	if tr.Calls[0].Completion != fixtureCall(2, 1, "agent.planner", 0, true).Completion {
+		t.Errorf("replayed completion = %q", tr.Calls[0].Completion)
+	}
+	if err := sink2.CommitTurn(ctx, k2, tr); err != nil {
+		t.Fatal(err)
+	}
+	turns, _ := s.LoadBranch(ctx, "S", MainBranch)
+	if len(turns) != 3 || len(turns[2].Calls) != 2 || len(turns[2].Calls[0].Children) != 1 {
+		t.Fatalf("after resume: %d turns", len(turns))
+	}
+	if pending, _ := s.PendingTurns(ctx); len(pending) != 0 {
+		t.Errorf("still pending: %v", pending)
+	}
+
+	// Discard: a new pending turn, thrown away.
+	k3, _ := sink.BeginTurn(ctx, sig.NewMap("question", "abandoned"))
+	if err := s.DiscardTurn(ctx, k3, "user chose discard"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DiscardTurn(ctx, k3, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("discard twice: %v", err)
+	}
+	// New input supersedes an interrupted turn.
+	k4, _ := sink.BeginTurn(ctx, sig.NewMap("question", "interrupted"))
+	k5, _ := sink.BeginTurn(ctx, sig.NewMap("question", "new"))
+	if _, err := s.PendingTurn(ctx, k4); !errors.Is(err, ErrNotFound) {
+		t.Errorf("superseded turn still pending: %v", err)
+	}
+	if err := sink.Resume(ctx, k4); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resume of a superseded turn: %v", err)
+	}
+	if p, err := s.PendingTurn(ctx, k5); err != nil || p.Stale {
+		t.Errorf("new turn: %+v %v", p, err)
+	}
+	if err := s.Sink("S", "other").Resume(ctx, k5); !errors.Is(err, ErrInvalid) {
+		t.Errorf("resume on another branch: %v", err)
+	}
+}
+
+func TestAttemptsBestTracking(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	keys := appendN(t, s, "S", MainBranch, 2)
+	type step struct {
+		turn  string
+		score float64
+		best  bool
+	}
+	steps := []step{
+		{keys[0], 0.65, true}, {keys[0], 0.78, true}, {keys[0], 0.72, false}, {keys[0], 0.78, false},
+		{keys[1], 0.5, true}, // best of its turn, not of the conversation
+		{keys[1], 0.9, true},
+	}
+	for i, st := range steps {
+		a, best, err := s.RecordAttempt(ctx, "S", st.turn, "review", st.score, map[string]any{"summary": "attempt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if best != st.best {
+			t.Errorf("attempt %d (%v): best=%v, want %v", i, st.score, best, st.best)
+		}
+		if a.N != []int{1, 2, 3, 4, 1, 2}[i] {
+			t.Errorf("attempt %d numbered %d", i, a.N)
+		}
+	}
+	b0, _ := s.BestAttempt(ctx, "S", keys[0])
+	b1, _ := s.BestAttempt(ctx, "S", keys[1])
+	bc, _ := s.BestAttempt(ctx, "S", "")
+	if b0.Score != 0.78 || b0.N != 2 || b1.Score != 0.9 || bc.Score != 0.9 || bc.TurnKey != keys[1] {
+		t.Errorf("best: turn0 %+v turn1 %+v conversation %+v", b0, b1, bc)
+	}
+	c, _ := s.Conversation(ctx, "S")
+	if c.BestAttempt == nil || c.BestAttempt.ID != bc.ID {
+		t.Errorf("conversation best %+v", c.BestAttempt)
+	}
+	all, _ := s.Attempts(ctx, "S")
+	if len(all) != 6 || string(all[0].Details) != `{"summary":"attempt"}` {
+		t.Errorf("attempts %d %s", len(all), all[0].Details)
+	}
+	if _, _, err := s.RecordAttempt(ctx, "S", "424242", "x", 1, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("attempt on unknown turn: %v", err)
+	}
+	if _, _, err := s.RecordAttempt(ctx, "S", "", "x", 1, func() {}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unencodable details: %v", err)
+	}
+}
