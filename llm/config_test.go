@@ -100,7 +100,7 @@ func TestResolve(t *testing.T) {
 		keySet, demo        bool
 		wantErr, wantInNote string
 	}{
-		{name: "nothing configured", cfg: empty, demo: true, provider: "demo", wantInNote: "no model configured"},
+		{name: "nothing configured", cfg: empty, demo: true, provider: "demo", wantInNote: "nothing is configured"},
 		{name: "demo by name", flags: Flags{Model: "demo"}, cfg: cfg, demo: true, provider: "demo"},
 		{name: "config default", cfg: cfg, provider: "ollama", model: "llama3.1:8b", baseURL: "http://localhost:11434/v1"},
 		{name: "model found in a provider's list", flags: Flags{Model: "gpt-4o-mini"}, env: map[string]string{"MY_OPENAI_KEY": "k"}, cfg: cfg,

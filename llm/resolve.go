@@ -123,7 +123,7 @@ func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Select
 			return nil, fmt.Errorf("model %q (%s): no provider for it; add it to a provider's models in %s, or set OPENAI_BASE_URL / OPENAI_API_KEY, or pass --base-url",
 				model, where, configName(cfg))
 		}
-		return demoSelection(cfg, "no model configured: using the offline demo model (see 'sessionbench models')"), nil
+		return demoSelection(cfg, "nothing is configured (see 'sessionbench models')"), nil
 	}
 	if model == "" {
 		if len(prov.Models) == 0 {

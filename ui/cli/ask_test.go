@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolate gives the test an empty configuration directory and no model environment.
+func isolate(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", dir)
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONBENCH_MODEL"} {
+		t.Setenv(k, "")
+	}
+	return dir
+}
+
+func writeConfig(t *testing.T, dir, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, "sessionbench", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Main(context.Background(), Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+// openAIServer streams a fixed answer and records the chat request it got.
+func openAIServer(t *testing.T, status int, got *map[string]any) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, got)
+		if status != 200 {
+			w.WriteHeader(status)
+			fmt.Fprint(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{"Hi", " from", " the server"} {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", d)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,\"total_tokens\":12}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func TestAskWithoutConfigurationUsesTheDemoModel(t *testing.T) {
+	dir := isolate(t)
+	writeConfig(t, dir, "[demo]\ntoken_rate = 0\n")
+	code, out, errOut := run(t, "", "ask", "how do I reset my password?")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "offline demo model") || !strings.Contains(errOut, "nothing is configured") {
+		t.Errorf("stderr does not say the demo model is used: %s", errOut)
+	}
+	if !strings.Contains(out, "demo model") || !strings.Contains(out, "password") {
+		t.Errorf("stdout = %q", out)
+	}
+}
+
+func TestAskStreamsFromAServer(t *testing.T) {
+	isolate(t)
+	var got map[string]any
+	s := openAIServer(t, 200, &got)
+	t.Setenv("LOCAL_KEY", "k-123")
+	code, out, errOut := run(t, "", "ask", "--base-url", s.URL+"/v1", "--api-key-env", "LOCAL_KEY", "--model", "tiny",
+		"--system", "Be brief.", "--temperature", "0", "say", "hi")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	if out != "Hi from the server\n" {
+		t.Errorf("stdout = %q", out)
+	}
+	msgs, _ := got["messages"].([]any)
+	if got["model"] != "tiny" || got["stream"] != true || got["temperature"] != 0.0 || len(msgs) != 2 {
+		t.Fatalf("request = %v", got)
+	}
+	if m := msgs[1].(map[string]any); m["role"] != "user" || m["content"] != "say hi" {
+		t.Errorf("user message = %v", m)
+	}
+	if !strings.Contains(errOut, "tiny via flags") || !strings.Contains(errOut, "9 prompt + 3 completion") || strings.Contains(errOut, "k-123") {
+		t.Errorf("stderr = %s", errOut)
+	}
+}
+
+func TestAskReportsServerErrorsWithAHint(t *testing.T) {
+	isolate(t)
+	var got map[string]any
+	s := openAIServer(t, 401, &got)
+	code, _, errOut := run(t, "", "ask", "--base-url", s.URL+"/v1", "--model", "tiny", "hello")
+	if code != askFailed || !strings.Contains(errOut, "Incorrect API key provided") || !strings.Contains(errOut, "$OPENAI_API_KEY is not set") {
+		t.Errorf("exit %d stderr %s", code, errOut)
+	}
+}
+
+func TestAskUsageErrors(t *testing.T) {
+	dir := isolate(t)
+	if code, _, errOut := run(t, "", "ask"); code != askUsage || !strings.Contains(errOut, "nothing to ask") {
+		t.Errorf("no text: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := run(t, "", "ask", "--model", "mystery", "hi"); code != askUsage || !strings.Contains(errOut, `model "mystery"`) {
+		t.Errorf("unknown model: exit %d %s", code, errOut)
+	}
+	path := writeConfig(t, dir, "[[providers]]\nname = \"x\"\nbase_url = \"localhost\"\n")
+	if code, _, errOut := run(t, "", "ask", "hi"); code != askUsage || !strings.Contains(errOut, path+":3: key providers.base_url") {
+		t.Errorf("bad config: exit %d %s", code, errOut)
+	}
+}
+
+func TestModelsListsProvidersWithoutKeys(t *testing.T) {
+	dir := isolate(t)
+	path := writeConfig(t, dir, `[default]
+provider = "openai"
+model = "gpt-4o-mini"
+
+[[providers]]
+name = "openai"
+base_url = "https://api.openai.com/v1"
+api_key_env = "MY_OPENAI_KEY"
+models = ["gpt-4o-mini", "gpt-4o"]
+
+[[providers]]
+name = "groq"
+base_url = "https://api.groq.com/openai/v1"
+api_key_env = "GROQ_API_KEY"
+models = ["llama-3.1-8b-instant"]
+
+[[providers]]
+name = "ollama"
+base_url = "http://localhost:11434/v1"
+models = ["llama3.1:8b"]
+`)
+	t.Setenv("MY_OPENAI_KEY", "sk-very-secret")
+	t.Setenv("GROQ_API_KEY", "")
+	code, out, errOut := run(t, "", "models")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"configuration: " + path, "$MY_OPENAI_KEY (set)", "$GROQ_API_KEY (not set)", "openai *",
+		"gpt-4o-mini *, gpt-4o", "llama-3.1-8b-instant", "http://localhost:11434/v1", "demo", "default model: gpt-4o-mini via openai"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "sk-very-secret") {
+		t.Fatalf("models printed a key:\n%s", out)
+	}
+}
+
+func TestModelsWithNothingConfigured(t *testing.T) {
+	isolate(t)
+	code, out, _ := run(t, "", "models")
+	if code != 0 || !strings.Contains(out, "not found") || !strings.Contains(out, "default model: demo (offline)") || !strings.Contains(out, "demo *") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+}
