@@ -83,8 +83,16 @@ func sameShape(a, b any) bool {
 		}
 		return true
 	case []any:
-		_, ok := b.([]any)
-		return ok
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameShape(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
 	}
 	return sig.KindName(a) == sig.KindName(b)
 }
@@ -320,6 +328,11 @@ func (p *repairParser) str() any {
 			i++
 			continue
 		}
+		// Look for a better closer only on the rest of the line of the first one (and not
+		// too far), which keeps repairs linear on hostile input.
+		if first >= 0 && (r == '\n' || i-first > 4096) {
+			break
+		}
 		if r == closer || (closer == '"' && r == '”') {
 			if first < 0 {
 				first = i
@@ -463,8 +476,19 @@ func (p *repairParser) bare() any {
 
 // nextLineLooksLikeKey lets an unquoted multi-line value end at a line holding "key":.
 func (p *repairParser) nextLineLooksLikeKey() bool {
-	rest := strings.TrimLeftFunc(string(p.src[p.pos:]), unicode.IsSpace)
-	return strings.HasPrefix(rest, `"`) && strings.Contains(strings.SplitN(rest, "\n", 2)[0], `":`)
+	i := p.pos
+	for i < len(p.src) && unicode.IsSpace(p.src[i]) {
+		i++
+	}
+	if i >= len(p.src) || p.src[i] != '"' {
+		return false
+	}
+	for i++; i < len(p.src) && p.src[i] != '\n'; i++ {
+		if p.src[i] == '"' && i+1 < len(p.src) && p.src[i+1] == ':' {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *repairParser) number() any {
