@@ -1,0 +1,202 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// bulkAppend commits n turns made by mk to branch, batch turns per transaction, so large
+// fixtures build without one fsync per turn. It uses the same code as CommitTurn.
+func bulkAppend(tb testing.TB, s *Store, conv, branch string, n, batch int, mk func(i int) *trace.Turn) {
+	tb.Helper()
+	ctx := context.Background()
+	for done := 0; done < n; {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			for i := done; i < n && i < done+batch; i++ {
+				br, err := branchByName(ctx, tx, conv, branch)
+				if err != nil {
+					return err
+				}
+				t := mk(br.Length)
+				in, _ := jsonOf(t.Inputs)
+				id, err := insertTurn(ctx, tx, conv, br, in.String, "pending")
+				if err != nil {
+					return err
+				}
+				if err := commitTurn(ctx, tx, br, id, t); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		done += batch
+	}
+}
+
+func lightTurn(i int) *trace.Turn {
+	return &trace.Turn{Index: i, Inputs: sig.NewMap("question", fixtureQuestion(i)), Outputs: sig.NewMap("answer", "ok")}
+}
+
+// BenchmarkFork forks a 10,001-turn branch at different depths: the cost does not grow
+// with the index (a fork is one new row; the turn is found through jump pointers).
+func BenchmarkFork(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	mustConv(b, s, "S")
+	bulkAppend(b, s, "S", MainBranch, 10001, 2000, lightTurn)
+	for _, at := range []int{10, 5000, 10000} {
+		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.Fork(ctx, "S", MainBranch, fmt.Sprintf("f-%d-%d", at, i), at); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLoadBranch opens a branch of 10,000 turns, each with a planner call (and a
+// nested tool call) and an answer call whose requests carry a 4-turn history window.
+func BenchmarkLoadBranch(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	mustConv(b, s, "S")
+	bulkAppend(b, s, "S", MainBranch, 10000, 1000, func(i int) *trace.Turn { return fixtureTurn(i, 4, false) })
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			turns, err := s.LoadBranch(ctx, "S", MainBranch)
+			if err != nil || len(turns) != 10000 {
+				b.Fatal(len(turns), err)
+			}
+		}
+	})
+	b.Run("path-only", func(b *testing.B) {
+		for b.Loop() {
+			nodes, err := s.BranchPath(ctx, "S", MainBranch)
+			if err != nil || len(nodes) != 10000 {
+				b.Fatal(len(nodes), err)
+			}
+		}
+	})
+}
+
+// twoCallTurn is a turn of two sibling calls whose requests carry the whole conversation
+// so far (dspy-session's default: no window).
+func twoCallTurn(i int) *trace.Turn {
+	t := fixtureTurn(i, 0, false)
+	t.Calls[0].Children = nil
+	return t
+}
+
+// BenchmarkBytesOnDisk stores a 1,000-turn two-call session with full history and reports
+// the database size against its unique content (distinct message texts, completions and
+// the inputs/outputs JSON): every request repeats the conversation, so storing requests
+// naively would cost ~1,000x; the target is <= 3x.
+func BenchmarkBytesOnDisk(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		dir := b.TempDir()
+		s, err := Open(ctx, filepath.Join(dir, "bytes.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		mustConv(b, s, "S")
+		bulkAppend(b, s, "S", MainBranch, 1000, 100, twoCallTurn)
+		unique := map[string]bool{}
+		var uniq, naive int64
+		add := func(x string) {
+			naive += int64(len(x))
+			if !unique[x] {
+				unique[x] = true
+				uniq += int64(len(x))
+			}
+		}
+		js := func(m *sig.Map) string { j, _ := jsonOf(m); return j.String }
+		for i := 0; i < 1000; i++ {
+			t := twoCallTurn(i)
+			add(js(t.Inputs))
+			add(js(t.Outputs))
+			trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+				for _, m := range c.Messages {
+					add(m.Content)
+				}
+				add(c.Completion)
+				add(js(c.Inputs))
+				add(js(c.Outputs))
+			})
+		}
+		if _, err := s.w.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+		st, err := os.Stat(s.Path())
+		if err != nil {
+			b.Fatal(err)
+		}
+		turns, err := s.LoadBranch(ctx, "S", MainBranch)
+		if err != nil || len(turns) != 1000 || len(turns[999].Calls[1].Messages) != 2000 {
+			b.Fatal("reload failed", err)
+		}
+		s.Close()
+		b.ReportMetric(float64(st.Size())/float64(uniq), "disk/unique")
+		b.ReportMetric(float64(st.Size())/1e6, "MB-on-disk")
+		b.ReportMetric(float64(uniq)/1e6, "MB-unique")
+		b.ReportMetric(float64(naive)/1e6, "MB-naive")
+	}
+}
+
+// BenchmarkListing100k measures the UI's light queries on a conversation of 100,000
+// turns (a long main branch plus forks).
+func BenchmarkListing100k(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	mustConv(b, s, "big")
+	bulkAppend(b, s, "big", MainBranch, 100000, 5000, lightTurn)
+	for i := 0; i < 20; i++ {
+		if _, err := s.Fork(ctx, "big", MainBranch, fmt.Sprintf("f%d", i), i*4000); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 50; i++ {
+		mustConv(b, s, fmt.Sprintf("small%d", i))
+	}
+	b.Run("ListConversations", func(b *testing.B) {
+		for b.Loop() {
+			if l, err := s.ListConversations(ctx); err != nil || len(l) != 51 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Branches", func(b *testing.B) {
+		for b.Loop() {
+			if l, err := s.Branches(ctx, "big"); err != nil || len(l) != 21 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("BranchPath", func(b *testing.B) {
+		for b.Loop() {
+			if l, err := s.BranchPath(ctx, "big", MainBranch); err != nil || len(l) != 100000 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("TurnTree", func(b *testing.B) {
+		for b.Loop() {
+			if l, err := s.TurnTree(ctx, "big"); err != nil || len(l) != 100000 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
