@@ -1,17 +1,86 @@
-// Command sessionbench is a terminal workbench for multi-step LLM programs.
+// Command sessionbench is a terminal workbench for multi-step LLM programs. With no
+// command it opens the workbench; `sessionbench help` lists the headless commands.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/app"
 	"github.com/sessionbench/sessionbench/ui/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, cli.Env{Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return cli.Main(ctx, cli.Env{Args: args, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr})
+	}
+	fs := flag.NewFlagSet("sessionbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "database file (default $XDG_DATA_HOME/sessionbench/sessionbench.db)")
+	model := fs.String("model", "", `model: "demo", a model name, or "<provider>/<model>"`)
+	theme := fs.String("theme", "", "theme: dark, light, high-contrast or a user theme name")
+	config := fs.String("config", "", "configuration file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, cli.Usage())
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sessionbench: unexpected argument %q (commands come first, see 'sessionbench help')\n", fs.Arg(0))
+		return 2
+	}
+	if err := workbench(ctx, *db, *model, *theme, *config); err != nil {
+		fmt.Fprintf(stderr, "sessionbench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// workbench wires storage, the model and the demo agents into the TUI.
+func workbench(ctx context.Context, dbPath, model, theme, config string) error {
+	if dbPath == "" {
+		p, err := storage.DefaultPath()
+		if err != nil {
+			return err
+		}
+		dbPath = p
+	}
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return fmt.Errorf("database folder: %w", err)
+	}
+	store, err := storage.Open(ctx, dbPath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sel, err := llm.Resolve(ctx, llm.Flags{Model: model, ConfigPath: config}, os.Getenv)
+	if err != nil {
+		return err
+	}
+	m := sel.LM
+	if sel.Demo {
+		// The offline demo model follows the demo agents' scripts.
+		m = llm.NewDemo(llm.DemoOptions{TokenRate: llm.DefaultDemoTokenRate, Scripts: demo.Scripts()})
+	}
+	return ui.Run(ctx, app.New(store, m), ui.Options{Theme: theme, ConfigPath: config})
 }

@@ -11,7 +11,8 @@ import (
 // storage), oldest first. Keep-children need nothing stored of their own: a child's turns are
 // its top-level call records along the path (DESIGN.md), so they are replayed from each
 // turn's calls (per_turn children included; their history resets per outer turn anyway).
-// Turn indices and snapshots are kept as recorded.
+// Turn indices and explicit snapshots are kept as recorded; other snapshots are derived
+// from the path with the session's settings, as Load does.
 func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error) {
 	s, err := Sessionify(module, opts)
 	if err != nil {
@@ -37,6 +38,10 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 			fixIndex(ch.session.tip)
 		}
 		nt := t.Clone()
+		if !nt.Explicit {
+			// Storage keeps only explicit snapshots; the rest derive from the path.
+			nt.History = s.buildHistory(nil)
+		}
 		s.pushNode(nt, nil)
 	}
 	return s, nil

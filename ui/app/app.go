@@ -1,0 +1,417 @@
+// Package app is the workbench's real backend: it implements ui.Backend over the session
+// engine (core), SQLite storage and a model (llm). Each turn is run by restoring the
+// branch's session from its stored path (core.Restore), running it with a storage sink
+// so every inner call is committed as it finishes, and letting the branch tip move.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+// App implements ui.Backend.
+type App struct {
+	store *storage.Store
+	model lm.LM
+	// mu serialises turns per branch: one writer per branch path at a time.
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+// New returns a backend over an open store and a model.
+func New(store *storage.Store, model lm.LM) *App {
+	return &App{store: store, model: model, locks: map[string]*sync.Mutex{}}
+}
+
+var _ ui.Backend = (*App)(nil)
+
+func (a *App) branchLock(conv, branch string) *sync.Mutex {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := conv + "\x00" + branch
+	if a.locks[k] == nil {
+		a.locks[k] = &sync.Mutex{}
+	}
+	return a.locks[k]
+}
+
+// ModelName labels the model.
+func (a *App) ModelName() string { return a.model.Name() }
+
+// Agents lists the demo agents.
+func (a *App) Agents() []ui.AgentInfo {
+	var out []ui.AgentInfo
+	for _, ag := range demo.Agents() {
+		out = append(out, agentInfo(ag))
+	}
+	return out
+}
+
+func agentInfo(ag demo.Agent) ui.AgentInfo {
+	var ins, outs []sig.Field
+	for _, n := range ag.Inputs {
+		ins = append(ins, sig.Field{Name: n})
+	}
+	for _, n := range ag.Outputs {
+		outs = append(outs, sig.Field{Name: n})
+	}
+	return ui.AgentInfo{Name: ag.Name, Description: ag.Description, Signature: sig.New(ag.Name, ag.Description, ins, outs)}
+}
+
+// Strategies are the five history strategies of seed 000 §6.
+func (a *App) Strategies() []ui.Strategy {
+	return []ui.Strategy{
+		{N: 1, Name: "keep", Desc: "each predictor sees its own calls (ChatAdapter)"},
+		{N: 2, Name: "inherit", Desc: "outer history, filtered by the signature (ChatAdapter)"},
+		{N: 3, Name: "inline", Desc: "outer history as YAML in the system message"},
+		{N: 4, Name: "mapping", Desc: "outer history mapped to user/assistant turns"},
+		{N: 5, Name: "hybrid", Desc: "outer context in system + own turns"},
+	}
+}
+
+// Conversations lists stored conversations.
+func (a *App) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) {
+	rows, err := a.store.ListConversations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.ConversationInfo, len(rows))
+	for i, r := range rows {
+		out[i] = ui.ConversationInfo{ID: r.ID, Title: r.Title, Agent: r.Agent, Status: string(r.Status),
+			Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
+	}
+	return out, nil
+}
+
+// NewConversation creates a conversation (with its main branch).
+func (a *App) NewConversation(ctx context.Context, agent, title string) (ui.ConversationInfo, error) {
+	if _, ok := demo.Lookup(agent); !ok {
+		return ui.ConversationInfo{}, fmt.Errorf("new conversation: unknown agent %q", agent)
+	}
+	if title == "" {
+		title = agent + " conversation"
+	}
+	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: agent})
+	if err != nil {
+		return ui.ConversationInfo{}, err
+	}
+	return ui.ConversationInfo{ID: c.ID, Title: c.Title, Agent: c.Agent, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
+}
+
+// RenameConversation sets the title.
+func (a *App) RenameConversation(ctx context.Context, conv, title string) error {
+	return a.store.SetTitle(ctx, conv, title)
+}
+
+// DeleteConversation removes a conversation entirely.
+func (a *App) DeleteConversation(ctx context.Context, conv string) error {
+	return a.store.DeleteConversation(ctx, conv)
+}
+
+// Branches lists a conversation's branches with token totals of their paths.
+func (a *App) Branches(ctx context.Context, conv string) ([]ui.BranchInfo, error) {
+	bs, err := a.store.Branches(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.BranchInfo, len(bs))
+	for i, b := range bs {
+		out[i] = ui.BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), CanRedo: b.Redo > 0}
+	}
+	return out, nil
+}
+
+// TurnTree is every committed turn, parents first.
+func (a *App) TurnTree(ctx context.Context, conv string) ([]ui.TurnNode, error) {
+	nodes, err := a.store.TurnTree(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.TurnNode, 0, len(nodes))
+	for _, n := range nodes {
+		if n.State != "committed" {
+			continue
+		}
+		out = append(out, ui.TurnNode{ID: n.Key, Parent: n.Parent, Index: n.Index,
+			Summary: firstValue(n.Inputs), Reply: firstValue(n.Outputs), Started: n.Started})
+	}
+	return out, nil
+}
+
+// firstValue renders the first value of a stored JSON object on one line.
+func firstValue(raw json.RawMessage) string {
+	v, err := sig.DecodeJSON(raw)
+	if err != nil {
+		return ""
+	}
+	m, ok := v.(*sig.Map)
+	if !ok || m.Len() == 0 {
+		return ""
+	}
+	s := m.String(m.Keys()[0])
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// LoadTurns returns a window of the branch's path.
+func (a *App) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (ui.TurnPage, error) {
+	path, err := a.store.BranchPath(ctx, conv, branch)
+	if err != nil {
+		return ui.TurnPage{}, err
+	}
+	total := len(path)
+	from = min(max(from, 0), total)
+	end := total
+	if limit > 0 {
+		end = min(from+limit, total)
+	}
+	page := ui.TurnPage{From: from, Total: total}
+	for _, n := range path[from:end] {
+		t, err := a.store.LoadTurn(ctx, n.Key)
+		if err != nil {
+			return ui.TurnPage{}, err
+		}
+		page.IDs = append(page.IDs, n.Key)
+		page.Turns = append(page.Turns, t)
+	}
+	return page, nil
+}
+
+// Turn loads one turn.
+func (a *App) Turn(ctx context.Context, conv, turn string) (*trace.Turn, error) {
+	return a.store.LoadTurn(ctx, turn)
+}
+
+// session restores the branch's engine session, wired to store its turns.
+func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (*core.Session, demo.Agent, error) {
+	c, err := a.store.Conversation(ctx, conv)
+	if err != nil {
+		return nil, demo.Agent{}, err
+	}
+	name := c.Agent
+	if agentOverride != "" {
+		name = agentOverride
+	}
+	ag, ok := demo.Lookup(name)
+	if !ok {
+		return nil, demo.Agent{}, fmt.Errorf("conversation %s: unknown agent %q", conv, name)
+	}
+	mod, opts, err := ag.Build()
+	if err != nil {
+		return nil, ag, err
+	}
+	turns, err := a.store.LoadBranch(ctx, conv, branch)
+	if err != nil {
+		return nil, ag, err
+	}
+	opts.Record = core.RecordAll
+	opts.Sink = a.store.Sink(conv, branch)
+	s, err := core.Restore(mod, opts, turns)
+	return s, ag, err
+}
+
+// Send runs one turn on the branch's tip.
+func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+	l := a.branchLock(req.Conv, req.Branch)
+	l.Lock()
+	defer l.Unlock()
+	s, _, err := a.session(ctx, req.Conv, req.Branch, "")
+	if err != nil {
+		return nil, err
+	}
+	ctx = core.WithObserver(core.WithLM(ctx, a.model), &observer{events: events})
+	_, t, err := s.Run(ctx, req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
+		send(events, ui.Event{Kind: ui.EventTurn, Turn: t})
+	}
+	return t, nil
+}
+
+// send delivers an event without blocking a turn on a slow reader.
+func send(ch chan<- ui.Event, e ui.Event) {
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- e:
+	default:
+	}
+}
+
+// observer turns engine callbacks into UI events.
+type observer struct{ events chan<- ui.Event }
+
+func (o *observer) CallStarted(path string, c *trace.Call) {}
+func (o *observer) Delta(path, d string) {
+	send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Delta: d})
+}
+func (o *observer) Attempt(path string, at lm.Attempt) {
+	send(o.events, ui.Event{Kind: ui.EventAttempt, Path: path, Attempt: at})
+}
+func (o *observer) CallFinished(path string, c *trace.Call) {
+	send(o.events, ui.Event{Kind: ui.EventCall, Path: path, Call: c})
+}
+
+// locate finds a turn's position: a branch whose path holds it and its index there.
+func (a *App) locate(ctx context.Context, conv, turn string) (string, int, error) {
+	bs, err := a.store.Branches(ctx, conv)
+	if err != nil {
+		return "", 0, err
+	}
+	for _, b := range bs {
+		path, err := a.store.BranchPath(ctx, conv, b.Name)
+		if err != nil {
+			return "", 0, err
+		}
+		for i, n := range path {
+			if n.Key == turn {
+				return b.Name, i, nil
+			}
+		}
+	}
+	return "", 0, fmt.Errorf("turn %s is on no branch of conversation %s", turn, conv)
+}
+
+// Fork makes a branch whose tip is turn.
+func (a *App) Fork(ctx context.Context, conv, turn, name string) (string, error) {
+	src, at, err := a.locate(ctx, conv, turn)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		name = a.freeName(ctx, conv, "fork")
+	}
+	b, err := a.store.Fork(ctx, conv, src, name, at)
+	if err != nil {
+		return "", err
+	}
+	return b.Name, nil
+}
+
+func (a *App) freeName(ctx context.Context, conv, base string) string {
+	bs, _ := a.store.Branches(ctx, conv)
+	used := map[string]bool{}
+	for _, b := range bs {
+		used[b.Name] = true
+	}
+	for i := 1; ; i++ {
+		n := fmt.Sprintf("%s-%d", base, i)
+		if !used[n] {
+			return n
+		}
+	}
+}
+
+// forkBefore makes a new branch ending just before turn (empty when it is the first).
+func (a *App) forkBefore(ctx context.Context, conv, turn, name, base string) (string, error) {
+	src, at, err := a.locate(ctx, conv, turn)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		name = a.freeName(ctx, conv, base)
+	}
+	if at == 0 {
+		if _, err := a.store.CreateBranch(ctx, conv, name); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
+	b, err := a.store.Fork(ctx, conv, src, name, at-1)
+	if err != nil {
+		return "", err
+	}
+	return b.Name, nil
+}
+
+// EditAndResubmit runs new inputs as a sibling of turn on a new branch.
+func (a *App) EditAndResubmit(ctx context.Context, req ui.EditRequest, events chan<- ui.Event) (string, *trace.Turn, error) {
+	name, err := a.forkBefore(ctx, req.Conv, req.Turn, req.Name, "edit")
+	if err != nil {
+		return "", nil, err
+	}
+	send(events, ui.Event{Kind: ui.EventBranch, Branch: name})
+	t, err := a.Send(ctx, ui.SendRequest{Conv: req.Conv, Branch: name, Inputs: req.Inputs}, events)
+	return name, t, err
+}
+
+// Replay re-runs a branch from a turn on into a sibling branch, optionally with another
+// agent (compare runs).
+func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui.Event) (string, error) {
+	turns, err := a.store.LoadBranch(ctx, req.Conv, req.Branch)
+	if err != nil {
+		return "", err
+	}
+	path, err := a.store.BranchPath(ctx, req.Conv, req.Branch)
+	if err != nil {
+		return "", err
+	}
+	if len(path) == 0 {
+		return "", fmt.Errorf("replay: branch %s has no turns", req.Branch)
+	}
+	from := req.From
+	if from == "" {
+		from = path[0].Key
+	}
+	name, err := a.forkBefore(ctx, req.Conv, from, req.Name, "replay")
+	if err != nil {
+		return "", err
+	}
+	send(events, ui.Event{Kind: ui.EventBranch, Branch: name})
+	start := 0
+	for i, n := range path {
+		if n.Key == from {
+			start = i
+		}
+	}
+	for _, t := range turns[start:] {
+		l := a.branchLock(req.Conv, name)
+		l.Lock()
+		s, _, err := a.session(ctx, req.Conv, name, req.Agent)
+		if err == nil {
+			_, _, err = s.Run(core.WithObserver(core.WithLM(ctx, a.model), &observer{events: events}), t.Inputs)
+		}
+		l.Unlock()
+		if err != nil {
+			return name, fmt.Errorf("replay turn %d: %w", t.Index, err)
+		}
+	}
+	return name, nil
+}
+
+// Undo moves the tip back; the inner predictors' histories follow by construction (they
+// are derived from the path), so a cascade reports the inner turns that went with it.
+func (a *App) Undo(ctx context.Context, conv, branch string, steps int, cascade bool) (ui.UndoResult, error) {
+	keys, err := a.store.Undo(ctx, conv, branch, steps)
+	if err != nil {
+		return ui.UndoResult{}, err
+	}
+	res := ui.UndoResult{Turns: len(keys)}
+	if cascade {
+		for _, k := range keys {
+			if t, err := a.store.LoadTurn(ctx, k); err == nil {
+				res.Calls += len(t.Calls)
+			}
+		}
+	}
+	return res, nil
+}
+
+// Redo moves the tip forward again.
+func (a *App) Redo(ctx context.Context, conv, branch string, steps int) error {
+	_, err := a.store.Redo(ctx, conv, branch, steps)
+	return err
+}

@@ -1,0 +1,236 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/template"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/core/wirediff"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+// Preview renders a recorded call under a strategy without calling any model. Strategy 0
+// is what was actually sent. The predictor's own history is its calls along the branch
+// before this one; the outer history is the turn's snapshot.
+func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering, error) {
+	t, err := a.store.LoadTurn(ctx, req.Turn)
+	if err != nil {
+		return ui.Rendering{}, err
+	}
+	var call *trace.Call
+	var earlier []*trace.Call
+	trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+		if call == nil && (req.Call == "" || c.ID == req.Call) && len(c.Children) == 0 {
+			call = c
+		} else if call == nil {
+			earlier = append(earlier, c)
+		}
+	})
+	if call == nil {
+		return ui.Rendering{}, fmt.Errorf("turn %s has no call %q", req.Turn, req.Call)
+	}
+	r := ui.Rendering{Strategy: req.Strategy, CallID: call.ID, Path: call.Path}
+	if req.Strategy == 0 {
+		return a.finish(r, call.Messages, nil, nil, &call.History), nil
+	}
+	c, err := a.store.Conversation(ctx, req.Conv)
+	if err != nil {
+		return r, err
+	}
+	ag, ok := demo.Lookup(c.Agent)
+	if !ok {
+		r.Err = fmt.Sprintf("unknown agent %q", c.Agent)
+		return r, nil
+	}
+	mod, _, err := ag.Build()
+	if err != nil {
+		return r, err
+	}
+	p := core.FindPredictor(mod, call.Path)
+	if p == nil {
+		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, ag.Name)
+		return r, nil
+	}
+	own, err := a.ownHistory(ctx, req.Conv, req.Branch, req.Turn, call.Path, earlier)
+	if err != nil {
+		return r, err
+	}
+	outer, err := a.outerHistory(ctx, req.Conv, req.Branch, req.Turn)
+	if err != nil {
+		return r, err
+	}
+	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(ag).Signature, call.Inputs, own, outer)
+	if err != nil {
+		r.Err = err.Error()
+		return r, nil
+	}
+	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
+}
+
+// render formats one predictor call under strategy n.
+func render(n int, p *core.Predict, outerSig *sig.Signature, inputs *sig.Map, own, outer sig.History) ([]lm.Message, adapter.Adapter, sig.History, error) {
+	eff := core.WithHistoryField(p.Signature, "history")
+	st, err := template.Preset(n, eff, template.PresetOptions{Outer: outerSig})
+	if err != nil {
+		return nil, nil, sig.History{}, err
+	}
+	hist := own
+	if st.Policy == template.PolicyInherit {
+		hist = outer
+	}
+	in := inputs.Clone()
+	in.Set(eff.HistoryField(), hist)
+	msgs, err := st.Adapter.Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: in, OuterHistory: &outer})
+	return msgs, st.Adapter, hist, err
+}
+
+// ownHistory collects the predictor's own earlier calls along the branch up to turn.
+func (a *App) ownHistory(ctx context.Context, conv, branch, turn, path string, earlier []*trace.Call) (sig.History, error) {
+	turns, err := a.store.LoadBranch(ctx, conv, branch)
+	if err != nil {
+		return sig.History{}, err
+	}
+	nodes, err := a.store.BranchPath(ctx, conv, branch)
+	if err != nil {
+		return sig.History{}, err
+	}
+	var h sig.History
+	add := func(c *trace.Call) {
+		if c.Path == path && c.Error == "" && c.Outputs != nil {
+			m := c.Inputs.Clone()
+			c.Outputs.Range(func(k string, v any) bool { m.Set(k, v); return true })
+			h.Messages = append(h.Messages, m)
+		}
+	}
+	for i, tr := range turns {
+		if i < len(nodes) && nodes[i].Key == turn {
+			break
+		}
+		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) { add(c) })
+	}
+	for _, c := range earlier {
+		add(c)
+	}
+	return h, nil
+}
+
+// finish adds token counts and lint warnings to a rendering.
+func (a *App) finish(r ui.Rendering, msgs []lm.Message, ad adapter.Adapter, s *sig.Signature, hist *sig.History) ui.Rendering {
+	per, total, err := llm.CountTokens(a.model.Name(), msgs)
+	for i, m := range msgs {
+		rm := ui.RenderedMessage{Message: m}
+		if err == nil && i < len(per) {
+			rm.Tokens = per[i]
+		}
+		r.Messages = append(r.Messages, rm)
+	}
+	r.Tokens = total
+	if s != nil && ad != nil {
+		for _, w := range wirediff.Lint(wirediff.Facts{Signature: s, Adapter: ad, History: hist, Messages: msgs}) {
+			r.Warnings = append(r.Warnings, ui.Lint{Message: w.Message, Text: w.String()})
+		}
+	}
+	return r
+}
+
+// DryRun renders the first predictor's request for the next turn under a strategy: its
+// input fields are filled from the typed inputs by name.
+func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]ui.Rendering, error) {
+	c, err := a.store.Conversation(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	ag, ok := demo.Lookup(c.Agent)
+	if !ok {
+		return nil, fmt.Errorf("unknown agent %q", c.Agent)
+	}
+	mod, _, err := ag.Build()
+	if err != nil {
+		return nil, err
+	}
+	path, p := firstPredictor(mod)
+	if p == nil {
+		return nil, fmt.Errorf("agent %s has no predictor", ag.Name)
+	}
+	turns, err := a.store.LoadBranch(ctx, conv, branch)
+	if err != nil {
+		return nil, err
+	}
+	var own, outer sig.History
+	for _, t := range turns {
+		m := t.Inputs.Clone()
+		t.Outputs.Range(func(k string, v any) bool { m.Set(k, v); return true })
+		outer.Messages = append(outer.Messages, m)
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+			if c.Path == path && c.Outputs != nil {
+				om := c.Inputs.Clone()
+				c.Outputs.Range(func(k string, v any) bool { om.Set(k, v); return true })
+				own.Messages = append(own.Messages, om)
+			}
+		})
+	}
+	in := sig.NewMap()
+	for _, f := range p.Signature.Inputs {
+		if v, ok := inputs.Get(f.Name); ok {
+			in.Set(f.Name, v)
+		}
+	}
+	if strategy < 1 {
+		strategy = 1
+	}
+	r := ui.Rendering{Strategy: strategy, Path: path}
+	msgs, ad, hist, err := render(strategy, p, agentInfo(ag).Signature, in, own, outer)
+	if err != nil {
+		r.Err = err.Error()
+		return []ui.Rendering{r}, nil
+	}
+	return []ui.Rendering{a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist)}, nil
+}
+
+// firstPredictor is the first predictor in the agent's module tree.
+func firstPredictor(m core.Module) (string, *core.Predict) {
+	if p, ok := m.(*core.Predict); ok {
+		return "", p
+	}
+	c, ok := m.(core.Composite)
+	if !ok {
+		return "", nil
+	}
+	for _, s := range c.Submodules() {
+		if p, ok := s.Module.(*core.Predict); ok {
+			return s.Name, p
+		}
+		if path, p := firstPredictor(s.Module); p != nil {
+			return s.Name + "." + path, p
+		}
+	}
+	return "", nil
+}
+
+// outerHistory is the history the session gave turn (derived from the branch path with the
+// agent's settings; storage keeps only explicit snapshots).
+func (a *App) outerHistory(ctx context.Context, conv, branch, turn string) (sig.History, error) {
+	s, _, err := a.session(ctx, conv, branch, "")
+	if err != nil {
+		return sig.History{}, err
+	}
+	nodes, err := a.store.BranchPath(ctx, conv, branch)
+	if err != nil {
+		return sig.History{}, err
+	}
+	for i, n := range nodes {
+		if n.Key == turn {
+			if t := s.Turn(i); t != nil {
+				return t.History, nil
+			}
+		}
+	}
+	return sig.History{}, fmt.Errorf("turn %s is not on branch %s", turn, branch)
+}
