@@ -205,11 +205,11 @@ func ParseWith(text, instructions string) (*Signature, error) {
 	if strings.Contains(text[arrow+2:], "->") {
 		return nil, &SignatureError{text, arrow + 3 + strings.Index(text[arrow+2:], "->"), "more than one '->'"}
 	}
-	ins, err := parseSide(text, 0, arrow)
+	ins, inCols, err := parseSide(text, 0, arrow)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := parseSide(text, arrow+2, len(text))
+	outs, outCols, err := parseSide(text, arrow+2, len(text))
 	if err != nil {
 		return nil, err
 	}
@@ -217,18 +217,21 @@ func ParseWith(text, instructions string) (*Signature, error) {
 		return nil, &SignatureError{text, arrow + 3, "no output fields after '->'"}
 	}
 	seen := map[string]bool{}
-	for _, f := range append(append([]Field(nil), ins...), outs...) {
+	cols := append(inCols, outCols...)
+	for i, f := range append(append([]Field(nil), ins...), outs...) {
 		if seen[f.Name] {
-			return nil, &SignatureError{text, strings.Index(text, f.Name) + 1, fmt.Sprintf("field %q appears twice", f.Name)}
+			return nil, &SignatureError{text, cols[i], fmt.Sprintf("field %q appears twice", f.Name)}
 		}
 		seen[f.Name] = true
 	}
 	return New("StringSignature", instructions, ins, outs), nil
 }
 
-// parseSide splits text[from:to] on top-level commas into "name" or "name: type" fields.
-func parseSide(text string, from, to int) ([]Field, error) {
+// parseSide splits text[from:to] on top-level commas into "name" or "name: type" fields,
+// returning each field's 1-based column too.
+func parseSide(text string, from, to int) ([]Field, []int, error) {
 	var fields []Field
+	var cols []int
 	depth, start := 0, from
 	var quote byte
 	flush := func(end int) error {
@@ -244,6 +247,7 @@ func parseSide(text string, from, to int) ([]Field, error) {
 			return err
 		}
 		fields = append(fields, f)
+		cols = append(cols, start+len(part)-len(strings.TrimLeft(part, " \t"))+1)
 		return nil
 	}
 	for i := from; i < to; i++ {
@@ -260,22 +264,22 @@ func parseSide(text string, from, to int) ([]Field, error) {
 		case c == ']':
 			depth--
 			if depth < 0 {
-				return nil, &SignatureError{text, i + 1, "unbalanced ']'"}
+				return nil, nil, &SignatureError{text, i + 1, "unbalanced ']'"}
 			}
 		case c == ',' && depth == 0:
 			if err := flush(i); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			start = i + 1
 		}
 	}
 	if depth != 0 {
-		return nil, &SignatureError{text, to + 1, "missing ']'"}
+		return nil, nil, &SignatureError{text, to + 1, "missing ']'"}
 	}
 	if err := flush(to); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return fields, nil
+	return fields, cols, nil
 }
 
 func parseField(text string, offset int, part string) (Field, error) {

@@ -299,7 +299,15 @@ func (p *typeParser) union() (*Type, error) {
 	if len(args) == 1 {
 		return first, nil
 	}
-	return makeUnion(KindPipeUnion, args), nil
+	// "|" with a typing form (Optional/Union/Literal) on either side gives typing.Union,
+	// as Python's typing aliases implement __or__ / __ror__; otherwise types.UnionType.
+	kind := KindPipeUnion
+	for _, a := range args {
+		if a.Kind == KindUnion || a.Kind == KindLiteral {
+			kind = KindUnion
+		}
+	}
+	return makeUnion(kind, args), nil
 }
 
 // makeUnion flattens nested unions of the same kind and drops duplicates, as Python does.
@@ -406,8 +414,10 @@ func (p *typeParser) primary() (*Type, error) {
 		}
 		switch {
 		case (k == KindList || k == KindSet) && len(args) != 1:
+			p.pos = start
 			return nil, p.errf("%s takes one type argument, got %d", name, len(args))
 		case k == KindDict && len(args) != 2:
+			p.pos = start
 			return nil, p.errf("dict takes two type arguments, got %d", len(args))
 		}
 		t.Args = args
@@ -467,6 +477,7 @@ func (p *typeParser) literalValue() (any, error) {
 	c := p.peek()
 	if c == '\'' || c == '"' {
 		q := c
+		open := p.pos
 		p.pos++
 		var b strings.Builder
 		for p.pos < len(p.src) {
@@ -483,6 +494,7 @@ func (p *typeParser) literalValue() (any, error) {
 			b.WriteByte(ch)
 			p.pos++
 		}
+		p.pos = open
 		return nil, p.errf("unterminated string in Literal")
 	}
 	start := p.pos

@@ -1,0 +1,269 @@
+package sig
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+var tenth = 0.1 // a variable, so that 0.1+0.2 is float arithmetic, not exact constant folding
+
+func TestPyFloat(t *testing.T) {
+	cases := []struct {
+		f    float64
+		want string
+	}{
+		{0.5, "0.5"}, {1, "1.0"}, {2, "2.0"}, {-2, "-2.0"}, {0, "0.0"}, {math.Copysign(0, -1), "-0.0"},
+		{1e-05, "1e-05"}, {0.0001, "0.0001"}, {0.00012345, "0.00012345"}, {1.5e-7, "1.5e-07"},
+		{1e16, "1e+16"}, {1e15, "1000000000000000.0"}, {123456789012345678, "1.2345678901234568e+17"},
+		{tenth + 2*tenth, "0.30000000000000004"}, {1e100, "1e+100"}, {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+		{math.Inf(1), "inf"}, {math.Inf(-1), "-inf"}, {math.NaN(), "nan"}, {3.14159, "3.14159"}, {-1e-10, "-1e-10"},
+	}
+	for _, c := range cases {
+		if got := PyFloat(c.f); got != c.want {
+			t.Errorf("PyFloat(%v) = %q, want %q", c.f, got, c.want)
+		}
+	}
+}
+
+func TestPyStrAndPyJSON(t *testing.T) {
+	cases := []struct {
+		v         any
+		str, pyjs string
+	}{
+		{nil, "None", "null"},
+		{true, "True", "true"},
+		{int64(3), "3", "3"},
+		{2.0, "2.0", "2.0"},
+		{"ü \"q\"\n", "ü \"q\"\n", `"ü \"q\"\n"`},
+		{[]any{"a", int64(1), nil, 1e-05}, `["a", 1, null, 1e-05]`, `["a", 1, null, 1e-05]`},
+		{NewMap("b", int64(1), "a", []any{}), `{"b": 1, "a": []}`, `{"b": 1, "a": []}`},
+		{NewMap(), "{}", "{}"},
+		{History{Messages: []*Map{NewMap("q", "x")}}, `{"messages": [{"q": "x"}]}`, `{"messages": [{"q": "x"}]}`},
+		{"\x01\t<>&", "\x01\t<>&", `"\u0001\t<>&"`},
+	}
+	for _, c := range cases {
+		if got := PyStr(c.v); got != c.str {
+			t.Errorf("PyStr(%#v) = %q, want %q", c.v, got, c.str)
+		}
+		if got := PyJSON(c.v); got != c.pyjs {
+			t.Errorf("PyJSON(%#v) = %q, want %q", c.v, got, c.pyjs)
+		}
+	}
+	if got, want := PyJSONIndent(NewMap("a", []any{int64(1), NewMap()}, "b", []any{}), 2), "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}"; got != want {
+		t.Errorf("PyJSONIndent = %q, want %q", got, want)
+	}
+	if got, want := JSON(NewMap("f", 2.0, "i", int64(2))), `{"f":2.0,"i":2}`; got != want {
+		t.Errorf("JSON = %q, want %q", got, want)
+	}
+}
+
+func TestDecodeJSONKeepsKinds(t *testing.T) {
+	v, err := DecodeJSON([]byte(`{"z": 2.0, "a": 2, "big": 123456789012345678901234, "e": 1e2, "l": [true, null]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(*Map)
+	if got := strings.Join(m.Keys(), ","); got != "z,a,big,e,l" {
+		t.Errorf("key order %s", got)
+	}
+	if z, _ := m.Get("z"); z != 2.0 {
+		t.Errorf("2.0 should be float64, got %#v", z)
+	}
+	if a, _ := m.Get("a"); a != int64(2) {
+		t.Errorf("2 should be int64, got %#v", a)
+	}
+	if got := PyStr(m); got != `{"z": 2.0, "a": 2, "big": 123456789012345678901234, "e": 100.0, "l": [true, null]}` {
+		t.Errorf("round trip %s", got)
+	}
+	for _, bad := range []string{`{"a":`, `{"a": 1} x`, `[1,]`, ``} {
+		if _, err := DecodeJSON([]byte(bad)); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+func TestPyStripAndSplitLines(t *testing.T) {
+	if got := PyStrip("\x1c\u3000 x \u00a0\x1f"); got != "x" {
+		t.Errorf("PyStrip = %q", got)
+	}
+	if got := PyStrip("\u200bx"); got != "\u200bx" {
+		t.Errorf("zero-width space is not whitespace in Python: %q", got)
+	}
+	got := PySplitLines("a\r\nb\rc\nd\u2028e\x0bf\n")
+	if strings.Join(got, "|") != "a|b|c|d|e|f" {
+		t.Errorf("PySplitLines = %q", got)
+	}
+	if got := PySplitLines("x\n\n"); len(got) != 2 || got[1] != "" {
+		t.Errorf("PySplitLines keeps inner empty lines: %q", got)
+	}
+}
+
+func TestParseTypeNames(t *testing.T) {
+	cases := []struct{ in, name string }{
+		{"str", "str"}, {"int", "int"}, {"float", "float"}, {"bool", "bool"}, {"History", "History"},
+		{"dspy.History", "History"}, {"Any", "Any"}, {"typing.Any", "Any"}, {"None", "NoneType"},
+		{"list", "list"}, {"list[str]", "list[str]"}, {"List[int]", "list[int]"}, {"dict[str, int]", "dict[str, int]"},
+		{"Dict[str, list[int]]", "dict[str, list[int]]"}, {"tuple[int, str]", "tuple[int, str]"}, {"set[str]", "set[str]"},
+		{"Optional[int]", "Union[int, NoneType]"}, {"Union[int, None]", "Union[int, NoneType]"},
+		{"Union[int, Union[str, None]]", "Union[int, str, NoneType]"}, {"Union[int, int]", "int"},
+		{"int | None", "UnionType[int, NoneType]"}, {"str | None", "UnionType[str, NoneType]"},
+		{"str | int | None", "UnionType[str, int, NoneType]"}, {"Optional[str] | int", "Union[str, NoneType, int]"},
+		{"Literal['a'] | None", "Union[Literal['a'], NoneType]"},
+		{"Literal['low', 'high']", "Literal['low', 'high']"}, {`Literal["it's"]`, `Literal["it's"]`},
+		{`Literal['a\'b"c']`, `Literal['a\'b"c']`}, {`Literal["a\"b"]`, `Literal['a"b']`},
+		{"Literal[1, -2, True, None]", "Literal[1, -2, True, None]"},
+		{" list[ str ] ", "list[str]"},
+	}
+	for _, c := range cases {
+		typ, err := ParseType(c.in)
+		if err != nil {
+			t.Errorf("%q: %v", c.in, err)
+			continue
+		}
+		if got := typ.Name(); got != c.name {
+			t.Errorf("%q: Name() = %q, want %q", c.in, got, c.name)
+		}
+	}
+}
+
+func TestParseTypeErrors(t *testing.T) {
+	cases := []struct {
+		in  string
+		col int
+		msg string
+	}{
+		{"lst[str]", 1, `unknown type "lst"`},
+		{"list[str", 9, "missing ']'"},
+		{"list[str]]", 10, `unexpected "]"`},
+		{"int[str]", 4, "int takes no type arguments"},
+		{"dict[str]", 1, "dict takes two type arguments, got 1"},
+		{"Optional[int, str]", 1, "Optional takes exactly one type, got 2"},
+		{"Literal[x]", 9, "Literal values must be"},
+		{"Literal['open", 9, "unterminated string"},
+		{"Union", 6, "Union needs type arguments"},
+		{"str |", 6, "expected a type name, found the end"},
+		{"list[]", 6, `expected a type name, found "]"`},
+		{"", 1, "expected a type name"},
+	}
+	for _, c := range cases {
+		_, err := ParseType(c.in)
+		var te *TypeError
+		if !errors.As(err, &te) {
+			t.Errorf("%q: want a *TypeError, got %v", c.in, err)
+			continue
+		}
+		if te.Column != c.col || !strings.Contains(te.Msg, c.msg) {
+			t.Errorf("%q: got column %d %q, want column %d containing %q", c.in, te.Column, te.Msg, c.col, c.msg)
+		}
+	}
+}
+
+func TestJSONSchema(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"list[str]", `{"type": "array", "items": {"type": "string"}}`},
+		{"dict[str, int]", `{"type": "object", "additionalProperties": {"type": "integer"}}`},
+		{"Optional[int]", `{"anyOf": [{"type": "integer"}, {"type": "null"}]}`},
+		{"set[int]", `{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}`},
+		{"tuple[int, str]", `{"type": "array", "maxItems": 2, "minItems": 2, "prefixItems": [{"type": "integer"}, {"type": "string"}]}`},
+		{"Literal['a', 'b']", `{"type": "string", "enum": ["a", "b"]}`},
+		{"Any", `{}`},
+	}
+	for _, c := range cases {
+		if got := PyJSON(MustType(c.in).JSONSchema()); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestParseSignature(t *testing.T) {
+	s, err := Parse("question, history: History -> intent: Literal['a', 'b'], score: float")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.String(); got != "question, history: History -> intent: Literal['a', 'b'], score: float" {
+		t.Errorf("String() = %q", got)
+	}
+	if s.Instructions != "Given the fields `question`, `history`, produce the fields `intent`, `score`." {
+		t.Errorf("instructions %q", s.Instructions)
+	}
+	if s.HistoryField() != "history" || s.Outputs[1].Type.Kind != KindFloat {
+		t.Errorf("fields %+v", s)
+	}
+}
+
+func TestParseSignatureErrors(t *testing.T) {
+	cases := []struct {
+		in  string
+		col int
+		msg string
+	}{
+		{"question", 9, "missing '->'"},
+		{"a -> b -> c", 8, "more than one '->'"},
+		{"question -> ", 12, "no output fields"},
+		{"a b -> c", 2, `"a b" is not a valid field name`},
+		{"1a -> b", 1, "not a valid field name"},
+		{"a, , b -> c", 3, "empty field name"},
+		{"ab, b -> b", 10, `field "b" appears twice`},
+		{"a: lst -> b", 4, `unknown type "lst"`},
+		{"q: list[int -> a", 13, "missing ']'"},
+		{"q: -> a", 4, `field "q" has ':' but no type`},
+		{"q -> a: dict[str]", 9, "dict takes two type arguments"},
+		{"q] -> a", 2, "unbalanced ']'"},
+	}
+	for _, c := range cases {
+		_, err := Parse(c.in)
+		var se *SignatureError
+		if !errors.As(err, &se) {
+			t.Errorf("%q: want a *SignatureError, got %v", c.in, err)
+			continue
+		}
+		if se.Column != c.col || !strings.Contains(se.Msg, c.msg) {
+			t.Errorf("%q: got column %d %q, want column %d containing %q", c.in, se.Column, se.Msg, c.col, c.msg)
+		}
+	}
+}
+
+func TestConstraints(t *testing.T) {
+	f := Field{Name: "r", Constraints: NewMap("le", 5, "ge", 1, "max_length", 3)}
+	if got, want := f.ConstraintText(), "maximum length: 3, greater than or equal to: 1, less than or equal to: 5"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if err := (Field{Name: "x", Constraints: NewMap("maxlen", 1)}).CheckConstraints(); err == nil || !strings.Contains(err.Error(), `unknown constraint "maxlen"`) {
+		t.Errorf("unknown constraint: %v", err)
+	}
+}
+
+func FuzzSignatureParse(f *testing.F) {
+	for _, s := range []string{"question -> answer", "a: list[dict[str, int]], b: Literal['x', \"y\"] -> c: Optional[int]",
+		"a: int | None -> b", "q] -> a", "a: Literal['\\'' -> b", "->", "a: tuple[] -> b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := Parse(text)
+		if err != nil {
+			var se *SignatureError
+			if !errors.As(err, &se) {
+				t.Fatalf("error is %T, want *SignatureError: %v", err, err)
+			}
+			if se.Column < 1 || se.Column > len(text)+1 {
+				t.Fatalf("column %d outside 1..%d for %q", se.Column, len(text)+1, text)
+			}
+			return
+		}
+		if len(s.Outputs) == 0 {
+			t.Fatalf("parsed %q with no outputs", text)
+		}
+		// Whatever parses renders back to a signature that parses to the same names.
+		again, err := Parse(s.String())
+		if err != nil {
+			t.Fatalf("%q rendered as %q does not parse: %v", text, s.String(), err)
+		}
+		for i, fl := range s.Outputs {
+			if again.Outputs[i].Type.Name() != fl.Type.Name() {
+				t.Fatalf("%q: output %d type %s became %s", text, i, fl.Type.Name(), again.Outputs[i].Type.Name())
+			}
+		}
+	})
+}
