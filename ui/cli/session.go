@@ -1,0 +1,394 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+func init() {
+	Register(Command{
+		Name: "session",
+		Usage: []string{
+			"session ls                   list stored conversations (all session commands take --db PATH, --json)",
+			"session show ID [--branch B] a conversation, its branches and the turns of a branch",
+			"session fork ID --at N --name B [--from SRC]   new branch sharing turns 0..N of SRC (main)",
+			"session undo ID [--branch B] [--steps N]       move the tip back (redo keeps the turns)",
+			"session redo ID [--branch B] [--steps N]       move the tip forward again",
+			"session branches ID          the branch tree with sibling positions",
+			"session rm-branch ID B [--recursive]           delete a branch (main is protected)",
+			"session status ID STATUS     in_progress -> completed | needs_human | failed | cancelled",
+			"session pending              in-flight turns left by a crash (resume in the workbench)",
+			"session discard TURN         discard an in-flight turn",
+			"session rm ID                delete a conversation and everything in it",
+		},
+		Run:     runSession,
+		Ordinal: 40,
+	})
+}
+
+// Exit codes of session and export.
+const (
+	storeOK    = 0
+	storeError = 1 // not found, refused, conflict, I/O
+	storeUsage = 2 // bad arguments
+)
+
+// storeFlags are the flags every storage command has.
+type storeFlags struct {
+	db   string
+	json bool
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.db, "db", "", "database file (default $XDG_DATA_HOME/sessionbench/sessionbench.db)")
+	fs.BoolVar(&f.json, "json", false, "print JSON for machines")
+}
+
+func (f *storeFlags) open(ctx context.Context) (*storage.Store, error) {
+	path := f.db
+	if path == "" {
+		p, err := storage.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	return storage.Open(ctx, path)
+}
+
+// parseInterleaved parses flags that may come before, between or after the positional
+// arguments ("fork ID --at 3 --name b"); the flag package alone stops at the first
+// positional argument.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// sessionArgs describes one subcommand: its positional arguments and flags.
+type sessionArgs struct {
+	names  []string // positional argument names, for messages
+	branch string
+	steps  int
+	at     int
+	name   string
+	from   string
+	recurs bool
+}
+
+func runSession(ctx context.Context, env Env) int {
+	if len(env.Args) == 0 {
+		fmt.Fprint(env.Stderr, "usage: sessionbench session ls|show|fork|undo|redo|branches|rm-branch|status|pending|discard|rm ... (see 'sessionbench help')\n")
+		return storeUsage
+	}
+	sub := env.Args[0]
+	fs := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var sf storeFlags
+	sf.register(fs)
+	var a sessionArgs
+	switch sub {
+	case "ls", "pending":
+	case "show":
+		a.names = []string{"ID"}
+		fs.StringVar(&a.branch, "branch", storage.MainBranch, "branch whose turns to list")
+	case "fork":
+		a.names = []string{"ID"}
+		fs.IntVar(&a.at, "at", -1, "index of the last shared turn (required)")
+		fs.StringVar(&a.name, "name", "", "name of the new branch (required)")
+		fs.StringVar(&a.from, "from", storage.MainBranch, "branch to fork")
+	case "undo", "redo":
+		a.names = []string{"ID"}
+		fs.StringVar(&a.branch, "branch", storage.MainBranch, "branch to move")
+		fs.IntVar(&a.steps, "steps", 1, "number of turns")
+	case "branches", "rm":
+		a.names = []string{"ID"}
+	case "rm-branch":
+		a.names = []string{"ID", "BRANCH"}
+		fs.BoolVar(&a.recurs, "recursive", false, "also delete the branch's child branches")
+	case "status":
+		a.names = []string{"ID", "STATUS"}
+	case "discard":
+		a.names = []string{"TURN"}
+	default:
+		fmt.Fprintf(env.Stderr, "sessionbench session: unknown subcommand %q (see 'sessionbench help')\n", sub)
+		return storeUsage
+	}
+	pos, err := parseInterleaved(fs, env.Args[1:])
+	if err != nil {
+		return storeUsage // the flag package has printed the problem
+	}
+	if len(pos) != len(a.names) {
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: want %d argument(s) (%s), got %d\n", sub, len(a.names), strings.Join(a.names, " "), len(pos))
+		return storeUsage
+	}
+	switch {
+	case sub == "fork" && (a.at < 0 || a.name == ""):
+		fmt.Fprintln(env.Stderr, "sessionbench session fork: --at N (N >= 0) and --name B are required")
+		return storeUsage
+	case (sub == "undo" || sub == "redo") && a.steps < 1:
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: --steps must be at least 1\n", sub)
+		return storeUsage
+	}
+	var status storage.Status
+	if sub == "status" {
+		if status, err = storage.ParseStatus(pos[1]); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench session status: %v\n", err)
+			return storeUsage
+		}
+	}
+	s, err := sf.open(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
+		return storeError
+	}
+	defer s.Close()
+	out, err := sessionDo(ctx, s, sub, pos, a, status, sf.json, env.Stdout)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
+		return storeError
+	}
+	if out != nil {
+		if err := writeJSONOut(env.Stdout, out); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
+			return storeError
+		}
+	}
+	return storeOK
+}
+
+// sessionDo runs a subcommand; it returns the value to print as JSON when asJSON, or
+// writes the human form itself and returns nil.
+func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, a sessionArgs, status storage.Status, asJSON bool, w io.Writer) (any, error) {
+	pick := func(v any, human func()) any {
+		if asJSON {
+			return v
+		}
+		human()
+		return nil
+	}
+	switch sub {
+	case "ls":
+		list, err := s.ListConversations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if list == nil {
+			list = []storage.ConversationSummary{}
+		}
+		return pick(list, func() { printConversations(w, list) }), nil
+	case "show":
+		c, err := s.Conversation(ctx, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		bs, err := s.Branches(ctx, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		turns, err := s.BranchPath(ctx, pos[0], a.branch)
+		if err != nil {
+			return nil, err
+		}
+		if turns == nil {
+			turns = []*storage.TurnNode{}
+		}
+		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns}
+		return pick(v, func() { printShow(w, c, bs, a.branch, turns) }), nil
+	case "fork":
+		b, err := s.Fork(ctx, pos[0], a.from, a.name, a.at)
+		if err != nil {
+			return nil, err
+		}
+		return pick(b, func() {
+			fmt.Fprintf(w, "forked %q from %q at turn %d: %d shared turns, nothing copied\n", b.Name, a.from, a.at, b.Length)
+		}), nil
+	case "undo", "redo":
+		var keys []string
+		var err error
+		if sub == "undo" {
+			keys, err = s.Undo(ctx, pos[0], a.branch, a.steps)
+		} else {
+			keys, err = s.Redo(ctx, pos[0], a.branch, a.steps)
+		}
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.Branch(ctx, pos[0], a.branch)
+		if err != nil {
+			return nil, err
+		}
+		if keys == nil {
+			keys = []string{}
+		}
+		v := map[string]any{"turns": keys, "branch": b}
+		return pick(v, func() {
+			verb := map[string]string{"undo": "undid", "redo": "redid"}[sub]
+			fmt.Fprintf(w, "%s %d turn(s) on %q: now %d turns, %d to redo\n", verb, len(keys), a.branch, b.Length, b.Redo)
+		}), nil
+	case "branches":
+		bs, err := s.Branches(ctx, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		return pick(bs, func() { printBranches(w, bs) }), nil
+	case "rm-branch":
+		del, err := s.DeleteBranch(ctx, pos[0], pos[1], a.recurs)
+		if err != nil {
+			return nil, err
+		}
+		return pick(map[string]any{"deleted": del}, func() { fmt.Fprintf(w, "deleted branch(es): %s\n", strings.Join(del, ", ")) }), nil
+	case "status":
+		if err := s.SetStatus(ctx, pos[0], status); err != nil {
+			return nil, err
+		}
+		c, err := s.Conversation(ctx, pos[0])
+		if err != nil {
+			return nil, err
+		}
+		return pick(c, func() { fmt.Fprintf(w, "%s is now %s\n", c.ID, c.Status) }), nil
+	case "pending":
+		ps, err := s.PendingTurns(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ps == nil {
+			ps = []*storage.PendingTurn{}
+		}
+		return pick(ps, func() { printPending(w, ps) }), nil
+	case "discard":
+		if err := s.DiscardTurn(ctx, pos[0], "discarded from the command line"); err != nil {
+			return nil, err
+		}
+		return pick(map[string]any{"discarded": pos[0]}, func() { fmt.Fprintf(w, "discarded turn %s\n", pos[0]) }), nil
+	case "rm":
+		if err := s.DeleteConversation(ctx, pos[0]); err != nil {
+			return nil, err
+		}
+		return pick(map[string]any{"deleted": pos[0]}, func() { fmt.Fprintf(w, "deleted conversation %s\n", pos[0]) }), nil
+	}
+	return nil, errors.New("unreachable subcommand " + sub)
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func printConversations(w io.Writer, list []storage.ConversationSummary) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no conversations")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tAGENT\tSTATUS\tMAIN\tTURNS\tBRANCHES\tUPDATED")
+	for _, c := range list {
+		st := string(c.Status)
+		if c.Pending > 0 {
+			st += fmt.Sprintf(" (%d in flight)", c.Pending)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", c.ID, clip(c.Title, 40), dash(c.Agent), st, c.MainLength, c.Turns, c.Branches, when(c.UpdatedAt))
+	}
+	tw.Flush()
+}
+
+func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode) {
+	fmt.Fprintf(w, "%s  %s\n", c.ID, c.Title)
+	fmt.Fprintf(w, "agent: %s   status: %s   created: %s   updated: %s\n", dash(c.Agent), c.Status, when(c.CreatedAt), when(c.UpdatedAt))
+	for _, k := range c.MetadataKeys() {
+		b, _ := json.Marshal(c.Metadata[k])
+		fmt.Fprintf(w, "  %s = %s\n", k, b)
+	}
+	if c.BestAttempt != nil {
+		fmt.Fprintf(w, "best attempt: #%d of %s, score %g\n", c.BestAttempt.N, c.BestAttempt.Step, c.BestAttempt.Score)
+	}
+	fmt.Fprintln(w)
+	printBranches(w, bs)
+	fmt.Fprintf(w, "\nturns on %s:\n", branch)
+	if len(turns) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, t := range turns {
+		score := ""
+		if t.Score != nil {
+			score = "  score " + strconv.FormatFloat(*t.Score, 'g', -1, 64)
+		}
+		fmt.Fprintf(w, "  %3d  [%s] %s -> %s  (%d calls%s)\n", t.Index, t.Key, clip(string(t.Inputs), 60), clip(string(t.Outputs), 60), t.Calls, score)
+	}
+}
+
+func printBranches(w io.Writer, bs []*storage.Branch) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BRANCH\tTURNS\tFORKED FROM\tAT\tSIBLING\tCHILDREN\tREDO")
+	for _, b := range bs {
+		at, from := "-", dash(b.ForkedFrom)
+		if b.ForkIndex != nil {
+			at = strconv.Itoa(*b.ForkIndex)
+		}
+		name := strings.Repeat("  ", len(b.Ancestors)) + b.Name
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d/%d\t%s\t%d\n", name, b.Length, from, at, b.SiblingIndex, b.TotalSiblings,
+			dash(strings.Join(b.Children, ",")), b.Redo)
+	}
+	tw.Flush()
+}
+
+func printPending(w io.Writer, ps []*storage.PendingTurn) {
+	if len(ps) == 0 {
+		fmt.Fprintln(w, "no in-flight turns")
+		return
+	}
+	for _, p := range ps {
+		state := "resumable"
+		if p.Stale {
+			state = "stale (branch moved; discard only)"
+		}
+		fmt.Fprintf(w, "turn %s  %s/%s  index %d  started %s  %d call(s) recorded  %s\n", p.Key, p.ConvID, dash(p.Branch), p.Index, when(p.Started), len(p.Calls), state)
+	}
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
