@@ -18,6 +18,7 @@ type render struct {
 	ctx      Context
 	hist     *sig.History // the predictor's history object (nil when none)
 	histMsgs []lm.Message // its default expansion (or the raw list, verbatim)
+	lazyHist bool         // histMsgs still to be expanded from hist
 	histStr  *fmtValue    // str()/repr() of hist, computed on first use
 }
 
@@ -54,7 +55,7 @@ func (t *Template) Format(req adapter.Request) ([]lm.Message, error) {
 				}
 				out = append(out, msgs...)
 			} else {
-				out = append(out, r.histMsgs...)
+				out = append(out, r.plainHistory()...)
 			}
 			continue
 		}
@@ -71,8 +72,10 @@ func (t *Template) Format(req adapter.Request) ([]lm.Message, error) {
 	if len(r.demos) > 0 && !demosUsed {
 		out = insertBeforeLastUser(out, r.demoMessages(), true)
 	}
-	if len(r.histMsgs) > 0 && !histUsed && !histDirective {
-		out = insertBeforeLastUser(out, r.histMsgs, false)
+	if !histUsed && !histDirective {
+		if h := r.plainHistory(); len(h) > 0 {
+			out = insertBeforeLastUser(out, h, false)
+		}
 	}
 	return out, nil
 }
@@ -168,8 +171,16 @@ func (r *render) takeHistory(field string, raw any) error {
 	default:
 		return nil // the reference ignores any other value
 	}
-	r.histMsgs = r.expandHistory(r.hist)
+	r.lazyHist = true // expanded on first use: inline and mapped renderings never need it
 	return nil
+}
+
+// plainHistory is the default expansion of the history input (or the raw list).
+func (r *render) plainHistory() []lm.Message {
+	if r.lazyHist {
+		r.histMsgs, r.lazyHist = r.expandHistory(r.hist), false
+	}
+	return r.histMsgs
 }
 
 // lookup resolves pass-2 variables: "history" (the History object, or ""), then
@@ -292,20 +303,21 @@ func replyText(mode string, present *sig.Map) (string, bool) {
 }
 
 // mappedHistory is the EXTENSION {"role":"history","user":T,"assistant":T}: per history
-// entry, T formatted with every signature field ("" when absent), every key of the entry
-// (str() values) and outputs_json, exactly like the demos directive's templates.
+// entry, T formatted with every key of the entry (str() values), then every signature
+// field ("" when absent) and outputs_json, like the demos directive's templates.
 func (r *render) mappedHistory(index int, m MessageTemplate) ([]lm.Message, error) {
 	if r.hist == nil {
 		return nil, nil
 	}
 	out := make([]lm.Message, 0, 2*len(r.hist.Messages))
 	for _, e := range r.hist.Messages {
-		vars := r.entryVars(e)
-		e.Range(func(k string, v any) bool {
-			vars[k] = pyStr(v)
-			return true
-		})
-		u, a, err := formatPair(index, m, vars)
+		lookup := func(k string) (fmtValue, bool) {
+			if v, ok := e.Get(k); ok {
+				return strValue(pyStr(v)), true
+			}
+			return r.entryLookup(e, k)
+		}
+		u, a, err := formatPair(index, m, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -314,35 +326,33 @@ func (r *render) mappedHistory(index int, m MessageTemplate) ([]lm.Message, erro
 	return out, nil
 }
 
-// entryVars is the demos directive context: str(entry.get(field, "")) for every signature
-// field plus outputs_json.
-func (r *render) entryVars(e *sig.Map) map[string]string {
-	vars := make(map[string]string, len(r.s.Inputs)+len(r.s.Outputs)+1)
-	outs := sig.NewMap()
-	for _, f := range r.s.Inputs {
-		v, ok := e.Get(f.Name)
-		if !ok {
-			v = ""
+// entryLookup is the demos directive context: outputs_json (json.dumps of the output
+// fields, "" for absent ones), then str(entry.get(field, "")) for every signature field.
+func (r *render) entryLookup(e *sig.Map, k string) (fmtValue, bool) {
+	if k == "outputs_json" {
+		outs := sig.NewMap()
+		for _, f := range r.s.Outputs {
+			v, ok := e.Get(f.Name)
+			if !ok {
+				v = ""
+			}
+			outs.Set(f.Name, v)
 		}
-		vars[f.Name] = pyStr(v)
+		return strValue(sig.PyJSON(outs)), true
 	}
-	for _, f := range r.s.Outputs {
-		v, ok := e.Get(f.Name)
-		if !ok {
-			v = ""
-		}
-		vars[f.Name] = pyStr(v)
-		outs.Set(f.Name, v)
+	_, in := r.s.Input(k)
+	_, out := r.s.Output(k)
+	if !in && !out {
+		return fmtValue{}, false
 	}
-	vars["outputs_json"] = sig.PyJSON(outs)
-	return vars
+	v, ok := e.Get(k)
+	if !ok {
+		return strValue(""), true
+	}
+	return strValue(pyStr(v)), true
 }
 
-func formatPair(index int, m MessageTemplate, vars map[string]string) (string, string, error) {
-	lookup := func(k string) (fmtValue, bool) {
-		v, ok := vars[k]
-		return strValue(v), ok
-	}
+func formatPair(index int, m MessageTemplate, lookup lookupFunc) (string, string, error) {
 	u, err := vformat(*m.User, lookup, 2, 0)
 	if err != nil {
 		return "", "", newTemplateError(index, "user", *m.User, err.Offset, err.Msg)
@@ -365,7 +375,7 @@ func (r *render) demosDirective(index int, m MessageTemplate) ([]lm.Message, err
 	}
 	out := make([]lm.Message, 0, 2*len(r.demos))
 	for _, d := range r.demos {
-		u, a, err := formatPair(index, m, r.entryVars(d))
+		u, a, err := formatPair(index, m, func(k string) (fmtValue, bool) { return r.entryLookup(d, k) })
 		if err != nil {
 			return nil, err
 		}

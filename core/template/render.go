@@ -104,7 +104,9 @@ func renderText(index int, key, text string, eval evalFunc, lookup lookupFunc) (
 	if ferr != nil {
 		return "", newTemplateError(index, key, text, int(pos[min(mapOffset(segs, ferr.Offset), len(pos)-1)]), ferr.Msg)
 	}
-	if strings.ContainsAny(out, escOpen+escClose) {
+	// Byte searches: the escape bytes are not valid UTF-8, which sends ContainsAny down
+	// its slow path.
+	if strings.IndexByte(out, escOpen[0]) >= 0 || strings.IndexByte(out, escClose[0]) >= 0 {
 		out = restore.Replace(out)
 	}
 	return out, nil
