@@ -145,7 +145,7 @@ func FieldDescriptions(s *sig.Signature) string {
 	return "Your input fields are:\n" + describeFields(s.Inputs) + "\nYour output fields are:\n" + describeFields(s.Outputs)
 }
 
-func describeFields(fs []Field) string {
+func describeFields(fs []sig.Field) string {
 	var b strings.Builder
 	for i, f := range fs {
 		if i > 0 {
@@ -163,16 +163,13 @@ func describeFields(fs []Field) string {
 	return sig.PyStrip(b.String())
 }
 
-// Field is sig.Field, named here for brevity.
-type Field = sig.Field
-
 // FieldStructure is ChatAdapter's "All interactions will be structured ..." block (§2.2).
 func FieldStructure(s *sig.Signature) string {
 	parts := []string{structureIntro, placeholderBlock(s.Inputs, false), placeholderBlock(s.Outputs, true), completedHeader + "\n"}
 	return sig.PyStrip(strings.Join(parts, "\n\n"))
 }
 
-func placeholderBlock(fs []Field, outputs bool) string {
+func placeholderBlock(fs []sig.Field, outputs bool) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
 		parts[i] = "[[ ## " + f.Name + " ## ]]\n" + Placeholder(f, outputs)
@@ -182,7 +179,7 @@ func placeholderBlock(fs []Field, outputs bool) string {
 
 // Placeholder is DSPy's translate_field_type: "{name}", plus the type note for non-str
 // output fields ("{ok}        # note: the value you produce must be True or False").
-func Placeholder(f Field, output bool) string {
+func Placeholder(f sig.Field, output bool) string {
 	p := "{" + f.Name + "}"
 	if !output {
 		return p
@@ -227,7 +224,7 @@ func TaskDescription(s *sig.Signature) string {
 
 // FormatFieldValue renders a value for a section (§3): a list in a str field becomes a
 // «»-numbered list; dicts and lists are Python JSON; other values are Python str().
-func FormatFieldValue(f Field, v any) string {
+func FormatFieldValue(f sig.Field, v any) string {
 	v = sig.Normalize(v)
 	if list, ok := v.([]any); ok && f.Type.IsStr() {
 		switch len(list) {
@@ -256,7 +253,7 @@ func formatBlob(x string) string {
 }
 
 // typ is the field's annotation; a field built without one is str, as in DSPy.
-func typ(f Field) *sig.Type {
+func typ(f sig.Field) *sig.Type {
 	if f.Type == nil {
 		return sig.TStr
 	}
@@ -264,7 +261,7 @@ func typ(f Field) *sig.Type {
 }
 
 // Section is "[[ ## name ## ]]⏎<value>".
-func Section(f Field, v any) string {
+func Section(f sig.Field, v any) string {
 	return "[[ ## " + f.Name + " ## ]]\n" + FormatFieldValue(f, v)
 }
 
@@ -299,7 +296,7 @@ func OutputRequirements(s *sig.Signature) string {
 		strings.Join(items, ", then ") + ", and then ending with the marker for `" + completedHeader + "`."
 }
 
-func typeInfo(f Field) string {
+func typeInfo(f sig.Field) string {
 	if f.Type.IsStr() {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+func runWireCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = Main(context.Background(), Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
@@ -61,7 +61,7 @@ func TestWireFormatExamples(t *testing.T) {
 			s, _ := c.Get("signature")
 			demos, _ := c.Get("demos")
 			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "demos", demos, "inputs", inputs))
-			code, stdout, stderr := runCLI(t, req, "wire", "format")
+			code, stdout, stderr := runWireCLI(t, req, "wire", "format")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -93,7 +93,7 @@ func TestWireParseExamples(t *testing.T) {
 		t.Run(c.String("name"), func(t *testing.T) {
 			s, _ := c.Get("signature")
 			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "completion", c.String("completion")))
-			code, stdout, stderr := runCLI(t, req, "wire", "parse")
+			code, stdout, stderr := runWireCLI(t, req, "wire", "parse")
 			if errv, _ := c.Get("error"); errv != nil {
 				if code != 1 {
 					t.Fatalf("exit %d, want 1 (stdout %q)", code, stdout)
@@ -152,7 +152,7 @@ func TestWireErrors(t *testing.T) {
 			if c.sub != "" {
 				args = append(args, c.sub)
 			}
-			code, stdout, stderr := runCLI(t, c.stdin, args...)
+			code, stdout, stderr := runWireCLI(t, c.stdin, args...)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, c.code, stderr)
 			}
@@ -173,7 +173,7 @@ func TestWireJSONAdapterAndTypedOutputs(t *testing.T) {
 	req := `{"adapter":"json","signature":{"instructions":"Score it.","inputs":[{"name":"text"}],
 	  "outputs":[{"name":"score","type":"float"},{"name":"tags","type":"list[str]"},{"name":"ok","type":"bool"}]},
 	  "completion":"Sure! {\"score\": 2, \"tags\": ['a', 'b',], \"ok\": \"yes\", \"extra\": 1}"}`
-	code, stdout, stderr := runCLI(t, req, "wire", "parse")
+	code, stdout, stderr := runWireCLI(t, req, "wire", "parse")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -182,7 +182,7 @@ func TestWireJSONAdapterAndTypedOutputs(t *testing.T) {
 	}
 
 	fmtReq := `{"adapter":"json","signature":{"instructions":"Score it.","inputs":[{"name":"text"}],"outputs":[{"name":"score","type":"float"}]},"inputs":{"text":"a <b> & c"}}`
-	code, stdout, stderr = runCLI(t, fmtReq, "wire", "format")
+	code, stdout, stderr = runWireCLI(t, fmtReq, "wire", "format")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -206,7 +206,7 @@ func TestWireJSONAdapterAndTypedOutputs(t *testing.T) {
 func TestWireFormatValueKinds(t *testing.T) {
 	req := `{"signature":{"instructions":"x","inputs":[{"name":"a"},{"name":"b","type":"float"},{"name":"c","type":"int"},{"name":"d"}],"outputs":[{"name":"o"}]},
 	  "inputs":{"b":2.0,"c":2,"d":null,"zz":"ignored"}}`
-	code, stdout, stderr := runCLI(t, req, "wire", "format")
+	code, stdout, stderr := runWireCLI(t, req, "wire", "format")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
