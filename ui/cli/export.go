@@ -82,7 +82,10 @@ func runExport(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench export: %s of %s/%s: %v\n", format, pos[0], branch, err)
 		return storeError
 	}
-	if out != "" && !sf.json {
+	switch {
+	case out != "" && sf.json:
+		writeJSONOut(env.Stdout, map[string]any{"out": out, "format": format, "conversation": pos[0], "branch": branch, "turns": len(src.Turns)})
+	case out != "":
 		fmt.Fprintf(env.Stderr, "wrote %s (%s, %d turns)\n", out, format, len(src.Turns))
 	}
 	return storeOK
