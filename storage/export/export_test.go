@@ -33,7 +33,7 @@ func sampleTurn(i int, prev []*trace.Turn) *trace.Turn {
 		Usage: lm.Usage{TotalTokens: 50}, Started: time.Unix(int64(1000+i), 0).UTC(), Latency: 120 * time.Millisecond}
 	reply := &trace.Call{ID: "c2", Path: "reply", PredictorType: "ChainOfThought", Adapter: "chat",
 		Inputs: sig.NewMap("question", q, "intent", "account"), Outputs: sig.NewMap("reasoning", "r", "reply", a), History: hist,
-		Messages: append(msgs[:len(msgs):len(msgs)], lm.Message{Role: "user", Content: "intent: account"}),
+		Messages:   append(msgs[:len(msgs):len(msgs)], lm.Message{Role: "user", Content: "intent: account"}),
 		Completion: "[[ ## reasoning ## ]]\nr\n\n[[ ## reply ## ]]\n" + a + "\n\n[[ ## completed ## ]]",
 		Usage:      lm.Usage{TotalTokens: 80}, Started: time.Unix(int64(1000+i), 5e8).UTC(), Latency: 300 * time.Millisecond}
 	if i == 1 {
