@@ -305,10 +305,9 @@ func (p *chatPane) selectTurn(r renderer, delta, w, h int) {
 		return
 	}
 	if p.sel < 0 {
-		p.sel = p.total - 1
-	} else {
-		p.sel = max(0, min(p.total-1, p.sel+delta))
+		p.sel = p.total - 1 // the implicit selection is the last turn
 	}
+	p.sel = max(0, min(p.total-1, p.sel+delta))
 	p.list.show(p.sel, p.count(), h, func(i int) []string { return p.lines(r, i, w-1) })
 }
 

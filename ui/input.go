@@ -45,6 +45,11 @@ func newInputPane(agent AgentInfo, keys KeyMap) *inputPane {
 			ta.Placeholder = f.Name + ": " + f.Desc
 		}
 		ta.CharLimit = 0
+		// a steady cursor: blinking would redraw twice a second and make screens
+		// differ from one capture to the next
+		sty := ta.Styles()
+		sty.Cursor.Blink = false
+		ta.SetStyles(sty)
 		ta.KeyMap.InsertNewline = keys.Newline
 		ta.KeyMap.LineNext = key.NewBinding(key.WithKeys("down"))
 		ta.KeyMap.LinePrevious = key.NewBinding(key.WithKeys("up"))

@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -65,7 +66,7 @@ func (m *Model) overlayKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	h := m.h - 4
 	switch {
-	case key.Matches(k, m.keys.Cancel), m.overlay == overlayHelp && key.Matches(k, m.keys.Help):
+	case key.Matches(k, m.keys.Cancel), key.Matches(k, m.keys.Help):
 		m.overlay = overlayNone
 	case m.overlay != overlayText:
 	case key.Matches(k, m.keys.Up):
@@ -107,11 +108,6 @@ func (m *Model) overlayInput(msg tea.Msg) tea.Cmd {
 func (m *Model) overlayView(w, h int) []string {
 	s := m.st.s
 	switch m.overlay {
-	case overlayHelp:
-		m.help.SetWidth(w - 4)
-		body := strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n")
-		body = append([]string{s.Muted.Render("keys can be rebound in the config file's [keys] table · esc closes"), ""}, body...)
-		return frame(s.PaneFocused, s.PaneTitle, " help ", "", indent(body, " "), w, h)
 	case overlayText:
 		t := &m.text
 		t.scroll(0, h-2)
@@ -128,4 +124,42 @@ func (m *Model) overlayView(w, h int) []string {
 		return m.cmp.view(m, w, h)
 	}
 	return fitBlock(nil, w, h)
+}
+
+// helpNames head the FullHelp groups.
+var helpNames = []string{"general", "branches & turns", "wire & panes", "moving", "conversation list"}
+
+// openHelp shows every binding, grouped, packing as many groups side by side as fit.
+func (m *Model) openHelp() {
+	s := m.st.s
+	w := m.w - 4
+	var blocks [][]string
+	for i, g := range m.keys.FullHelp() {
+		b := []string{s.Title.Render(helpNames[i])}
+		b = append(b, strings.Split(m.help.FullHelpView([][]key.Binding{g}), "\n")...)
+		blocks = append(blocks, b)
+	}
+	lines := []string{s.Muted.Render("keys can be rebound in the config file's [keys] table · esc closes"), ""}
+	var row [][]string
+	used := 0
+	flush := func() {
+		if len(row) > 0 {
+			lines = append(append(lines, hjoin(row...)...), "")
+		}
+		row, used = nil, 0
+	}
+	for _, b := range blocks {
+		bw := 0
+		for _, l := range b {
+			bw = max(bw, ansi.StringWidth(l))
+		}
+		bw += 3
+		if used+bw > w {
+			flush()
+		}
+		row = append(row, fitBlock(b, bw, len(b)))
+		used += bw
+	}
+	flush()
+	m.openText("help", lines)
 }

@@ -231,7 +231,7 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 func (m *Model) globalKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch {
 	case key.Matches(k, m.keys.Help):
-		m.overlay = overlayHelp
+		m.openHelp()
 	case key.Matches(k, m.keys.ToggleTree):
 		m.showTree = !m.showTree
 		if !m.showTree && m.focus == focusTree {

@@ -140,11 +140,12 @@ func (m *Model) render() string {
 }
 
 func (m *Model) headerLine() string {
-	title := "sessionbench"
+	// the model comes first so a narrow terminal still shows it (the offline demo model
+	// must always be labelled as such)
+	title := "sessionbench · model: " + OneLine(m.b.ModelName())
 	if m.conv != nil {
 		title += " · " + OneLine(m.conv.Title) + " · agent " + OneLine(m.conv.Agent)
 	}
-	title += " · model: " + OneLine(m.b.ModelName())
 	title += " · wire: " + m.wireModeLabel()
 	return m.st.s.Header.Render(fit(" "+title, m.w))
 }

@@ -1,0 +1,215 @@
+package ui_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/uitest"
+)
+
+var update = flag.Bool("update", false, "rewrite golden screens")
+
+// harness drives the root model the way the Bubble Tea runtime does: commands run in
+// goroutines, their messages come back through Update, one at a time.
+type harness struct {
+	t    testing.TB
+	m    *ui.Model
+	msgs chan tea.Msg
+	busy int // commands still running
+}
+
+func newHarness(t testing.TB, b ui.Backend, w, h int) *harness {
+	t.Helper()
+	th, _ := themes.Builtin("dark")
+	m := ui.New(context.Background(), b, th, ui.DefaultKeys())
+	hs := &harness{t: t, m: m, msgs: make(chan tea.Msg, 1024)}
+	hs.send(tea.ColorProfileMsg{Profile: colorprofile.ASCII})
+	hs.send(tea.WindowSizeMsg{Width: w, Height: h})
+	hs.exec(m.Init())
+	hs.settle()
+	return hs
+}
+
+func (h *harness) exec(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	h.busy++
+	go func() { h.msgs <- cmd() }()
+}
+
+// send delivers one message and starts the commands it returns.
+func (h *harness) send(msg tea.Msg) {
+	switch msg := msg.(type) {
+	case nil:
+		return
+	case tea.BatchMsg:
+		for _, c := range msg {
+			h.exec(c)
+		}
+		return
+	}
+	if reflect.TypeOf(msg).String() == "tea.sequenceMsg" {
+		// run a sequence's commands one after another
+		v := reflect.ValueOf(msg)
+		for i := 0; i < v.Len(); i++ {
+			if c, ok := v.Index(i).Interface().(tea.Cmd); ok && c != nil {
+				h.send(c())
+			}
+		}
+		return
+	}
+	_, cmd := h.m.Update(msg)
+	h.exec(cmd)
+}
+
+// settle processes messages until no command is left running (or 5s pass).
+func (h *harness) settle() {
+	h.t.Helper()
+	deadline := time.After(5 * time.Second)
+	for h.busy > 0 {
+		select {
+		case msg := <-h.msgs:
+			h.busy--
+			h.send(msg)
+		case <-deadline:
+			h.t.Fatalf("model did not settle; screen:\n%s", h.screen())
+		}
+	}
+}
+
+// pump processes messages for d without waiting for quiet (for runs in progress).
+func (h *harness) pump(until func() bool) {
+	h.t.Helper()
+	deadline := time.After(5 * time.Second)
+	for !until() {
+		select {
+		case msg := <-h.msgs:
+			h.busy--
+			h.send(msg)
+		case <-deadline:
+			h.t.Fatalf("condition not reached; screen:\n%s", h.screen())
+		}
+	}
+}
+
+func (h *harness) press(keys ...string) {
+	for _, k := range keys {
+		h.send(keyMsg(k))
+	}
+	h.settle()
+}
+
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		h.send(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	h.settle()
+}
+
+func keyMsg(k string) tea.KeyPressMsg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	case "ctrl+j":
+		return tea.KeyPressMsg{Code: 'j', Mod: tea.ModCtrl}
+	case "ctrl+p":
+		return tea.KeyPressMsg{Code: 'p', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)
+	return tea.KeyPressMsg{Code: r[0], Text: k}
+}
+
+// screen is the frame without colours.
+func (h *harness) screen() string { return ansi.Strip(h.m.View().Content) }
+
+func (h *harness) raw() string { return h.m.View().Content }
+
+// golden compares the screen with testdata/<name>.golden (rewritten with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./ui -run %s -update to create it)", err, t.Name())
+	}
+	if string(want) != got {
+		t.Errorf("screen %s differs from golden:\n--- want\n%s\n--- got\n%s", name, want, got)
+	}
+}
+
+// open creates a conversation with n seeded turns and opens the workbench on it.
+func open(t testing.TB, w, h, n int) (*harness, *uitest.Memory) {
+	t.Helper()
+	b := uitest.New()
+	c, err := b.NewConversation(context.Background(), "support", "billing question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Seed(c.ID, "main", n, 3); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, b, w, h)
+	// the list opens first when conversations exist
+	hs.press("enter")
+	return hs, b
+}
+
+func assertContains(t *testing.T, screen string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(screen, w) {
+			t.Errorf("screen lacks %q:\n%s", w, screen)
+		}
+	}
+}
+
+func assertLacks(t *testing.T, screen string, nots ...string) {
+	t.Helper()
+	for _, w := range nots {
+		if strings.Contains(screen, w) {
+			t.Errorf("screen has %q:\n%s", w, screen)
+		}
+	}
+}
+
+func defaultKeysWith(t *testing.T, over map[string][]string) ui.KeyMap {
+	t.Helper()
+	k := ui.DefaultKeys()
+	if err := k.Rebind(over); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

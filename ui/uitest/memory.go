@@ -1,0 +1,352 @@
+// Package uitest holds an in-memory ui.Backend for the workbench's tests and benchmarks.
+// It is what it says: conversations, branches and the turn tree live in maps, and its
+// "model" is a deterministic echo that streams word by word. It does not run the engine,
+// the real adapters or token counting; the wire renderings it produces follow a simple
+// format of its own so the UI has realistic shapes to draw (several strategies, lint
+// warnings, differing messages), not DSPy's exact bytes.
+package uitest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+// Memory is an in-memory Backend. The zero value is not usable; use New.
+type Memory struct {
+	mu     sync.Mutex
+	model  string
+	agents []ui.AgentInfo
+	convs  map[string]*conv
+	seq    int
+	clock  time.Time
+
+	// Delay is slept between streamed words (0 streams at once).
+	Delay time.Duration
+	// RetryWait is the backoff announced when an input contains "[retry]".
+	RetryWait time.Duration
+}
+
+type conv struct {
+	info     ui.ConversationInfo
+	nodes    map[string]*node
+	order    []string // node IDs in creation order (parents first)
+	branches map[string]*branch
+	border   []string // branch names in creation order
+}
+
+type node struct {
+	id, parent string
+	turn       *trace.Turn
+}
+
+type branch struct {
+	name, tip string
+	redo      []string // tips to move forward to, last = next
+}
+
+// New makes an empty backend with one agent, "support": question -> reply.
+func New() *Memory {
+	s := sig.New("Support", "Answer the customer's question.",
+		[]sig.Field{{Name: "question", Desc: "the customer's message"}},
+		[]sig.Field{{Name: "reply"}})
+	return &Memory{
+		model:     "memory (in-process test backend)",
+		agents:    []ui.AgentInfo{{Name: "support", Description: "answers questions", Signature: s}},
+		convs:     map[string]*conv{},
+		clock:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		RetryWait: 2 * time.Second,
+	}
+}
+
+// AddAgent registers another agent.
+func (m *Memory) AddAgent(a ui.AgentInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.agents = append(m.agents, a)
+}
+
+// tick is a deterministic clock so golden screens do not depend on the time of day.
+func (m *Memory) tick() time.Time {
+	m.clock = m.clock.Add(time.Second)
+	return m.clock
+}
+
+func (m *Memory) ModelName() string         { return m.model }
+func (m *Memory) Agents() []ui.AgentInfo    { return slices.Clone(m.agents) }
+func (m *Memory) Strategies() []ui.Strategy { return strategies }
+
+var strategies = []ui.Strategy{
+	{N: 1, Name: "keep", Desc: "each predictor keeps its own history"},
+	{N: 2, Name: "inherit", Desc: "outer history, signature-filtered"},
+	{N: 3, Name: "inline", Desc: "outer history as inline context"},
+	{N: 4, Name: "directive", Desc: "history directive with a field mapping"},
+	{N: 5, Name: "hybrid", Desc: "outer context plus own turns"},
+}
+
+func (m *Memory) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]ui.ConversationInfo, 0, len(m.convs))
+	for _, c := range m.convs {
+		out = append(out, m.infoLocked(c))
+	}
+	slices.SortFunc(out, func(a, b ui.ConversationInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func (m *Memory) infoLocked(c *conv) ui.ConversationInfo {
+	i := c.info
+	i.Branches = len(c.branches)
+	i.Turns = len(c.nodes)
+	return i
+}
+
+func (m *Memory) NewConversation(ctx context.Context, agent, title string) (ui.ConversationInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if agent == "" && len(m.agents) > 0 {
+		agent = m.agents[0].Name
+	}
+	if _, ok := m.agentLocked(agent); !ok {
+		return ui.ConversationInfo{}, fmt.Errorf("unknown agent %q", agent)
+	}
+	m.seq++
+	c := &conv{
+		info:     ui.ConversationInfo{ID: fmt.Sprintf("c%d", m.seq), Title: title, Agent: agent, Status: "in_progress", Updated: m.tick()},
+		nodes:    map[string]*node{},
+		branches: map[string]*branch{"main": {name: "main"}},
+		border:   []string{"main"},
+	}
+	m.convs[c.info.ID] = c
+	return m.infoLocked(c), nil
+}
+
+func (m *Memory) agentLocked(name string) (ui.AgentInfo, bool) {
+	for _, a := range m.agents {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return ui.AgentInfo{}, false
+}
+
+func (m *Memory) RenameConversation(ctx context.Context, id, title string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return err
+	}
+	c.info.Title = title
+	return nil
+}
+
+func (m *Memory) DeleteConversation(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.convLocked(id); err != nil {
+		return err
+	}
+	delete(m.convs, id)
+	return nil
+}
+
+func (m *Memory) convLocked(id string) (*conv, error) {
+	c, ok := m.convs[id]
+	if !ok {
+		return nil, fmt.Errorf("no conversation %q", id)
+	}
+	return c, nil
+}
+
+func (m *Memory) branchLocked(c *conv, name string) (*branch, error) {
+	b, ok := c.branches[name]
+	if !ok {
+		return nil, fmt.Errorf("conversation %q has no branch %q", c.info.ID, name)
+	}
+	return b, nil
+}
+
+// path is the node IDs from the root to tip.
+func (c *conv) path(tip string) []string {
+	var ids []string
+	for id := tip; id != ""; id = c.nodes[id].parent {
+		ids = append(ids, id)
+	}
+	slices.Reverse(ids)
+	return ids
+}
+
+func (m *Memory) Branches(ctx context.Context, id string) ([]ui.BranchInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []ui.BranchInfo
+	for _, name := range c.border {
+		b := c.branches[name]
+		bi := ui.BranchInfo{Name: name, Tip: b.tip, Model: m.model, Status: c.info.Status, CanRedo: len(b.redo) > 0}
+		for _, nid := range c.path(b.tip) {
+			bi.Turns++
+			trace.WalkCalls(c.nodes[nid].turn.Calls, func(cl *trace.Call, _ int) {
+				bi.Usage.PromptTokens += cl.Usage.PromptTokens
+				bi.Usage.CompletionTokens += cl.Usage.CompletionTokens
+				bi.Usage.TotalTokens += cl.Usage.TotalTokens
+			})
+		}
+		out = append(out, bi)
+	}
+	return out, nil
+}
+
+func (m *Memory) TurnTree(ctx context.Context, id string) ([]ui.TurnNode, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ui.TurnNode, 0, len(c.order))
+	for _, nid := range c.order {
+		n := c.nodes[nid]
+		tn := ui.TurnNode{ID: n.id, Parent: n.parent, Index: n.turn.Index, Started: n.turn.Started,
+			Summary: firstValue(n.turn.Inputs), Reply: firstValue(n.turn.Outputs)}
+		trace.WalkCalls(n.turn.Calls, func(cl *trace.Call, _ int) { tn.Error = tn.Error || cl.Error != "" })
+		out = append(out, tn)
+	}
+	return out, nil
+}
+
+func firstValue(m *sig.Map) string {
+	if m.Len() == 0 {
+		return ""
+	}
+	return m.String(m.Keys()[0])
+}
+
+func (m *Memory) LoadTurns(ctx context.Context, id, branchName string, from, limit int) (ui.TurnPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return ui.TurnPage{}, err
+	}
+	b, err := m.branchLocked(c, branchName)
+	if err != nil {
+		return ui.TurnPage{}, err
+	}
+	if from < 0 || limit < 0 {
+		return ui.TurnPage{}, fmt.Errorf("load turns: bad window from=%d limit=%d", from, limit)
+	}
+	p := c.path(b.tip)
+	pg := ui.TurnPage{From: from, Total: len(p)}
+	for i := from; i < len(p) && i < from+limit; i++ {
+		pg.IDs = append(pg.IDs, p[i])
+		pg.Turns = append(pg.Turns, c.nodes[p[i]].turn.Clone())
+	}
+	return pg, nil
+}
+
+func (m *Memory) Turn(ctx context.Context, id, turn string) (*trace.Turn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	n, ok := c.nodes[turn]
+	if !ok {
+		return nil, fmt.Errorf("conversation %q has no turn %q", id, turn)
+	}
+	return n.turn.Clone(), nil
+}
+
+func (m *Memory) Fork(ctx context.Context, id, turn, name string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := c.nodes[turn]; !ok && turn != "" {
+		return "", fmt.Errorf("conversation %q has no turn %q", id, turn)
+	}
+	return m.newBranchLocked(c, name, "fork", turn)
+}
+
+func (m *Memory) newBranchLocked(c *conv, name, prefix, tip string) (string, error) {
+	if name == "" {
+		for i := 1; ; i++ {
+			name = fmt.Sprintf("%s-%d", prefix, i)
+			if _, taken := c.branches[name]; !taken {
+				break
+			}
+		}
+	}
+	if _, taken := c.branches[name]; taken {
+		return "", fmt.Errorf("branch %q exists", name)
+	}
+	c.branches[name] = &branch{name: name, tip: tip}
+	c.border = append(c.border, name)
+	return name, nil
+}
+
+func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int, cascade bool) (ui.UndoResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return ui.UndoResult{}, err
+	}
+	b, err := m.branchLocked(c, branchName)
+	if err != nil {
+		return ui.UndoResult{}, err
+	}
+	var res ui.UndoResult
+	for ; steps > 0 && b.tip != ""; steps-- {
+		n := c.nodes[b.tip]
+		b.redo = append(b.redo, b.tip)
+		b.tip = n.parent
+		res.Turns++
+		if cascade {
+			trace.WalkCalls(n.turn.Calls, func(*trace.Call, int) { res.Calls++ })
+		}
+	}
+	if res.Turns == 0 {
+		return res, fmt.Errorf("branch %q has no turn to undo", branchName)
+	}
+	return res, nil
+}
+
+func (m *Memory) Redo(ctx context.Context, id, branchName string, steps int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return err
+	}
+	b, err := m.branchLocked(c, branchName)
+	if err != nil {
+		return err
+	}
+	if len(b.redo) == 0 {
+		return fmt.Errorf("branch %q has nothing to redo", branchName)
+	}
+	for ; steps > 0 && len(b.redo) > 0; steps-- {
+		b.tip = b.redo[len(b.redo)-1]
+		b.redo = b.redo[:len(b.redo)-1]
+	}
+	return nil
+}
+
+var _ ui.Backend = (*Memory)(nil)
