@@ -231,3 +231,15 @@ func TestFieldsFromMessages(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkDemoComplete(b *testing.B) {
+	s, _ := sig.ParseWith("question -> intent", "Classify the customer's intent.")
+	msgs, _ := adapter.Chat{}.Format(adapter.Request{Signature: s, Inputs: sig.NewMap("question", "The reset email never arrives")})
+	d := NewDemo(DemoOptions{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := d.Complete(lm.Meta{}, msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

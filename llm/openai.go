@@ -293,7 +293,7 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 	return r, extra
 }
 
-func (o *OpenAI) client(x *exchange, extra []string) *openai.Client {
+func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []string) *openai.Client {
 	cfg := openai.DefaultConfig(o.opts.APIKey)
 	if o.opts.Azure {
 		cfg = openai.DefaultAzureConfig(o.opts.APIKey, o.opts.BaseURL)
@@ -304,7 +304,11 @@ func (o *OpenAI) client(x *exchange, extra []string) *openai.Client {
 	// Some gateways send keep-alive comments while a model loads; go-openai counts
 	// them as empty messages and gives up after its limit.
 	cfg.EmptyMessagesLimit = 100000
-	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, x: x}
+	fill := false
+	for _, m := range r.Messages {
+		fill = fill || m.Content == ""
+	}
+	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, fillContent: fill, x: x}
 	return openai.NewClientWithConfig(cfg)
 }
 
@@ -319,7 +323,7 @@ type result struct {
 func (o *OpenAI) attempt(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
 	extra []string, onDelta func(string)) (result, *exchange, error) {
 	x := &exchange{}
-	c := o.client(x, extra)
+	c := o.client(r, x, extra)
 	if !r.Stream {
 		resp, err := c.CreateChatCompletion(ctx, r)
 		status, _, _ := x.response()

@@ -473,3 +473,27 @@ func TestAppendMembers(t *testing.T) {
 		}
 	}
 }
+
+// go-openai drops empty message content; the body on the wire must still carry it.
+func TestOpenAIEmptyContentIsSent(t *testing.T) {
+	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeCompletion(w, "ok", 0) })
+	m := newTestLM(t, s, nil)
+	msgs := []lm.Message{{Role: "system", Content: ""}, {Role: "user", Content: "<b>&</b> é"}}
+	resp, err := m.Call(context.Background(), lm.Request{Messages: msgs, Params: lm.Params{Temperature: ptr(0.7)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Messages    []map[string]any `json:"messages"`
+		Temperature float64          `json:"temperature"`
+	}
+	if err := json.Unmarshal(s.body(0), &body); err != nil {
+		t.Fatalf("%v: %s", err, s.body(0))
+	}
+	if c, ok := body.Messages[0]["content"]; !ok || c != "" || body.Messages[1]["content"] != "<b>&</b> é" || body.Temperature != 0.7 {
+		t.Errorf("body = %s", s.body(0))
+	}
+	if string(resp.RequestBody) != string(s.body(0)) {
+		t.Errorf("recorded body differs from the one received")
+	}
+}

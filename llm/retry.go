@@ -203,8 +203,12 @@ func classifyTransport(err error, t target) *Error {
 
 // cancelled reports whether the caller's ctx ended, and the error to return if so.
 func cancelled(ctx context.Context, name string) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: call cancelled: %w", name, err)
+	err := ctx.Err()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: the caller's deadline passed: %w", name, err)
 	}
-	return nil
+	return fmt.Errorf("%s: call cancelled: %w", name, err)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sessionbench/sessionbench/core/sig"
 )
 
 // newHTTPClient builds the client shared by all calls of one OpenAI model. The connect
@@ -53,7 +55,10 @@ type captureDoer struct {
 	// extra holds JSON members appended to the body, in order ("temperature":0 and the
 	// like: go-openai drops zero floats because of omitempty).
 	extra []string
-	x     *exchange
+	// fillContent restores "content":"" on messages go-openai wrote without it (its
+	// omitempty drops empty content, which servers reject and the preview would not show).
+	fillContent bool
+	x           *exchange
 }
 
 func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
@@ -65,6 +70,9 @@ func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("reading the request body: %w", err)
 		}
 		body = appendMembers(b, d.extra)
+		if d.fillContent {
+			body = fillEmptyContent(body)
+		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
@@ -127,4 +135,40 @@ func appendMembers(obj []byte, members []string) []byte {
 	}
 	b.WriteByte('}')
 	return []byte(b.String())
+}
+
+// fillEmptyContent gives every message without a "content" key an empty one, right after
+// its role. The body is re-encoded in its original key order; on any surprise it is
+// returned unchanged.
+func fillEmptyContent(body []byte) []byte {
+	v, err := sig.DecodeJSON(body)
+	if err != nil {
+		return body
+	}
+	req, ok := v.(*sig.Map)
+	if !ok {
+		return body
+	}
+	raw, _ := req.Get("messages")
+	msgs, ok := raw.([]any)
+	if !ok {
+		return body
+	}
+	for i, m := range msgs {
+		msg, ok := m.(*sig.Map)
+		if !ok || msg.Has("content") {
+			continue
+		}
+		fixed := sig.NewMap()
+		msg.Range(func(k string, v any) bool {
+			fixed.Set(k, v)
+			if k == "role" {
+				fixed.Set("content", "")
+			}
+			return true
+		})
+		msgs[i] = fixed
+	}
+	req.Set("messages", msgs)
+	return []byte(sig.JSON(req))
 }
