@@ -300,8 +300,32 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
 		}
-		return nil
+		return sweepContent(ctx, tx)
 	})
+}
+
+// sweepContent deletes message lists and contents no longer used by any call or turn
+// (shared ones stay): a mark phase walks from every referenced list end to its root.
+func sweepContent(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM list_nodes WHERE id NOT IN (
+		WITH RECURSIVE live(id) AS (
+			SELECT messages_node FROM calls WHERE messages_node IS NOT NULL
+			UNION SELECT history_node FROM calls WHERE history_node IS NOT NULL
+			UNION SELECT snapshot_node FROM turns WHERE snapshot_node IS NOT NULL
+			UNION SELECT l.parent_id FROM list_nodes l JOIN live ON l.id = live.id WHERE l.parent_id IS NOT NULL)
+		SELECT id FROM live)`)
+	if err != nil {
+		return fmt.Errorf("storage: sweep message lists: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM contents WHERE id NOT IN (
+		SELECT content_id FROM list_nodes
+		UNION SELECT completion_id FROM calls WHERE completion_id IS NOT NULL
+		UNION SELECT raw_request_id FROM calls WHERE raw_request_id IS NOT NULL
+		UNION SELECT raw_response_id FROM calls WHERE raw_response_id IS NOT NULL)`)
+	if err != nil {
+		return fmt.Errorf("storage: sweep contents: %w", err)
+	}
+	return nil
 }
 
 // MetadataKeys returns a conversation's metadata keys sorted, for stable display.

@@ -337,3 +337,32 @@ func TestAttemptsBestTracking(t *testing.T) {
 		t.Errorf("unencodable details: %v", err)
 	}
 }
+
+// Contents shared between conversations survive deleting one of them.
+func TestDeleteKeepsSharedContent(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "A")
+	mustConv(t, s, "B")
+	for i := 0; i < 3; i++ {
+		for _, c := range []string{"A", "B"} {
+			if _, err := s.AppendTurn(ctx, c, MainBranch, fixtureTurn(i, 0, true)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before, _ := s.LoadBranch(ctx, "B", MainBranch)
+	if err := s.DeleteConversation(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := s.LoadBranch(ctx, "B", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if toJSON(t, before) != toJSON(t, after) {
+		t.Fatal("B changed when A was deleted")
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

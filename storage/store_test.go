@@ -281,6 +281,11 @@ func TestConversationMetadataAndListing(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d turns left after deleting the only conversation with turns", n)
 	}
+	var nodes, contents int
+	s.r.QueryRow("SELECT (SELECT count(*) FROM list_nodes), (SELECT count(*) FROM contents)").Scan(&nodes, &contents)
+	if nodes != 0 || contents != 0 {
+		t.Errorf("%d list nodes and %d contents left after deleting every call", nodes, contents)
+	}
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)
 	}
