@@ -43,7 +43,7 @@ func (l *AttemptLog) CanRetry() bool { return len(l.History) < l.Max }
 func (l *AttemptLog) Add(score float64, values *sig.Map) bool {
 	n := len(l.History) + 1
 	l.History = append(l.History, AttemptRecord{Attempt: n, Score: score, Values: values.Clone()})
-	if n == 1 || score > l.BestScore {
+	if l.BestAttempt == 0 || score > l.BestScore {
 		l.BestAttempt, l.BestScore = n, score
 		return true
 	}

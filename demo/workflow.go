@@ -1,0 +1,531 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// Workflow is an agent file compiled into a module: named predictors and a tree of
+// steps reading and writing fields of a scope. It is a core.Composite, so a recursive
+// session finds its predictors under their names.
+type Workflow struct {
+	name    string
+	inputs  []string
+	outputs []string
+	params  *sig.Map
+	preds   []namedPredict
+	steps   []*step
+	now     Clock
+}
+
+type namedPredict struct {
+	name string
+	p    *core.Predict
+}
+
+type stepKind int
+
+const (
+	kindPredict stepKind = iota
+	kindTool
+	kindSet
+	kindCompound
+)
+
+// binding feeds a target field from a scope field or, for text, from a template.
+type binding struct {
+	to   string
+	from string
+	tmpl bool // from is a {field} template, not a field name
+}
+
+// step is one compiled workflow step (see the package documentation for the keys).
+type step struct {
+	name     string
+	kind     stepKind
+	pred     *core.Predict
+	predName string
+	tool     string
+	set      []binding
+	inputs   []binding // predictor/tool inputs, or the child scope's initial fields
+	outputs  []binding // scope field <- result field; nil: every result under its name
+	mode     string    // isolated, shared, inherited (compound steps)
+	parallel bool
+	sub      []*step
+
+	onError    string // fail, skip, retry
+	maxRetries int    // attempts in total
+	retryUntil string
+	loopMax    int
+	loopUntil  string
+	best       string // score field for the best attempt
+	counter    string
+	bestTo     string
+	statusTo   string
+	summaryTo  string // "" when not summarising
+}
+
+// TypeName is the agent's name, shown in traces.
+func (w *Workflow) TypeName() string { return w.name }
+
+// Submodules lists the predictors; dotted names ("researcher.summarizer") become
+// nested groups so that paths match a Go agent built the same way.
+func (w *Workflow) Submodules() []core.Sub {
+	root := &group{}
+	for _, np := range w.preds {
+		root.add(strings.Split(np.name, "."), np.p)
+	}
+	return root.Submodules()
+}
+
+// group is a node of dotted predictor names; it is only walked, never called.
+type group struct {
+	name string
+	subs []core.Sub
+}
+
+func (g *group) add(path []string, p *core.Predict) {
+	if len(path) == 1 {
+		g.subs = append(g.subs, core.Sub{Name: path[0], Module: p})
+		return
+	}
+	for _, s := range g.subs {
+		if c, ok := s.Module.(*group); ok && s.Name == path[0] {
+			c.add(path[1:], p)
+			return
+		}
+	}
+	c := &group{name: path[0]}
+	c.add(path[1:], p)
+	g.subs = append(g.subs, core.Sub{Name: path[0], Module: c})
+}
+
+func (g *group) Submodules() []core.Sub { return g.subs }
+func (g *group) TypeName() string       { return "Group" }
+func (g *group) Forward(context.Context, *sig.Map) (*core.Prediction, error) {
+	return nil, fmt.Errorf("%s groups predictors and cannot be called", g.name)
+}
+
+// Forward runs the steps on a scope holding the parameters and the inputs and returns
+// the declared outputs.
+func (w *Workflow) Forward(ctx context.Context, in *sig.Map) (*core.Prediction, error) {
+	sc := newScope(nil)
+	w.params.Range(func(k string, v any) bool { sc.set(k, sig.Clone(v)); return true })
+	for _, name := range w.inputs {
+		v, ok := in.Get(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: missing input %q", w.name, name)
+		}
+		sc.set(name, v)
+	}
+	if _, err := w.runSteps(ctx, sc, w.steps, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.name, err)
+	}
+	out := sig.NewMap()
+	for _, name := range w.outputs {
+		v, ok := sc.get(name)
+		if !ok {
+			return nil, fmt.Errorf("%s: output %q was not produced (a skipped step?)", w.name, name)
+		}
+		out.Set(name, v)
+	}
+	return &core.Prediction{Fields: out}, nil
+}
+
+// scope holds the fields steps read and write. Reads fall through to parent (the
+// inherited context mode); writes always stay local.
+type scope struct {
+	vals    *sig.Map
+	parent  *scope
+	written []string // local keys in first-write order (for summaries and joins)
+}
+
+func newScope(parent *scope) *scope { return &scope{vals: sig.NewMap(), parent: parent} }
+
+func (s *scope) get(k string) (any, bool) {
+	for c := s; c != nil; c = c.parent {
+		if v, ok := c.vals.Get(k); ok {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+func (s *scope) set(k string, v any) {
+	if !s.vals.Has(k) {
+		s.written = append(s.written, k)
+	}
+	s.vals.Set(k, v)
+}
+
+// save and restore take the local state for retries and best attempts.
+func (s *scope) save() (*sig.Map, []string) {
+	return s.vals.Clone(), append([]string(nil), s.written...)
+}
+
+func (s *scope) restore(vals *sig.Map, written []string) {
+	s.vals, s.written = vals.Clone(), append([]string(nil), written...)
+}
+
+// runSteps runs steps in order. stop, when set, is checked after every step (a loop's
+// until condition); it reports whether it stopped early.
+func (w *Workflow) runSteps(ctx context.Context, sc *scope, steps []*step, stop func() bool) (bool, error) {
+	for _, st := range steps {
+		if err := w.runStep(ctx, sc, st); err != nil {
+			return false, err
+		}
+		if stop != nil && stop() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// runStep runs a step with its retries. Every attempt starts from the scope as it was
+// before the step; when the acceptance condition is never met the best-scoring
+// attempt's result is kept (seed 003).
+func (w *Workflow) runStep(ctx context.Context, sc *scope, st *step) error {
+	if st.maxRetries <= 1 && st.retryUntil == "" {
+		err := w.runOnce(ctx, sc, st)
+		if err != nil && st.onError == "skip" {
+			return nil
+		}
+		return wrapStep(st, err)
+	}
+	before, beforeW := sc.save()
+	log := &AttemptLog{Max: max(st.maxRetries, 1)}
+	var lastErr error
+	accepted := false
+	for log.CanRetry() {
+		sc.restore(before, beforeW)
+		lastErr = w.runOnce(ctx, sc, st)
+		if ctx.Err() != nil {
+			return wrapStep(st, ctx.Err())
+		}
+		if lastErr != nil {
+			if st.onError != "retry" {
+				break
+			}
+			log.History = append(log.History, AttemptRecord{Attempt: log.Count() + 1})
+			continue
+		}
+		score, _ := sc.get(st.best)
+		f, _ := Score(score)
+		vals, _ := sc.save()
+		log.Add(f, vals)
+		if st.retryUntil == "" {
+			accepted = true
+			break
+		}
+		if v, _ := sc.get(st.retryUntil); Truthy(v) {
+			accepted = true
+			break
+		}
+	}
+	best := log.Best()
+	switch {
+	case accepted:
+	case best != nil && best.Values != nil:
+		sc.restore(before, beforeW)
+		best.Values.Range(func(k string, v any) bool { sc.set(k, v); return true })
+	case lastErr != nil && st.onError == "skip":
+		sc.restore(before, beforeW)
+		return nil
+	case lastErr != nil:
+		return wrapStep(st, fmt.Errorf("%d attempts failed, last: %w", log.Count(), lastErr))
+	}
+	w.writeMeta(sc, st, log, accepted)
+	return nil
+}
+
+func wrapStep(st *step, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("step %q: %w", st.name, err)
+}
+
+// writeMeta writes the attempt count, the best attempt and the status where asked.
+func (w *Workflow) writeMeta(sc *scope, st *step, log *AttemptLog, accepted bool) {
+	if st.counter != "" {
+		sc.set(st.counter, int64(log.Count()))
+	}
+	if st.bestTo != "" {
+		sc.set(st.bestTo, int64(log.BestAttempt))
+	}
+	if st.statusTo != "" {
+		status := StatusNeedsHuman
+		if accepted {
+			status = StatusCompleted
+		}
+		sc.set(st.statusTo, status)
+	}
+}
+
+// runOnce runs one attempt of a step (all iterations when it loops).
+func (w *Workflow) runOnce(ctx context.Context, sc *scope, st *step) error {
+	if st.kind == kindCompound {
+		return w.runCompound(ctx, sc, st)
+	}
+	if st.loopMax == 0 {
+		return w.runLeaf(ctx, sc, st)
+	}
+	return w.loop(sc, st, func(stop func() bool) (bool, error) {
+		if err := w.runLeaf(ctx, sc, st); err != nil {
+			return false, err
+		}
+		return stop(), nil
+	})
+}
+
+// loop repeats body until the until field is true or the iterations run out, tracking
+// the best iteration by score; body reports whether it stopped.
+func (w *Workflow) loop(sc *scope, st *step, body func(stop func() bool) (bool, error)) error {
+	log := &AttemptLog{Max: st.loopMax}
+	stop := func() bool {
+		if st.loopUntil == "" {
+			return false
+		}
+		v, _ := sc.get(st.loopUntil)
+		return Truthy(v)
+	}
+	accepted := false
+	for log.CanRetry() {
+		stopped, err := body(stop)
+		if err != nil {
+			return fmt.Errorf("iteration %d: %w", log.Count()+1, err)
+		}
+		f := 0.0
+		if st.best != "" {
+			v, _ := sc.get(st.best)
+			f, _ = Score(v)
+		}
+		vals, _ := sc.save()
+		log.Add(f, vals)
+		if stopped {
+			accepted = true
+			break
+		}
+	}
+	if !accepted && st.best != "" {
+		if b := log.Best(); b != nil {
+			b.Values.Range(func(k string, v any) bool { sc.set(k, v); return true })
+		}
+	}
+	w.writeMeta(sc, st, log, accepted)
+	return nil
+}
+
+// runCompound runs sub-steps in a child scope chosen by the context mode, then hands
+// the mapped outputs and the summary to the parent.
+func (w *Workflow) runCompound(ctx context.Context, parent *scope, st *step) error {
+	var child *scope
+	switch st.mode {
+	case "shared":
+		child = parent
+	case "inherited":
+		child = newScope(parent)
+	default: // isolated
+		child = newScope(nil)
+	}
+	for _, b := range st.inputs {
+		v, err := resolve(parent, b)
+		if err != nil {
+			return err
+		}
+		child.set(b.to, v)
+	}
+	start := len(child.written)
+	run := func(stop func() bool) (bool, error) {
+		if st.parallel && gateFrom(ctx) == nil {
+			return false, w.runParallel(ctx, child, st.sub)
+		}
+		return w.runSteps(ctx, child, st.sub, stop)
+	}
+	var err error
+	if st.loopMax > 0 {
+		err = w.loop(child, st, run)
+	} else {
+		_, err = run(nil)
+	}
+	if err != nil {
+		return err
+	}
+	for _, b := range st.outputs {
+		v, ok := child.get(b.from)
+		if !ok {
+			return fmt.Errorf("output %q: field %q was not produced (a skipped step?)", b.to, b.from)
+		}
+		parent.set(b.to, v)
+	}
+	if st.summaryTo != "" {
+		parent.set(st.summaryTo, summarize(st.name, child, start))
+	}
+	return nil
+}
+
+// summarize is seed 002's string feedback: what the child wrote, one line.
+func summarize(name string, child *scope, start int) string {
+	var parts []string
+	for _, k := range child.written[min(start, len(child.written)):] {
+		v, _ := child.vals.Get(k)
+		s := strings.Join(strings.Fields(sig.PyStr(v)), " ")
+		if r := []rune(s); len(r) > 120 {
+			s = string(r[:117]) + "..."
+		}
+		parts = append(parts, k+"="+s)
+	}
+	if len(parts) == 0 {
+		return name + ": nothing produced"
+	}
+	return name + ": " + strings.Join(parts, "; ")
+}
+
+// runParallel forks one inherited scope per sub-step, runs them concurrently and joins
+// their writes in declaration order. Calls start in a fixed round-robin order (see
+// gate), so the turn's call records come out in the same order on every run.
+func (w *Workflow) runParallel(ctx context.Context, sc *scope, subs []*step) error {
+	g := newGate(len(subs))
+	scopes := make([]*scope, len(subs))
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, st := range subs {
+		scopes[i] = newScope(sc)
+		wg.Add(1)
+		go func(i int, st *step) {
+			defer wg.Done()
+			defer g.finish(i)
+			errs[i] = w.runStep(withGate(ctx, g, i), scopes[i], st)
+		}(i, st)
+	}
+	wg.Wait()
+	for i := range subs {
+		if errs[i] != nil {
+			return errs[i]
+		}
+	}
+	for _, bs := range scopes {
+		for _, k := range bs.written {
+			v, _ := bs.vals.Get(k)
+			sc.set(k, v)
+		}
+	}
+	return nil
+}
+
+// runLeaf runs a predictor, tool or set step once.
+func (w *Workflow) runLeaf(ctx context.Context, sc *scope, st *step) error {
+	in := sig.NewMap()
+	for _, b := range st.inputs {
+		v, err := resolve(sc, b)
+		if err != nil {
+			return err
+		}
+		in.Set(b.to, v)
+	}
+	var res *sig.Map
+	switch st.kind {
+	case kindSet:
+		for _, b := range st.set {
+			v, err := resolve(sc, b)
+			if err != nil {
+				return err
+			}
+			sc.set(b.to, v)
+		}
+		return nil
+	case kindTool:
+		r, err := runTool(st.tool, in, w.clock())
+		if err != nil {
+			return err
+		}
+		res = r
+	case kindPredict:
+		p, err := callPredictor(ctx, st.pred, in)
+		if err != nil {
+			return err
+		}
+		res = p.Fields
+	}
+	if st.outputs == nil {
+		res.Range(func(k string, v any) bool { sc.set(k, v); return true })
+		return nil
+	}
+	for _, b := range st.outputs {
+		v, ok := res.Get(b.from)
+		if !ok {
+			return fmt.Errorf("result has no field %q", b.from)
+		}
+		sc.set(b.to, v)
+	}
+	return nil
+}
+
+func (w *Workflow) clock() Clock {
+	if w.now == nil {
+		return timeNow
+	}
+	return w.now
+}
+
+// resolve reads a binding's value: a field (any type) or a rendered template (text).
+func resolve(sc *scope, b binding) (any, error) {
+	if !b.tmpl {
+		v, ok := sc.get(b.from)
+		if !ok {
+			return nil, fmt.Errorf("field %q is not set (a skipped step?)", b.from)
+		}
+		return v, nil
+	}
+	return renderTemplate(b.from, func(name string) (string, bool) {
+		v, ok := sc.get(name)
+		return sig.PyStr(v), ok
+	})
+}
+
+// tools maps a built-in tool to its input and output fields.
+var tools = map[string]struct{ in, out []string }{
+	"calculator": {[]string{"expression"}, []string{"result"}},
+	"search":     {[]string{"query"}, []string{"documents", "text"}},
+	"date":       {nil, []string{"date"}},
+	"act":        {[]string{"action"}, []string{"observation", "done", "answer"}},
+}
+
+func toolNames() string {
+	var ns []string
+	for n := range tools {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return strings.Join(ns, ", ")
+}
+
+func runTool(name string, in *sig.Map, now Clock) (*sig.Map, error) {
+	switch name {
+	case "calculator":
+		r, err := Calculate(in.String("expression"))
+		if err != nil {
+			return nil, err
+		}
+		return sig.NewMap("result", r), nil
+	case "search":
+		docs := Search(in.String("query"), 2)
+		list := make([]any, len(docs))
+		for i, d := range docs {
+			list[i] = d
+		}
+		return sig.NewMap("documents", list, "text", strings.Join(docs, "\n")), nil
+	case "date":
+		return sig.NewMap("date", Today(now())), nil
+	case "act":
+		a := Act(in.String("action"), now())
+		return sig.NewMap("observation", a.Observation, "done", a.Done, "answer", a.Answer), nil
+	}
+	return nil, fmt.Errorf("unknown tool %q", name)
+}
