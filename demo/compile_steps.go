@@ -195,7 +195,7 @@ func (c *compiler) bindIO(ss *stepSpec, st *step, key string, avail map[string]b
 func (c *compiler) bind(to, from, key string, avail map[string]bool) binding {
 	if identRe.MatchString(from) {
 		if !avail[from] {
-			c.errf(key, "field %q is not produced by any earlier step (available: %s)", from, fieldList(avail))
+			c.errf(key, "%q reads field %q, which is not produced by any earlier step (available: %s)", to, from, fieldList(avail))
 		}
 		return binding{to: to, from: from}
 	}
