@@ -2,11 +2,11 @@ package template
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -147,33 +147,7 @@ func isPyPrintable(r rune) bool {
 	return unicode.IsPrint(r) && !unicode.Is(unicode.Zs, r)
 }
 
-// formatFieldValue is DSPy's format_field_value: a list under a str annotation becomes a
-// numbered «» list; everything else is str() of its JSON form (containers as compact
-// Python json.dumps).
-func formatFieldValue(f sig.Field, v any) string {
-	if list, ok := v.([]any); ok && f.Type.IsStr() {
-		return formatInputList(list)
-	}
-	return sig.PyStr(v)
-}
-
-func formatInputList(list []any) string {
-	blob := func(x any) string {
-		s := sig.PyStr(x)
-		if !strings.ContainsAny(s, "\n«»") {
-			return "«" + s + "»"
-		}
-		return "«««\n    " + strings.ReplaceAll(s, "\n", "\n    ") + "\n»»»"
-	}
-	switch len(list) {
-	case 0:
-		return "N/A"
-	case 1:
-		return blob(list[0])
-	}
-	parts := make([]string, len(list))
-	for i, x := range list {
-		parts[i] = "[" + strconv.Itoa(i+1) + "] " + blob(x)
-	}
-	return strings.Join(parts, "\n")
-}
+// formatFieldValue is DSPy's format_field_value (the ChatAdapter's implementation): a
+// list under a str annotation becomes a numbered «» list, anything else str() of its
+// JSON form.
+func formatFieldValue(f sig.Field, v any) string { return adapter.FormatFieldValue(f, v) }
