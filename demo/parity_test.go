@@ -28,6 +28,10 @@ var conversations = []struct {
 	{"Orchestrator", "orchestrator.toml", []string{"Plan a team offsite for 12 people", "Now write the invitation email"}},
 }
 
+func demoCtx(a Agent) context.Context {
+	return core.WithLM(context.Background(), llm.NewDemo(llm.DemoOptions{Scripts: a.Scripts()}))
+}
+
 // runConversation runs turns through a fresh session of the agent on the demo model.
 func runConversation(t *testing.T, a Agent, turns []string) (*core.Session, []*trace.Turn) {
 	t.Helper()
@@ -40,7 +44,7 @@ func runConversation(t *testing.T, a Agent, turns []string) (*core.Session, []*t
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := core.WithLM(context.Background(), llm.NewDemo(llm.DemoOptions{Scripts: a.Scripts()}))
+	ctx := demoCtx(a)
 	var out []*trace.Turn
 	for _, q := range turns {
 		_, turn, err := s.Run(ctx, sig.NewMap(a.Inputs[0], q))
