@@ -54,6 +54,21 @@ func BenchmarkFork(b *testing.B) {
 	s := openTemp(b)
 	mustConv(b, s, "S")
 	bulkAppend(b, s, "S", MainBranch, 10001, 2000, lightTurn)
+	br, err := s.Branch(ctx, "S", MainBranch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tip, _ := parseTurnKey(br.Tip)
+	// The lookup alone, without the fsync of the commit that dominates a fork.
+	for _, at := range []int{10, 5000, 10000} {
+		b.Run(fmt.Sprintf("lookup-at=%d", at), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ancestorAt(ctx, s.r, tip, at); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	for _, at := range []int{10, 5000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
 			i := 0
