@@ -1,8 +1,3 @@
-// Package storage keeps everything the workbench does in one SQLite file (modernc.org/sqlite,
-// pure Go): conversations with status and metadata, named branches over a tree of turns,
-// the call records of every turn with their exact requests, retry attempts, and the
-// in-flight turn of a crash. See migrations/ for the schema and DESIGN.md for why turns
-// form a tree.
 package storage
 
 import (
