@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -163,7 +164,7 @@ func (c *compiler) bindIO(ss *stepSpec, st *step, key string, avail map[string]b
 	for _, in := range ins {
 		from, mapped := ss.Inputs[in]
 		if !mapped {
-			from = in
+			from = "{" + in + "}"
 		}
 		where := key + ".inputs"
 		if !mapped {
@@ -190,14 +191,15 @@ func (c *compiler) bindIO(ss *stepSpec, st *step, key string, avail map[string]b
 	return writes
 }
 
-// bind makes a binding from a field name or a template, checking that every field it
-// reads is set by then.
+// bind makes a binding from a value expression: exactly "{field}" reads that field
+// with its type; any other text is a template ("{a} and {b}", or plain literal text).
+// Every field it reads must be set by then.
 func (c *compiler) bind(to, from, key string, avail map[string]bool) binding {
-	if identRe.MatchString(from) {
-		if !avail[from] {
-			c.errf(key, "%q reads field %q, which is not produced by any earlier step (available: %s)", to, from, fieldList(avail))
+	if m := fieldRefRe.FindStringSubmatch(from); m != nil {
+		if !avail[m[1]] {
+			c.errf(key, "%q reads field %q, which is not produced by any earlier step (available: %s)", to, m[1], fieldList(avail))
 		}
-		return binding{to: to, from: from}
+		return binding{to: to, from: m[1]}
 	}
 	names, err := templateFields(from)
 	if err != nil {
@@ -210,6 +212,8 @@ func (c *compiler) bind(to, from, key string, avail map[string]bool) binding {
 	}
 	return binding{to: to, from: from, tmpl: true}
 }
+
+var fieldRefRe = regexp.MustCompile(`^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}$`)
 
 // compoundStep compiles sub-steps in a child scope according to the context mode.
 func (c *compiler) compoundStep(ss *stepSpec, st *step, key string, avail map[string]bool, stack []string) []string {
