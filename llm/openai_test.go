@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -134,18 +136,29 @@ func TestOpenAIStreamDeliversIncrementally(t *testing.T) {
 }
 
 func TestOpenAIRetriesThenSucceeds(t *testing.T) {
-	for _, status := range []int{429, 500, 502, 503, 504} {
-		t.Run(http.StatusText(status), func(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		stream bool
+	}{{429, false}, {500, false}, {502, false}, {503, false}, {504, false}, {429, true}, {503, true}} {
+		status := tc.status
+		t.Run(fmt.Sprintf("%d stream=%v", status, tc.stream), func(t *testing.T) {
 			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				if n < 2 {
+				switch {
+				case n < 2:
 					writeError(w, status, "try later")
-					return
+				case tc.stream:
+					streamAll(w, "o", "k")
+				default:
+					writeCompletion(w, "ok", 0)
 				}
-				writeCompletion(w, "ok", 0)
 			})
 			m := newTestLM(t, s, nil)
 			var seen []lm.Attempt
-			resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnAttempt: func(a lm.Attempt) { seen = append(seen, a) }})
+			req := lm.Request{Messages: twoMessages, OnAttempt: func(a lm.Attempt) { seen = append(seen, a) }}
+			if tc.stream {
+				req.OnDelta = func(string) {}
+			}
+			resp, err := m.Call(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -495,5 +508,24 @@ func TestOpenAIEmptyContentIsSent(t *testing.T) {
 	}
 	if string(resp.RequestBody) != string(s.body(0)) {
 		t.Errorf("recorded body differs from the one received")
+	}
+}
+
+func TestOpenAIAzureAddressing(t *testing.T) {
+	var path, query, key, auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path, query, key, auth = r.URL.Path, r.URL.RawQuery, r.Header.Get("api-key"), r.Header.Get("Authorization")
+		writeCompletion(w, "ok", 0)
+	}))
+	defer srv.Close()
+	m, err := NewOpenAI(OpenAIOptions{BaseURL: srv.URL, APIKey: "az-key", Model: "my-deployment", Azure: true, APIVersion: "2024-06-01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Call(context.Background(), lm.Request{Messages: twoMessages}); err != nil {
+		t.Fatal(err)
+	}
+	if path != "/openai/deployments/my-deployment/chat/completions" || query != "api-version=2024-06-01" || key != "az-key" || auth != "" {
+		t.Errorf("path %q query %q api-key %q auth %q", path, query, key, auth)
 	}
 }
