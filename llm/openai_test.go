@@ -233,6 +233,7 @@ func TestOpenAINonRetryable(t *testing.T) {
 		{400, "max_tokens is too large", false, "rejected the request", "max_tokens is too large"},
 		{404, "The model `test-model` does not exist", false, `unknown model "test-model"`, "does not exist"},
 		{404, "page not found", false, "wrong base URL", "page not found"},
+		{429, "You exceeded your current quota, please check your plan and billing details.", false, "no quota", "exceeded your current quota"},
 	}
 	for _, c := range cases {
 		t.Run(c.msg, func(t *testing.T) {
@@ -413,7 +414,7 @@ func TestOpenAICancelDuringBackoff(t *testing.T) {
 func TestOpenAIRetryAfterTooLong(t *testing.T) {
 	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set("Retry-After", "3600")
-		writeError(w, 429, "quota")
+		writeError(w, 429, "rate limited")
 	})
 	m := newTestLM(t, s, nil)
 	_, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})

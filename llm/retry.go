@@ -123,7 +123,15 @@ type target struct {
 func classifyHTTP(status int, body []byte, err error, t target) *Error {
 	e := &Error{Status: status, Message: serverMessage(body, err), Err: err}
 	switch status {
-	case 429, 500, 502, 503, 504:
+	case 429:
+		// OpenAI answers 429 both for rate limits (wait and retry) and for an exhausted
+		// quota (retrying cannot help).
+		if strings.Contains(strings.ToLower(e.Message), "quota") {
+			e.Hint = "the account behind this key has no quota or credit left"
+		} else {
+			e.Retryable = true
+		}
+	case 500, 502, 503, 504:
 		e.Retryable = true
 	case 401, 403:
 		switch {
