@@ -258,7 +258,11 @@ func (c *compiler) signature(ps *predictorSpec, key string) *sig.Signature {
 
 func (c *compiler) adapter(ps *predictorSpec, key string) adapter.Adapter {
 	if ps.Adapter != "template" && (ps.Template != nil || ps.TemplateFile != "") {
-		c.errf(key+".adapter", "a template needs adapter = \"template\"")
+		k := key + ".template"
+		if ps.TemplateFile != "" {
+			k += "_file"
+		}
+		c.errf(k, "a template needs adapter = \"template\"")
 		return nil
 	}
 	switch ps.Adapter {
