@@ -401,4 +401,3 @@ func sortStrings(s []string) {
 		}
 	}
 }
-
