@@ -40,6 +40,9 @@ type conv struct {
 	order    []string // node IDs in creation order (parents first)
 	branches map[string]*branch
 	border   []string // branch names in creation order
+	// paths memoises root-to-tip paths by tip: a node's parent never changes, so a
+	// path, once computed, stays right (a 100,000-turn branch is walked once).
+	paths map[string][]string
 }
 
 type node struct {
@@ -175,13 +178,30 @@ func (m *Memory) branchLocked(c *conv, name string) (*branch, error) {
 	return b, nil
 }
 
-// path is the node IDs from the root to tip.
+// path is the node IDs from the root to tip (shared: callers must not modify it).
 func (c *conv) path(tip string) []string {
-	var ids []string
-	for id := tip; id != ""; id = c.nodes[id].parent {
-		ids = append(ids, id)
+	if p, ok := c.paths[tip]; ok {
+		return p
 	}
-	slices.Reverse(ids)
+	if c.paths == nil {
+		c.paths = map[string][]string{}
+	}
+	// walk up to the nearest ancestor whose path is known, then extend that
+	var up []string
+	id := tip
+	for ; id != ""; id = c.nodes[id].parent {
+		if _, ok := c.paths[id]; ok {
+			break
+		}
+		up = append(up, id)
+	}
+	base := c.paths[id]
+	ids := make([]string, len(base), len(base)+len(up))
+	copy(ids, base)
+	for i := len(up) - 1; i >= 0; i-- {
+		ids = append(ids, up[i])
+	}
+	c.paths[tip] = ids
 	return ids
 }
 

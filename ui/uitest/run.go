@@ -367,3 +367,26 @@ func CallTree(prefix string, n int) *trace.Call {
 	}
 	return all[0]
 }
+
+// AddTurn appends a finished turn, as given, to a branch (for screens that need
+// particular content, such as hostile model text). It returns the turn's ID.
+func (m *Memory) AddTurn(id, branchName string, t *trace.Turn) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return "", err
+	}
+	b, err := m.branchLocked(c, branchName)
+	if err != nil {
+		return "", err
+	}
+	t = t.Clone()
+	t.Index = len(c.path(b.tip))
+	m.seq++
+	nid := fmt.Sprintf("n%d", m.seq)
+	c.nodes[nid] = &node{id: nid, parent: b.tip, turn: t}
+	c.order = append(c.order, nid)
+	b.tip = nid
+	return nid, nil
+}

@@ -1,0 +1,45 @@
+package ui_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+func TestSetupReadsConfigAndFlag(t *testing.T) {
+	dir := t.TempDir()
+	themeDir := filepath.Join(dir, "themes")
+	if err := os.MkdirAll(themeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(themeDir, "dusk.toml"), []byte("[colors]\naccent = \"#123456\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte("theme = \"dusk\"\n[keys]\nfork = [\"F\"]\n[model]\nname = \"other section, ignored\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	th, keys, err := ui.Setup(ui.Options{ConfigPath: cfg, ThemeDir: themeDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Name != "dusk" || keys.Fork.Keys()[0] != "F" {
+		t.Fatalf("theme %q fork %v", th.Name, keys.Fork.Keys())
+	}
+	th, _, err = ui.Setup(ui.Options{ConfigPath: cfg, ThemeDir: themeDir, Theme: "light"})
+	if err != nil || th.Name != "light" {
+		t.Fatalf("the flag should override the config: %q %v", th.Name, err)
+	}
+	if err := os.WriteFile(cfg, []byte("[keys]\nfrob = [\"x\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ui.Setup(ui.Options{ConfigPath: cfg, ThemeDir: themeDir}); err == nil || !strings.Contains(err.Error(), cfg) {
+		t.Fatalf("a bad key name should be reported with the file: %v", err)
+	}
+	if _, _, err := ui.Setup(ui.Options{ConfigPath: filepath.Join(dir, "absent.toml"), ThemeDir: themeDir}); err != nil {
+		t.Fatalf("a missing config file is fine: %v", err)
+	}
+}
