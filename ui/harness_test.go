@@ -18,7 +18,12 @@ import (
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
-var update = flag.Bool("update", false, "rewrite golden screens")
+// updating reports -update, the flag the teatest golden package defines (sharing it keeps
+// one switch for both kinds of golden file).
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // harness drives the root model the way the Bubble Tea runtime does: commands run in
 // goroutines, their messages come back through Update, one at a time.
@@ -152,7 +157,7 @@ func (h *harness) raw() string { return h.m.View().Content }
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
