@@ -77,10 +77,9 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 	if err != nil {
 		return err
 	}
-	m := sel.LM
-	if sel.Demo {
-		// The offline demo model follows the demo agents' scripts.
-		m = llm.NewDemo(llm.DemoOptions{TokenRate: llm.DefaultDemoTokenRate, Scripts: demo.Scripts()})
+	if d, ok := sel.LM.(*llm.Demo); ok {
+		// The offline demo model follows the demo agents' scripts (its configured rate kept).
+		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
-	return ui.Run(ctx, app.New(store, m), ui.Options{Theme: theme, ConfigPath: config})
+	return ui.Run(ctx, app.New(store, sel.LM), ui.Options{Theme: theme, ConfigPath: config})
 }
