@@ -281,26 +281,25 @@ func (n *navigator) rowView(m *Model, i, w int) string {
 	case r.fork:
 		mark = "▾ "
 	}
-	text := fmt.Sprintf("#%d %s", nd.Index+1, OneLine(nd.Summary))
+	// the number, branch tags and tip marker come before the text, so a narrow
+	// terminal truncates the text, never them
+	num := fmt.Sprintf("#%d ", nd.Index+1)
+	tags := ""
+	for _, b := range n.tips[nd.ID] {
+		tags += "[" + OneLine(b) + "] "
+	}
+	if nd.ID == n.active {
+		tags += "← active tip "
+	}
+	if nd.Error {
+		tags += "✗ "
+	}
+	text := OneLine(nd.Summary)
 	if nd.Reply != "" {
 		text += " → " + OneLine(nd.Reply)
 	}
-	tags := ""
-	for _, b := range n.tips[nd.ID] {
-		tags += " [" + OneLine(b) + "]"
-	}
-	if nd.Error {
-		tags += " ✗"
-	}
 	if i == n.sel {
-		return s.Selected.Render(fit(ind+mark+text+tags, w))
+		return s.Selected.Render(fit(ind+mark+num+tags+text, w))
 	}
-	line := s.TreeBranch.Render(ind) + s.Accent.Render(mark) + s.Text.Render(text)
-	if tags != "" {
-		line += s.Tip.Render(tags)
-	}
-	if nd.ID == n.active {
-		line += s.Tip.Render("  ← active tip")
-	}
-	return line
+	return s.TreeBranch.Render(ind) + s.Accent.Render(mark) + s.Text.Render(num) + s.Tip.Render(tags) + s.Text.Render(text)
 }
