@@ -33,6 +33,10 @@ type chatPane struct {
 	cacheWidth int
 
 	stream *streamState // the turn in flight, nil when idle
+
+	// usage sums the loaded turns' calls: the title falls back on it when the backend
+	// reports no branch totals
+	usage lm.Usage
 }
 
 // streamState is a turn being written.
@@ -90,6 +94,14 @@ func (p *chatPane) setPage(pg TurnPage) {
 	}
 	if p.sel >= p.total {
 		p.sel = p.total - 1
+	}
+	p.usage = lm.Usage{}
+	for _, t := range p.turns {
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+			p.usage.PromptTokens += c.Usage.PromptTokens
+			p.usage.CompletionTokens += c.Usage.CompletionTokens
+			p.usage.TotalTokens += c.Usage.TotalTokens
+		})
 	}
 }
 
@@ -317,9 +329,15 @@ func (p *chatPane) title(model string) string {
 	if m == "" {
 		m = model
 	}
-	u := p.info.Usage
-	return fmt.Sprintf(" %s · %s · %s tok (%s in / %s out) ", OneLine(p.branch), OneLine(m),
-		humanTokens(u.TotalTokens), humanTokens(u.PromptTokens), humanTokens(u.CompletionTokens))
+	u, partial := p.info.Usage, ""
+	if u.TotalTokens == 0 {
+		u = p.usage
+		if p.from > 0 || len(p.turns) < p.total {
+			partial = " in loaded turns"
+		}
+	}
+	return fmt.Sprintf(" %s · %s · %s tok%s (%s in / %s out) ", OneLine(p.branch), OneLine(m),
+		humanTokens(u.TotalTokens), partial, humanTokens(u.PromptTokens), humanTokens(u.CompletionTokens))
 }
 
 // statusLine is the pane's own footer: turns, selection, state.

@@ -86,7 +86,8 @@ type Model struct {
 	replay  *replayForm
 	cmp     *compareView
 
-	quitting bool
+	quitting  bool
+	autoTheme bool // no theme was named: follow the terminal's background
 }
 
 // dryState is the dry run of the text being typed.
@@ -154,7 +155,7 @@ func (m *Model) rend() renderer { return renderer{st: m.st, md: m.md} }
 
 // Init loads the conversation list.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.input.focus(), m.loadConversations(true))
+	return tea.Batch(m.input.focus(), m.loadConversations(true), tea.RequestBackgroundColor)
 }
 
 // pane is the focused chat pane (nil before a conversation is open).
@@ -188,6 +189,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.ColorProfileMsg:
 		m.profile = msg.Profile
 		m.setTheme(m.st.theme)
+	case tea.BackgroundColorMsg:
+		if m.autoTheme && !msg.IsDark() && m.st.theme.Dark {
+			m.setTheme(themes.Light())
+		}
 	case tea.KeyPressMsg:
 		cmds = append(cmds, m.handleKey(msg))
 	case tea.PasteMsg:

@@ -71,17 +71,24 @@ func LoadConfig(path string) (Config, error) {
 
 // Setup resolves the theme and key map from options and the config file.
 func Setup(opts Options) (themes.Theme, KeyMap, error) {
+	th, keys, _, err := setup(opts)
+	return th, keys, err
+}
+
+// setup also reports whether a theme was named; when none was, the workbench follows
+// the terminal's background (light or dark).
+func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 	path := opts.ConfigPath
 	if path == "" {
 		path = DefaultConfigPath()
 	}
 	cfg, err := LoadConfig(path)
 	if err != nil {
-		return themes.Theme{}, KeyMap{}, err
+		return themes.Theme{}, KeyMap{}, false, err
 	}
 	keys := DefaultKeys()
 	if err := keys.Rebind(cfg.Keys); err != nil {
-		return themes.Theme{}, KeyMap{}, fmt.Errorf("config %s: %w", path, err)
+		return themes.Theme{}, KeyMap{}, false, fmt.Errorf("config %s: %w", path, err)
 	}
 	name := cfg.Theme
 	if opts.Theme != "" {
@@ -93,18 +100,19 @@ func Setup(opts Options) (themes.Theme, KeyMap, error) {
 	}
 	th, err := themes.Resolve(name, dir)
 	if err != nil {
-		return themes.Theme{}, KeyMap{}, err
+		return themes.Theme{}, KeyMap{}, false, err
 	}
-	return th, keys, nil
+	return th, keys, name != "", nil
 }
 
 // Run starts the workbench on the terminal and returns when the user quits or ctx ends.
 func Run(ctx context.Context, b Backend, opts Options) error {
-	th, keys, err := Setup(opts)
+	th, keys, named, err := setup(opts)
 	if err != nil {
 		return err
 	}
 	m := New(ctx, b, th, keys)
+	m.autoTheme = !named
 	popts := append([]tea.ProgramOption{tea.WithContext(ctx)}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()
