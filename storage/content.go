@@ -190,10 +190,11 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	if len(leaves) == 0 {
 		return out, nil
 	}
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE n(id) AS (
-			SELECT value FROM json_each(?)
-			UNION SELECT l.parent_id FROM list_nodes l JOIN n ON l.id = n.id WHERE l.parent_id IS NOT NULL)
-		SELECT l.id, l.parent_id, l.role, l.content_id, l.depth FROM list_nodes l JOIN n ON l.id = n.id`,
+	// The walk carries the columns along, so each node is read once.
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE n(id, parent_id, role, content_id, depth) AS (
+			SELECT id, parent_id, role, content_id, depth FROM list_nodes WHERE id IN (SELECT value FROM json_each(?))
+			UNION SELECT l.id, l.parent_id, l.role, l.content_id, l.depth FROM list_nodes l JOIN n ON l.id = n.parent_id)
+		SELECT id, parent_id, role, content_id, depth FROM n`,
 		idsJSON(leaves))
 	if err != nil {
 		return nil, fmt.Errorf("load lists: %w", err)
