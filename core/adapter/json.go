@@ -90,7 +90,7 @@ func (jsonStyle) assistant(s *sig.Signature, values *sig.Map, missing any) strin
 func ParseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
 	parsed := RepairLoads(completion)
 	if _, ok := parsed.(*sig.Map); !ok {
-		if obj, found := firstBalancedObject(completion); found {
+		if obj, found := FirstBalancedObject(completion); found {
 			completion = obj
 			parsed = RepairLoads(completion)
 		}
@@ -122,9 +122,10 @@ func ParseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
 	return finishParse(s, fields, "JSONAdapter", completion, false)
 }
 
-// firstBalancedObject finds what the recursive regex \{(?:[^{}]|(?R))*\} finds: the
-// balanced {...} with the earliest start (braces inside strings count, as in DSPy).
-func firstBalancedObject(s string) (string, bool) {
+// FirstBalancedObject finds what the recursive regex \{(?:[^{}]|(?R))*\} finds: the
+// balanced {...} with the earliest start (braces inside strings count, as in DSPy and the
+// template adapter's json parse mode, which shares it).
+func FirstBalancedObject(s string) (string, bool) {
 	var stack []int
 	best, bestEnd := -1, -1
 	for i := 0; i < len(s); i++ {

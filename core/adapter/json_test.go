@@ -126,7 +126,7 @@ func TestFirstBalancedObject(t *testing.T) {
 		{"none", ""},
 	}
 	for _, c := range cases {
-		if got, _ := firstBalancedObject(c.in); got != c.want {
+		if got, _ := FirstBalancedObject(c.in); got != c.want {
 			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
 		}
 	}

@@ -77,7 +77,7 @@ func StripFences(text string) string {
 func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
 	fields, ok := adapter.RepairLoads(completion).(*sig.Map)
 	if !ok {
-		if obj, found := firstBraceGroup(completion); found {
+		if obj, found := adapter.FirstBalancedObject(completion); found {
 			fields, ok = adapter.RepairLoads(obj).(*sig.Map)
 		}
 	}
@@ -100,33 +100,6 @@ func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, err
 		return nil, t.parseErr(s, completion, "", parsed, "", nil)
 	}
 	return parsed, nil
-}
-
-// firstBraceGroup is the reference's recursive-regex search \{(?:[^{}]|(?R))*\}: the
-// balanced {...} group that starts earliest. One pass with a stack finds every balanced
-// pair; the earliest-starting one is what the regex's leftmost search returns.
-func firstBraceGroup(text string) (string, bool) {
-	var stack []int
-	best, bestEnd := -1, -1
-	for i := 0; i < len(text); i++ {
-		switch text[i] {
-		case '{':
-			stack = append(stack, i)
-		case '}':
-			if len(stack) == 0 {
-				continue
-			}
-			start := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			if best < 0 || start < best {
-				best, bestEnd = start, i
-			}
-		}
-	}
-	if best < 0 {
-		return "", false
-	}
-	return text[best : bestEnd+1], true
 }
 
 func (t *Template) parseFullText(s *sig.Signature, completion string) (*sig.Map, error) {

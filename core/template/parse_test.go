@@ -122,9 +122,9 @@ func TestFirstBraceGroup(t *testing.T) {
 		"{unclosed {x":    "",
 	}
 	for in, want := range cases {
-		got, ok := firstBraceGroup(in)
+		got, ok := adapter.FirstBalancedObject(in)
 		if got != want || ok != (want != "") {
-			t.Errorf("firstBraceGroup(%q) = %q %v, want %q", in, got, ok, want)
+			t.Errorf("adapter.FirstBalancedObject(%q) = %q %v, want %q", in, got, ok, want)
 		}
 	}
 }
