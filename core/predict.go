@@ -20,6 +20,9 @@ type Predict struct {
 	Demos     []*sig.Map
 	Params    lm.Params
 	Type      string // "Predict" (default) or "ChainOfThought"
+	// NoJSONFallback turns off the retry with the JSONAdapter after a ChatAdapter
+	// failure (DSPy's use_json_adapter_fallback=False).
+	NoJSONFallback bool
 }
 
 // NewPredict parses a signature string ("question -> answer") into a predictor.
@@ -101,6 +104,11 @@ var ErrNoLM = errors.New("no language model: set Predict.LM or use core.WithLM")
 // invoke renders, calls the model and parses, filling a call record. The record is
 // returned even on error (with Error set) so failed calls are visible too. in holds the
 // inputs plus, when history is injected, the history value under its field.
+//
+// Like DSPy's ChatAdapter, a ChatAdapter call that fails in format or parse (not in the
+// model call: that would pay twice for a network failure) is retried once with the
+// JSONAdapter, unless NoJSONFallback is set. The record then describes the JSON request;
+// the failed chat request stays in its Attempts.
 func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, path string, hist *sig.History) (*trace.Call, error) {
 	ad := p.adapterOrDefault()
 	model := p.LM
@@ -115,7 +123,6 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 	if hist != nil {
 		c.History = hist.Clone()
 	}
-	obs := observerFrom(ctx)
 	fail := func(err error) (*trace.Call, error) {
 		c.Error = err.Error()
 		c.Latency = time.Since(c.Started)
@@ -124,24 +131,103 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 	if model == nil {
 		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), ErrNoLM))
 	}
-	msgs, err := ad.Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: in, OuterHistory: outerHistoryFrom(ctx)})
+	x := exchange{p: p, model: model, eff: eff, in: in, path: path, callIn: callIn}
+	err := x.run(ctx, c, ad)
+	if err != nil && x.stage != stageCall && p.fallsBack(ad) {
+		failed := c.Attempts
+		if len(failed) == 0 {
+			failed = []lm.Attempt{{N: 1}}
+		}
+		last := &failed[len(failed)-1]
+		last.Err, last.Retrying = err.Error(), true
+		for i := range failed {
+			failed[i].Adapter = ad.Name()
+		}
+		last.Messages, last.Completion = c.Messages, c.Completion
+		usage := c.Usage
+		*c = trace.Call{ID: c.ID, Path: c.Path, PredictorType: c.PredictorType, Inputs: c.Inputs, History: c.History,
+			Params: c.Params, Started: c.Started}
+		c.Adapter = adapter.JSON{}.Name()
+		err2 := x.run(ctx, c, adapter.JSON{})
+		for i := range c.Attempts {
+			c.Attempts[i].N += len(failed)
+		}
+		c.Attempts = append(failed, c.Attempts...)
+		c.Usage = addUsage(usage, c.Usage)
+		if err2 != nil {
+			err = fmt.Errorf("%w (after the JSON adapter fallback, which also failed: %w)", err, err2)
+		} else {
+			err = nil
+		}
+	}
 	if err != nil {
-		return fail(fmt.Errorf("predictor %s: format: %w", displayPath(path), err))
+		return fail(err)
+	}
+	c.Latency = time.Since(c.Started)
+	return c, nil
+}
+
+// fallsBack says whether a failure with ad is retried with the JSONAdapter (DSPy's
+// use_json_adapter_fallback, on by default for the ChatAdapter only).
+func (p *Predict) fallsBack(ad adapter.Adapter) bool {
+	if p.NoJSONFallback {
+		return false
+	}
+	switch ad.(type) {
+	case adapter.Chat, *adapter.Chat:
+		return true
+	}
+	return false
+}
+
+func addUsage(a, b lm.Usage) lm.Usage {
+	return lm.Usage{PromptTokens: a.PromptTokens + b.PromptTokens, CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		CachedTokens: a.CachedTokens + b.CachedTokens, TotalTokens: a.TotalTokens + b.TotalTokens}
+}
+
+// Stages of one request, so a failure can be told apart (only format and parse
+// failures fall back to another adapter).
+const (
+	stageFormat = iota
+	stageCall
+	stageParse
+)
+
+// exchange is one request of a call with one adapter: format, call, parse.
+type exchange struct {
+	p      *Predict
+	model  lm.LM
+	eff    *sig.Signature
+	in     *sig.Map
+	path   string
+	callIn *sig.Map
+	stage  int // where the last run stopped
+}
+
+// run fills c with the request, the answer and the outputs; it returns a wrapped error
+// naming the predictor when a stage fails.
+func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) error {
+	path := x.path
+	x.stage = stageFormat
+	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx)})
+	if err != nil {
+		return fmt.Errorf("predictor %s: format: %w", displayPath(path), err)
 	}
 	c.Messages = msgs
-	c.Model = model.Name()
-	req := lm.Request{Messages: msgs, Params: p.Params, Meta: lm.Meta{
-		Path: path, PredictorType: p.TypeName(), Adapter: ad.Name(), Signature: eff, Inputs: callIn,
+	c.Model = x.model.Name()
+	req := lm.Request{Messages: msgs, Params: x.p.Params, Meta: lm.Meta{
+		Path: path, PredictorType: x.p.TypeName(), Adapter: ad.Name(), Signature: x.eff, Inputs: x.callIn,
 	}}
 	if pm, ok := ad.(interface{ ParseModeName() string }); ok {
 		req.Meta.ParseMode = pm.ParseModeName()
 	}
-	if obs != nil {
+	if obs := observerFrom(ctx); obs != nil {
 		obs.CallStarted(path, c)
 		req.OnDelta = func(d string) { obs.Delta(path, d) }
 		req.OnAttempt = func(a lm.Attempt) { obs.Attempt(path, a) }
 	}
-	resp, err := model.Call(ctx, req)
+	x.stage = stageCall
+	resp, err := x.model.Call(ctx, req)
 	c.Attempts = resp.Attempts
 	c.Usage = resp.Usage
 	c.RawRequest = string(resp.RequestBody)
@@ -151,19 +237,19 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 		if errors.As(err, &pe) {
 			c.Completion = pe.Partial
 		}
-		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), err))
+		return fmt.Errorf("predictor %s: %w", displayPath(path), err)
 	}
 	c.Completion = resp.Text
 	if resp.Model != "" {
 		c.Model = resp.Model
 	}
-	out, err := ad.Parse(eff, resp.Text)
+	x.stage = stageParse
+	out, err := ad.Parse(x.eff, resp.Text)
 	if err != nil {
-		return fail(fmt.Errorf("predictor %s: %w", displayPath(path), err))
+		return fmt.Errorf("predictor %s: %w", displayPath(path), err)
 	}
 	c.Outputs = out
-	c.Latency = time.Since(c.Started)
-	return c, nil
+	return nil
 }
 
 func displayPath(path string) string {

@@ -44,6 +44,7 @@ type predictorSpec struct {
 	Outputs        []fieldSpec   `toml:"outputs"`
 	Type           string        `toml:"type"`
 	Adapter        string        `toml:"adapter"`
+	JSONFallback   *bool         `toml:"json_fallback"`
 	Template       *templateSpec `toml:"template"`
 	TemplateFile   string        `toml:"template_file"`
 	Model          string        `toml:"model"`

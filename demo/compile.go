@@ -201,6 +201,12 @@ func (c *compiler) predictor(ps *predictorSpec, key string) {
 		c.errf(key+".type", "type %q is not Predict or ChainOfThought", ps.Type)
 	}
 	p.Adapter = c.adapter(ps, key)
+	if ps.JSONFallback != nil {
+		if ps.Adapter != "" && ps.Adapter != "chat" {
+			c.errf(key+".json_fallback", "json_fallback applies to the chat adapter only, not %q", ps.Adapter)
+		}
+		p.NoJSONFallback = !*ps.JSONFallback
+	}
 	if ps.Model != "" {
 		p.LM = modelRef{ps.Model}
 	}

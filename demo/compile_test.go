@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core"
 )
 
 const okHead = `name = "t"
@@ -38,6 +40,7 @@ func TestValidationErrors(t *testing.T) {
 		{"two modes", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\n[[steps]]\nname = \"b\"\ncontext_mode = \"shared\"\n[[steps.steps]]\nname = \"c\"\npredictor = \"respond\"\n", 15, "steps[2].steps[1].predictor", "runs under context_mode shared here but under the top level at steps[1]"},
 		{"parallel writes", okHead + "[[steps]]\nname = \"p\"\nparallel = true\ncontext_mode = \"shared\"\n[[steps.steps]]\nname = \"a\"\nset = { reply = \"x\" }\n[[steps.steps]]\nname = \"b\"\nset = { reply = \"y\" }\n", 14, "steps[1].steps[2]", `parallel steps "a" and "b" both write field "reply"`},
 		{"retry without attempts", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\non_error = \"retry\"\n", 7, "steps[1].max_retries", "needs max_retries of 2 or more"},
+		{"json fallback on json", okHead + "adapter = \"json\"\njson_fallback = false\n[[steps]]\nname = \"a\"\npredictor = \"respond\"\n", 8, "predictors[1].json_fallback", "chat adapter only"},
 		{"leaf context mode", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\ncontext_mode = \"shared\"\n", 10, "steps[1].context_mode", "compound steps"},
 	}
 	for _, c := range cases {
@@ -68,6 +71,27 @@ func TestValidFileAndBuiltinFiles(t *testing.T) {
 	as, err := ExampleAgents()
 	if err != nil || len(as) != len(Agents()) {
 		t.Fatalf("example agents: %d, %v", len(as), err)
+	}
+}
+
+// json_fallback = false turns off DSPy's ChatAdapter -> JSONAdapter retry; default keeps it.
+func TestJSONFallbackOption(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want bool
+	}{{"", false}, {"json_fallback = true\n", false}, {"json_fallback = false\n", true}} {
+		a, err := ParseAgentFile("t.toml", []byte(okHead+c.line+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := a.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := core.FindPredictor(m, "respond")
+		if p == nil || p.NoJSONFallback != c.want {
+			t.Fatalf("%q: predictor %+v, want NoJSONFallback=%v", c.line, p, c.want)
+		}
 	}
 }
 

@@ -35,6 +35,7 @@
 //	instructions = "Classify the customer's intent."
 //	type = "Predict"                   # or ChainOfThought
 //	adapter = "chat"                   # chat | json | template ([predictors.template] or template_file)
+//	json_fallback = true               # chat only: retry a failed parse with the JSON adapter (DSPy default)
 //	model = "gpt-4o-mini"              # optional override, resolved by WithModelResolver
 //	history = true                     # false: no history injected (recursion exclude)
 //	exclude_fields = ["documents"]     # kept out of this predictor's own history

@@ -65,6 +65,12 @@ type Attempt struct {
 	Wait     time.Duration `json:"wait,omitempty"`     // backoff before the next attempt
 	Latency  time.Duration `json:"latency,omitempty"`  // time this attempt took
 	Retrying bool          `json:"retrying,omitempty"` // another attempt follows
+	// Adapter, Messages and Completion are set on the attempts of a request the call
+	// gave up on (DSPy's ChatAdapter -> JSONAdapter fallback): the call's own Messages
+	// and Completion describe the request that answered, these keep the failed one.
+	Adapter    string    `json:"adapter,omitempty"`
+	Messages   []Message `json:"messages,omitempty"`
+	Completion string    `json:"completion,omitempty"`
 }
 
 // Response is a model's answer.
