@@ -155,7 +155,9 @@ func runWireStrategies(ctx context.Context, env Env) int {
 	model := fs.String("model", "", "model whose tokenizer counts tokens (default: the scenario's \"model\")")
 	only := fs.String("strategies", "", "comma-separated strategy numbers to show (default: the scenario's, or 1-5)")
 	path := fs.String("path", "", "show only the predictor at this path")
-	fs.Usage = func() { fmt.Fprint(env.Stderr, "usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]   (--help for the scenario format)\n") }
+	fs.Usage = func() {
+		fmt.Fprint(env.Stderr, "usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]   (--help for the scenario format)\n")
+	}
 	for _, a := range env.Args {
 		if a == "--" {
 			break
