@@ -12,6 +12,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -103,10 +104,25 @@ func historyValue(h sig.History) *sig.Map {
 // SessionJSON writes dspy-session's save format version 2 (json.dump indent 2) with the
 // Python keys, so Session.load_from reads it, plus node_states built from the call records:
 // each predictor path becomes a child session whose turns are that predictor's calls (the
-// `keep` policy), in SessionState version 1 form as the library writes them. Our own
-// metadata rides in "x_sessionbench", which the library ignores.
+// `keep` policy), in SessionState version 1 form as the library writes them. Two extension
+// keys, which the library ignores, make the file lossless for Import and core.Load:
+// "sessionbench" (per turn: times, explicit snapshot, every call record, the children's
+// turn counts; the same shape core.Session.Save writes) and "x_sessionbench" (the
+// conversation: id, title, agent, status, branch, metadata). Settings an imported file
+// carried (conversation metadata ConfigMetaKey) replace the defaults.
 func SessionJSON(w io.Writer, src *Source, o Options) error {
+	cfg := importedConfig(src.Conv)
+	field := o.HistoryField
+	if hf, ok := cfg.Get("history_field"); ok && (field == "" || field == "history") {
+		if s, ok := hf.(string); ok && s != "" {
+			field = s
+		}
+	}
+	if field == "" {
+		field = "history"
+	}
 	turns := make([]any, len(src.Turns))
+	ext := make([]any, len(src.Turns))
 	type node struct{ turns []any }
 	nodes := map[string]*node{}
 	var paths []string
@@ -125,33 +141,180 @@ func SessionJSON(w io.Writer, src *Source, o Options) error {
 			n.turns = append(n.turns, sig.NewMap("index", int64(len(n.turns)), "inputs", orEmpty(c.Inputs),
 				"outputs", c.Outputs, "history_snapshot", historyValue(c.History), "score", scoreValue(c.Score)))
 		})
+		e := sig.NewMap("started", t.Started.Format(time.RFC3339Nano), "ended", t.Ended.Format(time.RFC3339Nano))
+		if t.Explicit {
+			e.Set("history_snapshot", historyValue(t.History))
+		}
+		if len(t.Calls) > 0 {
+			cv, err := callsValue(t.Calls)
+			if err != nil {
+				return fmt.Errorf("turn %d: %w", i, err)
+			}
+			e.Set("calls", cv)
+		}
+		if len(paths) > 0 {
+			sorted := append([]string(nil), paths...)
+			sort.Strings(sorted)
+			ct := sig.NewMap()
+			for _, p := range sorted {
+				ct.Set(p, int64(len(nodes[p].turns)))
+			}
+			e.Set("child_turns", ct)
+		}
+		ext[i] = e
 	}
 	sort.Strings(paths)
 	states := sig.NewMap()
+	extraStates, _ := cfgValue(cfg, "node_states").(*sig.Map)
 	for _, p := range paths {
-		states.Set(p, sig.NewMap("version", int64(1), "turns", nodes[p].turns, "initial_history", nil,
-			"l2_memory", "", "node_states", sig.NewMap()))
+		st := sig.NewMap("version", int64(1), "turns", nodes[p].turns, "initial_history", nil,
+			"l2_memory", "", "node_states", sig.NewMap())
+		if x, ok := extraStates.Get(p); ok {
+			if xm, ok := x.(*sig.Map); ok {
+				xm.Range(func(k string, v any) bool {
+					if k != "turns" && k != "version" {
+						st.Set(k, v)
+					}
+					return true
+				})
+			}
+		}
+		states.Set(p, st)
+	}
+	// Node states an import could not attach to turns are written back as they came.
+	extraStates.Range(func(p string, v any) bool {
+		if !states.Has(p) {
+			states.Set(p, v)
+		}
+		return true
+	})
+	excl := cfgValue(cfg, "exclude_fields")
+	if excl == nil {
+		excl = []any{field}
+	}
+	copyMode := cfgValue(cfg, "copy_mode")
+	if copyMode == nil {
+		copyMode = "deep"
+	}
+	policy := cfgValue(cfg, "history_policy")
+	if policy == nil {
+		policy = "override"
+	}
+	l2 := cfgValue(cfg, "l2_memory")
+	if l2 == nil {
+		l2 = ""
 	}
 	doc := sig.NewMap(
 		"version", int64(2),
-		"history_field", o.HistoryField,
-		"max_turns", nil,
-		"max_stored_turns", nil,
-		"copy_mode", "deep",
-		"exclude_fields", []any{o.HistoryField},
-		"history_input_fields", nil,
-		"history_policy", "override",
+		"history_field", field,
+		"max_turns", cfgValue(cfg, "max_turns"),
+		"max_stored_turns", cfgValue(cfg, "max_stored_turns"),
+		"copy_mode", copyMode,
+		"exclude_fields", excl,
+		"history_input_fields", cfgValue(cfg, "history_input_fields"),
+		"history_policy", policy,
 		"turns", turns,
-		"initial_history", nil,
-		"l2_memory", "",
+		"initial_history", cfgValue(cfg, "initial_history"),
+		"l2_memory", l2,
 		"node_states", states,
 	)
+	if extra, ok := cfgValue(cfg, "extra").(*sig.Map); ok {
+		extra.Range(func(k string, v any) bool {
+			if !doc.Has(k) && k != extKey && k != metaKey {
+				doc.Set(k, v)
+			}
+			return true
+		})
+	}
+	extDoc := sig.NewMap("format", int64(1), "turns", ext)
+	if opts, ok := cfgValue(cfg, "extension").(*sig.Map); ok {
+		opts.Range(func(k string, v any) bool {
+			if !extDoc.Has(k) {
+				extDoc.Set(k, v)
+			}
+			return true
+		})
+	}
+	doc.Set(extKey, extDoc)
 	if src.Conv != nil {
-		doc.Set("x_sessionbench", sig.NewMap("conversation", src.Conv.ID, "title", src.Conv.Title,
-			"agent", src.Conv.Agent, "status", string(src.Conv.Status), "branch", src.Branch))
+		meta := sig.NewMap("conversation", src.Conv.ID, "title", src.Conv.Title,
+			"agent", src.Conv.Agent, "status", string(src.Conv.Status), "branch", src.Branch)
+		if mv := metadataValue(src.Conv.Metadata); mv != nil {
+			meta.Set("metadata", mv)
+		}
+		if ac := strings.TrimSpace(string(src.Conv.AgentConfig)); ac != "" && ac != "{}" {
+			if v, err := sig.DecodeJSON(src.Conv.AgentConfig); err == nil {
+				meta.Set("agent_config", v)
+			}
+		}
+		doc.Set(metaKey, meta)
 	}
 	_, err := io.WriteString(w, sig.PyJSONIndent(doc, 2)+"\n")
 	return err
+}
+
+// callsValue converts call records into ordered JSON values (their JSON form).
+func callsValue(calls []*trace.Call) (any, error) {
+	data, err := json.Marshal(calls)
+	if err != nil {
+		return nil, fmt.Errorf("call records: %w", err)
+	}
+	return sig.DecodeJSON(data)
+}
+
+// ConfigMetaKey is the conversation metadata key under which Import keeps what a
+// dspy-session file said that a conversation has no column for: non-default settings
+// (history_field, max_turns, exclude_fields, initial_history, l2_memory, ...), unknown
+// top-level keys ("extra") and child states it could not attach to turns ("node_states").
+// SessionJSON writes them back.
+const ConfigMetaKey = "dspy_session"
+
+// importedConfig reads ConfigMetaKey back as ordered JSON values (empty when absent).
+func importedConfig(c *storage.Conversation) *sig.Map {
+	if c == nil {
+		return sig.NewMap()
+	}
+	raw, ok := c.Metadata[ConfigMetaKey]
+	if !ok {
+		return sig.NewMap()
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return sig.NewMap()
+	}
+	v, err := sig.DecodeJSON(data)
+	if m, ok := v.(*sig.Map); err == nil && ok {
+		return m
+	}
+	return sig.NewMap()
+}
+
+func cfgValue(cfg *sig.Map, k string) any {
+	v, _ := cfg.Get(k)
+	return v
+}
+
+// metadataValue is the conversation's metadata in key order, nil when empty. The
+// imported settings are left out: the Python keys already carry them.
+func metadataValue(md map[string]any) any {
+	rest := make(map[string]any, len(md))
+	for k, v := range md {
+		if k != ConfigMetaKey {
+			rest[k] = v
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(rest) // map keys come out sorted
+	if err != nil {
+		return nil
+	}
+	v, err := sig.DecodeJSON(data)
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 // derivedHistory is the history dspy-session would have sent at turn i without a window:

@@ -113,7 +113,7 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 	if _, err := ParseSessionJSON([]byte(`{"version": 3}`)); err == nil || !strings.Contains(err.Error(), "unsupported session state version: 3") {
 		t.Errorf("version 3: %v", err)
 	}
-	if _, err := ParseSessionJSON([]byte(`{"version": 2, "turns": [1]}`)); err == nil || !strings.Contains(err.Error(), "turn 0 is an int") {
+	if _, err := ParseSessionJSON([]byte(`{"version": 2, "turns": [1]}`)); err == nil || !strings.Contains(err.Error(), "$.turns[0]: is an int") {
 		t.Errorf("bad turn: %v", err)
 	}
 }

@@ -1,0 +1,492 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/app"
+)
+
+func init() {
+	Register(Command{
+		Name: "run",
+		Usage: []string{
+			"run --agent A [--conversation ID] [--branch B] [--model M] (--input k=v ... | --script FILE.jsonl)",
+			"                             run turns headless and store them; A is a built-in agent, an agent",
+			"                             file's name or a path to one; without --conversation a new one is made",
+		},
+		Run:     runRunCommand,
+		Ordinal: 35,
+	})
+}
+
+// Exit codes of run (storeOK, storeError and storeUsage are shared with session).
+const runCancelled = 130 // interrupted; the turn in flight was not recorded
+
+// runTurnInput is one turn to run: its inputs and where they came from.
+type runTurnInput struct {
+	inputs *sig.Map
+	where  string // "FILE.jsonl:3" or "--input"
+}
+
+// runInputFlag collects repeated --input k=v.
+type runInputFlag struct{ pairs [][2]string }
+
+func (f *runInputFlag) String() string { return "" }
+
+func (f *runInputFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("%q: want NAME=VALUE", s)
+	}
+	f.pairs = append(f.pairs, [2]string{strings.TrimSpace(k), v})
+	return nil
+}
+
+type runOptions struct {
+	sf                    storeFlags
+	model                 llm.Flags
+	agent, conv, branch   string
+	title, script         string
+	inputs                runInputFlag
+	scriptGiven, newConvo bool
+}
+
+func runRunCommand(ctx context.Context, env Env) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var o runOptions
+	o.sf.register(fs)
+	fs.StringVar(&o.agent, "agent", "", "built-in agent name, agent file name, or path to an agent TOML file")
+	fs.StringVar(&o.conv, "conversation", "", "continue this conversation (default: start a new one)")
+	fs.StringVar(&o.branch, "branch", storage.MainBranch, "branch to run on")
+	fs.StringVar(&o.title, "title", "", "title of a new conversation (default: the first input)")
+	fs.Var(&o.inputs, "input", "input field as NAME=VALUE (repeat for each field); one turn")
+	fs.StringVar(&o.script, "script", "", "JSONL file: one object of inputs per line, one turn per line")
+	fs.StringVar(&o.model.Model, "model", "", `model name, "<provider>/<model>" or "demo"`)
+	fs.StringVar(&o.model.Provider, "provider", "", "configured provider to use")
+	fs.StringVar(&o.model.BaseURL, "base-url", "", "ad-hoc OpenAI-compatible endpoint")
+	fs.StringVar(&o.model.APIKeyEnv, "api-key-env", "", "variable holding the key for --base-url (default OPENAI_API_KEY)")
+	fs.StringVar(&o.model.ConfigPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
+	pos, err := parseInterleaved(fs, env.Args)
+	if err != nil {
+		return storeUsage
+	}
+	usage := func(format string, args ...any) int {
+		fmt.Fprintf(env.Stderr, "sessionbench run: "+format+"\n", args...)
+		return storeUsage
+	}
+	switch {
+	case len(pos) > 0:
+		return usage("unexpected argument %q (inputs go in --input NAME=VALUE)", pos[0])
+	case len(o.inputs.pairs) > 0 && o.script != "":
+		return usage("give either --input or --script, not both")
+	case len(o.inputs.pairs) == 0 && o.script == "":
+		return usage("nothing to run: give --input NAME=VALUE (one turn) or --script FILE.jsonl (one turn per line)")
+	case o.agent == "" && o.conv == "":
+		return usage("--agent is required for a new conversation (see 'sessionbench agents ls')")
+	}
+	if err := storage.ValidateBranchName(o.branch); err != nil {
+		return usage("--branch: %v", err)
+	}
+
+	s, err := o.sf.open(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+		return storeError
+	}
+	defer s.Close()
+
+	var conv *storage.Conversation
+	if o.conv != "" {
+		if conv, err = s.Conversation(ctx, o.conv); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeError
+		}
+	}
+	ag, err := runPickAgent(o.agent, conv)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+		return storeUsage
+	}
+	turns, err := runCollectInputs(ag, o)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+		return storeUsage
+	}
+	model, note, err := runModel(ctx, o.model)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+		return storeUsage
+	}
+	fmt.Fprintln(env.Stderr, note)
+
+	a := app.New(s, model)
+	if conv == nil {
+		title := o.title
+		if title == "" {
+			title = runTitle(turns[0].inputs)
+		}
+		info, err := a.NewConversation(ctx, ag.Name, title)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeError
+		}
+		if conv, err = s.Conversation(ctx, info.ID); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeError
+		}
+		if o.branch != storage.MainBranch {
+			if _, err := s.CreateBranch(ctx, conv.ID, o.branch); err != nil {
+				fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+				return storeError
+			}
+		}
+		o.newConvo = true
+	} else if _, err := s.Branch(ctx, conv.ID, o.branch); err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v (make it with 'sessionbench session fork %s --at N --name %s')\n", err, conv.ID, o.branch)
+		return storeError
+	}
+	return runTurns(ctx, env, s, a, conv, o, turns)
+}
+
+// runPickAgent resolves --agent: a built-in agent, an agent file found in the agent
+// directories, or a path to an agent file. With a conversation it must match the
+// conversation's agent (turns of one conversation come from one agent).
+func runPickAgent(spec string, conv *storage.Conversation) (demo.Agent, error) {
+	if conv != nil {
+		if conv.Agent == "" {
+			return demo.Agent{}, fmt.Errorf("conversation %s has no agent (imported without --agent?); it cannot be continued here", conv.ID)
+		}
+		if spec == "" {
+			spec = conv.Agent
+		}
+	}
+	ag, err := runFindAgent(spec)
+	if err != nil {
+		return demo.Agent{}, err
+	}
+	if conv != nil && !strings.EqualFold(ag.Name, conv.Agent) {
+		return demo.Agent{}, fmt.Errorf("conversation %s belongs to agent %q, not %q (leave out --agent to continue it)", conv.ID, conv.Agent, ag.Name)
+	}
+	return ag, nil
+}
+
+func runFindAgent(spec string) (demo.Agent, error) {
+	if ag, ok := demo.Lookup(spec); ok {
+		return ag, nil
+	}
+	if strings.HasSuffix(spec, ".toml") || strings.ContainsRune(spec, os.PathSeparator) {
+		ag, err := demo.LoadAgentFile(spec)
+		if err != nil {
+			return demo.Agent{}, fmt.Errorf("--agent %s: %w", spec, err)
+		}
+		return ag, nil
+	}
+	found, _ := agentSearch()
+	for _, f := range found {
+		if strings.EqualFold(f.Name, spec) {
+			return f, nil
+		}
+	}
+	var names []string
+	for _, a := range append(demo.Agents(), found...) {
+		names = append(names, a.Name)
+	}
+	return demo.Agent{}, fmt.Errorf("no agent %q (agents: %s; or give a path to an agent file)", spec, strings.Join(names, ", "))
+}
+
+// runCollectInputs reads every turn's inputs before anything runs, so a mistake on line 9
+// of a script is reported before line 1 costs a model call.
+func runCollectInputs(ag demo.Agent, o runOptions) ([]runTurnInput, error) {
+	fields := ag.Signature().Inputs
+	if o.script == "" {
+		m := sig.NewMap()
+		for _, p := range o.inputs.pairs {
+			f, err := runField(ag, fields, p[0])
+			if err != nil {
+				return nil, fmt.Errorf("--input %s: %w", p[0], err)
+			}
+			if m.Has(p[0]) {
+				return nil, fmt.Errorf("--input %s given twice", p[0])
+			}
+			m.Set(p[0], runFlagValue(f.Type, p[1]))
+		}
+		if err := runRequire(ag, fields, m); err != nil {
+			return nil, fmt.Errorf("--input: %w", err)
+		}
+		return []runTurnInput{{inputs: runOrder(fields, m), where: "--input"}}, nil
+	}
+	data, err := os.ReadFile(o.script)
+	if err != nil {
+		return nil, fmt.Errorf("--script: %w", err)
+	}
+	var turns []runTurnInput
+	for i, line := range strings.Split(string(data), "\n") {
+		where := fmt.Sprintf("%s:%d", o.script, i+1)
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		m, err := runScriptLine(ag, fields, line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		turns = append(turns, runTurnInput{inputs: m, where: where})
+	}
+	if len(turns) == 0 {
+		return nil, fmt.Errorf("--script %s has no lines to run", o.script)
+	}
+	return turns, nil
+}
+
+func runScriptLine(ag demo.Agent, fields []sig.Field, line string) (*sig.Map, error) {
+	v, err := sig.DecodeJSON([]byte(line))
+	if err != nil {
+		var se *json.SyntaxError
+		var probe any
+		if jerr := json.Unmarshal([]byte(line), &probe); errors.As(jerr, &se) {
+			return nil, fmt.Errorf("column %d: not valid JSON: %v", max(se.Offset, 1), se)
+		}
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	in, ok := v.(*sig.Map)
+	if !ok {
+		return nil, fmt.Errorf("is %s, want a JSON object of inputs", sig.KindName(v))
+	}
+	out := sig.NewMap()
+	var ferr error
+	in.Range(func(k string, v any) bool {
+		f, err := runField(ag, fields, k)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		val, err := adapter.Validate(f.Type, v)
+		if f.Type.IsStr() {
+			if _, ok := v.(string); !ok {
+				err = fmt.Errorf("is %s, want a string", sig.KindName(v))
+			}
+		}
+		if err != nil {
+			ferr = fmt.Errorf("input %q (%s): %v", k, f.Type.Name(), err)
+			return false
+		}
+		out.Set(k, val)
+		return true
+	})
+	if ferr != nil {
+		return nil, ferr
+	}
+	if err := runRequire(ag, fields, out); err != nil {
+		return nil, err
+	}
+	return runOrder(fields, out), nil
+}
+
+func runField(ag demo.Agent, fields []sig.Field, name string) (sig.Field, error) {
+	for _, f := range fields {
+		if f.Name == name {
+			if f.Type == nil {
+				f.Type = sig.TStr
+			}
+			return f, nil
+		}
+	}
+	return sig.Field{}, fmt.Errorf("unknown input field %q (%s takes: %s)", name, ag.Name, runFieldList(fields))
+}
+
+func runRequire(ag demo.Agent, fields []sig.Field, m *sig.Map) error {
+	for _, f := range fields {
+		if !m.Has(f.Name) {
+			return fmt.Errorf("missing input field %q (%s takes: %s)", f.Name, ag.Name, runFieldList(fields))
+		}
+	}
+	return nil
+}
+
+func runFieldList(fields []sig.Field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		t := sig.TStr
+		if f.Type != nil {
+			t = f.Type
+		}
+		names[i] = f.Name + " (" + t.Name() + ")"
+	}
+	return strings.Join(names, ", ")
+}
+
+// runOrder puts inputs in the signature's field order.
+func runOrder(fields []sig.Field, m *sig.Map) *sig.Map {
+	out := sig.NewMap()
+	for _, f := range fields {
+		if v, ok := m.Get(f.Name); ok {
+			out.Set(f.Name, v)
+		}
+	}
+	return out
+}
+
+// runFlagValue reads NAME=VALUE: a str field takes the text as is; another type takes the
+// text as JSON when it is valid JSON of that type, else the text.
+func runFlagValue(t *sig.Type, text string) any {
+	if t.IsStr() {
+		return text
+	}
+	if v, err := sig.DecodeJSON([]byte(text)); err == nil {
+		if out, err := adapter.Validate(t, v); err == nil {
+			return out
+		}
+	}
+	return text
+}
+
+func runTitle(in *sig.Map) string {
+	keys := in.Keys()
+	if len(keys) == 0 {
+		return ""
+	}
+	return clip(in.String(keys[0]), 60)
+}
+
+// runModel resolves the model as the workbench does; the offline demo model gets the demo
+// agents' scripts and, unless the configuration sets a rate, answers at once (nobody
+// watches a headless stream).
+func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, error) {
+	sel, err := llm.Resolve(ctx, f, os.Getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	if sel.Demo {
+		opts := llm.DemoOptions{Scripts: demo.Scripts()}
+		if sel.Config != nil && sel.Config.Demo.TokenRate != nil {
+			opts.TokenRate = *sel.Config.Demo.TokenRate
+		}
+		why := ""
+		if sel.Note != "" {
+			why = ": " + sel.Note
+		}
+		return llm.NewDemo(opts), "using the offline demo model" + why + "; its answers are canned, not real", nil
+	}
+	return sel.LM, "using " + sel.Description, nil
+}
+
+// runTurnJSON is one line of run --json.
+type runTurnJSON struct {
+	Conversation string   `json:"conversation"`
+	Branch       string   `json:"branch"`
+	Turn         string   `json:"turn"`
+	Index        int      `json:"index"`
+	Source       string   `json:"source"`
+	Inputs       *sig.Map `json:"inputs"`
+	Outputs      *sig.Map `json:"outputs"`
+	Score        *float64 `json:"score,omitempty"`
+	Calls        int      `json:"calls"`
+	Usage        lm.Usage `json:"usage"`
+	LatencyMS    int64    `json:"latency_ms"`
+}
+
+func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *storage.Conversation, o runOptions, turns []runTurnInput) int {
+	state := "continuing"
+	if o.newConvo {
+		state = "new"
+	}
+	header := fmt.Sprintf("conversation %s (%s) · agent %s · branch %s", conv.ID, state, conv.Agent, o.branch)
+	if o.sf.json {
+		fmt.Fprintln(env.Stderr, header)
+	} else {
+		fmt.Fprintln(env.Stdout, header)
+	}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetEscapeHTML(false)
+	done := 0
+	for _, in := range turns {
+		start := time.Now()
+		t, err := a.Send(ctx, ui.SendRequest{Conv: conv.ID, Branch: o.branch, Inputs: in.inputs}, nil)
+		if err != nil {
+			return runFailed(ctx, env, conv.ID, o.branch, in.where, done, err)
+		}
+		b, err := s.Branch(ctx, conv.ID, o.branch)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: turn from %s ran but its branch cannot be read: %v\n", in.where, err)
+			return storeError
+		}
+		done++
+		var usage lm.Usage
+		calls := 0
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+			calls++
+			usage.PromptTokens += c.Usage.PromptTokens
+			usage.CompletionTokens += c.Usage.CompletionTokens
+			usage.CachedTokens += c.Usage.CachedTokens
+			usage.TotalTokens += c.Usage.TotalTokens
+		})
+		latency := t.Ended.Sub(t.Started)
+		if t.Started.IsZero() || t.Ended.IsZero() {
+			latency = time.Since(start)
+		}
+		if o.sf.json {
+			err = enc.Encode(runTurnJSON{Conversation: conv.ID, Branch: o.branch, Turn: b.Tip, Index: t.Index, Source: in.where,
+				Inputs: t.Inputs, Outputs: t.Outputs, Score: t.Score, Calls: calls, Usage: usage, LatencyMS: latency.Milliseconds()})
+		} else {
+			err = runPrintTurn(env.Stdout, b.Tip, t, calls, usage, latency)
+		}
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeError
+		}
+	}
+	fmt.Fprintf(env.Stderr, "%d turn(s) stored in conversation %s, branch %s; continue with: sessionbench run --conversation %s", done, conv.ID, o.branch, conv.ID)
+	if o.branch != storage.MainBranch {
+		fmt.Fprintf(env.Stderr, " --branch %s", o.branch)
+	}
+	if o.sf.db != "" {
+		fmt.Fprintf(env.Stderr, " --db %s", o.sf.db)
+	}
+	fmt.Fprintln(env.Stderr, " --input ...")
+	return storeOK
+}
+
+func runFailed(ctx context.Context, env Env, conv, branch, where string, done int, err error) int {
+	kept := fmt.Sprintf("%d earlier turn(s) of this run are stored in conversation %s, branch %s", done, conv, branch)
+	if ctx.Err() != nil || lm.IsCancelled(err) {
+		fmt.Fprintf(env.Stderr, "sessionbench run: cancelled during the turn from %s; that turn was not recorded. %s\n", where, kept)
+		return runCancelled
+	}
+	fmt.Fprintf(env.Stderr, "sessionbench run: the turn from %s failed, nothing recorded for it: %v\n%s\n", where, err, kept)
+	return storeError
+}
+
+func runPrintTurn(w io.Writer, key string, t *trace.Turn, calls int, u lm.Usage, latency time.Duration) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nturn %d (id %s) · %d call(s) · %d tokens · %s\n", t.Index, key, calls, u.TotalTokens, latency.Round(time.Millisecond))
+	field := func(mark, k string, v any) {
+		lines := strings.Split(sig.PyStr(v), "\n")
+		fmt.Fprintf(&b, "  %s %s: %s\n", mark, k, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(&b, "      %s\n", l)
+		}
+	}
+	t.Inputs.Range(func(k string, v any) bool { field(">", k, v); return true })
+	t.Outputs.Range(func(k string, v any) bool { field("<", k, v); return true })
+	if t.Score != nil {
+		fmt.Fprintf(&b, "  score %s\n", sig.PyFloat(*t.Score))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
