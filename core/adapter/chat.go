@@ -208,7 +208,7 @@ func TypeNote(t *sig.Type) string {
 		}
 		return "must exactly match (no extra characters) one of: " + strings.Join(vals, "; ")
 	}
-	return "must adhere to the JSON schema: " + sig.PyJSON(t.JSONSchema())
+	return "must adhere to the JSON schema: " + sig.PyJSON(JSONSchema(t))
 }
 
 // TaskDescription is "In adhering to this structure, your objective is: " plus each
@@ -242,7 +242,8 @@ func FormatFieldValue(f sig.Field, v any) string {
 		}
 		return b.String()
 	}
-	return sig.PyStr(v)
+	// Containers go through pydantic's JSON mode first (NaN inside becomes null).
+	return sig.PyStr(Jsonable(v))
 }
 
 func formatBlob(x string) string {

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -253,9 +254,13 @@ func validateBool(v any, loc []string) (any, *ValidationError) {
 		if t == 0 || t == 1 {
 			return t == 1, nil
 		}
+		return nil, fail(loc, v, "bool_parsing", "Input should be a valid boolean, unable to interpret input")
 	case float64:
 		if t == 0 || t == 1 {
 			return t == 1, nil
+		}
+		if t == math.Trunc(t) && math.Abs(t) < 1<<63 { // whole floats in int64 range count as ints here
+			return nil, fail(loc, v, "bool_parsing", "Input should be a valid boolean, unable to interpret input")
 		}
 	case string:
 		if b, ok := boolWords[strings.ToLower(t)]; ok {
@@ -282,22 +287,18 @@ func validateInt(v any, loc []string) (any, *ValidationError) {
 		if t != math.Trunc(t) {
 			return nil, fail(loc, v, "int_from_float", "Input should be a valid integer, got a number with a fractional part")
 		}
-		if math.Abs(t) < 1<<63 {
+		// pydantic converts floats through a 64-bit integer, so 1e20 is too big even
+		// though Python's int could hold it.
+		if t >= -(1<<63) && t < 1<<63 {
 			return int64(t), nil
 		}
-		return json.Number(strconv.FormatFloat(t, 'f', 0, 64)), nil
+		return nil, fail(loc, v, "int_parsing_size", "Unable to parse input string as an integer, exceeded maximum size")
 	case string:
-		s := strings.TrimSpace(t)
-		// pydantic accepts "42.000" as 42, but not "42.5".
-		if i := strings.IndexByte(s, '.'); i > 0 && strings.Trim(s[i+1:], "0") == "" {
-			s = s[:i]
-		}
-		s = strings.TrimPrefix(s, "+")
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return n, nil
-		}
-		if s != "" && strings.Trim(strings.TrimPrefix(s, "-"), "0123456789") == "" && s != "-" {
-			return json.Number(s), nil
+		if s, ok := intText(sig.PyStrip(t)); ok {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return n, nil
+			}
+			return json.Number(strings.TrimPrefix(s, "+")), nil
 		}
 		return nil, fail(loc, v, "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
 	}
@@ -325,8 +326,11 @@ func validateFloat(v any, loc []string) (any, *ValidationError) {
 			f, _ := strconv.ParseFloat(s, 64)
 			return f, nil
 		}
-		if f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64); err == nil && !strings.ContainsAny(s, "xXpP") {
-			return f, nil
+		if digits, ok := dropUnderscores(s); ok && !strings.ContainsAny(s, "xXpP") {
+			// A range error still yields ±Inf or 0, as Python's float("1e400") does.
+			if f, err := strconv.ParseFloat(digits, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+				return f, nil
+			}
 		}
 		return nil, fail(loc, v, "float_parsing", "Input should be a valid number, unable to parse string as a number")
 	}
@@ -346,12 +350,8 @@ func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 	}
 	out := make([]any, 0, len(items))
 	if t.Kind == sig.KindTuple && len(t.Args) > 0 {
-		if len(items) != len(t.Args) {
-			kind, msg := "too_short", fmt.Sprintf("Tuple should have at least %d items after validation, not %d", len(t.Args), len(items))
-			if len(items) > len(t.Args) {
-				kind, msg = "too_long", fmt.Sprintf("Tuple should have at most %d items after validation, not %d", len(t.Args), len(items))
-			}
-			return nil, fail(loc, v, kind, msg)
+		if len(items) > len(t.Args) {
+			return nil, fail(loc, v, "too_long", fmt.Sprintf("Tuple should have at most %d items after validation, not %d", len(t.Args), len(items)))
 		}
 		for i, e := range items {
 			ev, err := validate(t.Args[i], e, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
@@ -359,6 +359,10 @@ func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 				return nil, err
 			}
 			out = append(out, ev)
+		}
+		if len(items) < len(t.Args) {
+			// pydantic reports each missing position as a required field.
+			return nil, &ValidationError{Loc: append(loc[:len(loc):len(loc)], strconv.Itoa(len(items))), Input: v, Kind: "missing", Msg: "Field required"}
 		}
 		return out, nil
 	}
@@ -415,4 +419,49 @@ func validateDict(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 		return nil, verr
 	}
 	return out, nil
+}
+
+// intText is the text pydantic accepts as an int (already stripped): an optional sign,
+// digits with single underscores between them, and optionally a "." followed only by
+// zeros ("42.00" is 42, "42." and ".0" are not ints). It returns the plain digits.
+func intText(s string) (string, bool) {
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		frac := s[i+1:]
+		if frac == "" || strings.Trim(frac, "0") != "" {
+			return "", false
+		}
+		s = s[:i]
+	}
+	sign := ""
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		sign, s = s[:1], s[1:]
+	}
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
+		return "", false
+	}
+	s = strings.ReplaceAll(s, "_", "")
+	if strings.Trim(s, "0123456789") != "" {
+		return "", false
+	}
+	return sign + s, true
+}
+
+// dropUnderscores removes the underscores Python's float() allows (each one between two
+// ASCII digits) and reports false for any other underscore.
+func dropUnderscores(s string) (string, bool) {
+	if !strings.Contains(s, "_") {
+		return s, true
+	}
+	isDigit := func(i int) bool { return i >= 0 && i < len(s) && s[i] >= '0' && s[i] <= '9' }
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '_' {
+			if !isDigit(i-1) || !isDigit(i+1) {
+				return "", false
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), true
 }

@@ -81,7 +81,7 @@ func (jsonStyle) assistant(s *sig.Signature, values *sig.Map, missing any) strin
 		}
 		out.Set(f.Name, sig.Normalize(v))
 	}
-	return sig.PyJSONIndent(out, 2)
+	return sig.PyJSONIndent(Jsonable(out), 2)
 }
 
 // ParseJSON is JSONAdapter.parse: the completion (or, failing that, its first balanced

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -38,7 +39,7 @@ func outputsFunc(s *sig.Signature, style, wrap string) string {
 	case "schema":
 		m := sig.NewMap()
 		for _, f := range s.Outputs {
-			m.Set(f.Name, pydanticOrder(f.Type.JSONSchema(), ""))
+			m.Set(f.Name, adapter.PydanticJSONSchema(f.Type))
 		}
 		return sig.PyJSONIndent(m, 2)
 	case "xml":
@@ -81,40 +82,6 @@ func fieldDescriptions(fields []sig.Field) string {
 	return sig.PyStrip(strings.Join(parts, "\n"))
 }
 
-// pydanticOrder sorts schema keys alphabetically at every level, as pydantic's own
-// json_schema() does (DSPy's type-first order is only for its type notes); the children
-// of "properties" keep their declared order.
-func pydanticOrder(v any, parent string) any {
-	switch t := v.(type) {
-	case *sig.Map:
-		keys := t.Keys()
-		if parent != "properties" {
-			sortStrings(keys)
-		}
-		out := sig.NewMap()
-		for _, k := range keys {
-			val, _ := t.Get(k)
-			out.Set(k, pydanticOrder(val, k))
-		}
-		return out
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = pydanticOrder(e, parent)
-		}
-		return out
-	}
-	return v
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
 // demosInline is {demos(style=...)}: each demo's fields (inputs then outputs, present
 // ones only) with raw str() values; demos joined by a blank line.
 func (r *render) demosInline(style string) string {
@@ -149,7 +116,7 @@ func (r *render) demosInline(style string) string {
 		}
 		switch style {
 		case "json":
-			blocks[i] = sig.PyJSONIndent(present, 2)
+			blocks[i] = sig.PyJSONIndent(adapter.Jsonable(present), 2)
 		case "xml", "yaml":
 			blocks[i] = strings.Join(lines, "\n")
 		default:
@@ -166,7 +133,7 @@ func historyInline(h *sig.History, style string) string {
 		return ""
 	}
 	if style == "json" {
-		return sig.PyJSONIndent(historyList(*h), 2)
+		return sig.PyJSONIndent(adapter.Jsonable(historyList(*h)), 2)
 	}
 	var b strings.Builder
 	for i, m := range h.Messages {

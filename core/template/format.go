@@ -299,7 +299,7 @@ func replyText(mode string, present *sig.Map) (string, bool) {
 		v, _ := present.Get(present.Keys()[0])
 		return pyStr(v), true
 	}
-	return sig.PyJSONIndent(present, 2), true
+	return sig.PyJSONIndent(adapter.Jsonable(present), 2), true
 }
 
 // mappedHistory is the EXTENSION {"role":"history","user":T,"assistant":T}: per history
@@ -338,7 +338,7 @@ func (r *render) entryLookup(e *sig.Map, k string) (fmtValue, bool) {
 			}
 			outs.Set(f.Name, v)
 		}
-		return strValue(sig.PyJSON(outs)), true
+		return strValue(sig.PyJSON(adapter.Jsonable(outs))), true
 	}
 	_, in := r.s.Input(k)
 	_, out := r.s.Output(k)

@@ -40,11 +40,9 @@ func (t *Template) Parse(s *sig.Signature, completion string) (*sig.Map, error) 
 	case ParseFullText:
 		return t.parseFullText(s, completion)
 	case ParseChat:
-		out, err := adapter.Chat{}.Parse(s, completion)
-		if err != nil {
-			return nil, fmt.Errorf("template (chat parse mode): %w", err)
-		}
-		return out, nil
+		// The reference delegates to ChatAdapter().parse, whose AdapterParseError (naming
+		// ChatAdapter) reaches the caller unchanged.
+		return adapter.Chat{}.Parse(s, completion)
 	case ParseXML:
 		return t.parseXML(s, StripFences(completion))
 	case ParseJSON:
@@ -110,7 +108,10 @@ func (t *Template) parseFullText(s *sig.Signature, completion string) (*sig.Map,
 	f := s.Outputs[0]
 	v, err := adapter.ParseValue(f.Type, sig.PyStrip(completion))
 	if err != nil {
-		return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse field '%s': %v", f.Name, err), nil, f.Name, err)
+		// The reference does not catch here: parse_value's own error reaches the caller.
+		e := t.parseErr(s, completion, "", nil, f.Name, err)
+		e.Bare = true
+		return nil, e
 	}
 	return sig.NewMap(f.Name, v), nil
 }
@@ -178,8 +179,14 @@ func (t *Template) FinetuneReply(s *sig.Signature, outputs *sig.Map) string {
 		})
 		return strings.Join(parts, "\n")
 	}
-	// json.dumps here runs with the default ensure_ascii=True.
-	return asciiJSON(sig.PyJSONIndent(outputs, 2))
+	// json.dumps here runs with the default ensure_ascii=True, over each value passed
+	// through serialize_for_json on its own (a bare NaN stays NaN, nested ones are null).
+	vals := sig.NewMap()
+	outputs.Range(func(k string, v any) bool {
+		vals.Set(k, adapter.Jsonable(v))
+		return true
+	})
+	return asciiJSON(sig.PyJSONIndent(vals, 2))
 }
 
 // asciiJSON escapes non-ASCII characters as \uXXXX (surrogate pairs above U+FFFF), which

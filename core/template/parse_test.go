@@ -37,7 +37,7 @@ func TestParseModes(t *testing.T) {
 		{name: "full_text str", mode: ParseFullText, s: sig.New("", "", nil, []sig.Field{{Name: "reply"}}), completion: "\n Hello there.\n", want: `{"reply":"Hello there."}`},
 		{name: "full_text two outputs", mode: ParseFullText, s: twoOut, completion: "x",
 			err: "parse_mode='full_text' requires exactly 1 output field, got 2: ['answer', 'score']\n\nAdapter TemplateAdapter failed to parse the LM response. \n\nLM Response: x \n\nExpected to find output fields in the LM response: [answer, score] \n\n"},
-		{name: "full_text bad int", mode: ParseFullText, s: oneOut, completion: "forty", errHas: "Failed to parse field 'n'"},
+		{name: "full_text bad int", mode: ParseFullText, s: oneOut, completion: "forty", errHas: "1 validation error for int\n  Input should be a valid integer, unable to parse string as an integer"},
 		{name: "xml", mode: ParseXML, s: twoOut, completion: "Here: <answer>\n  multi\nline </answer> and <score>4</score> <answer>second</answer>", want: `{"answer":"multi\nline","score":4}`},
 		{name: "xml fenced", mode: ParseXML, s: twoOut, completion: "```xml\n<answer>a</answer><score>1</score>\n```", want: `{"answer":"a","score":1}`},
 		{name: "xml missing", mode: ParseXML, s: twoOut, completion: "<answer>a</answer>",

@@ -94,6 +94,12 @@ func (t *Template) Mode() string {
 	return t.ParseMode
 }
 
+// ParseModeName is the effective parse mode ("json", "full_text", "xml" or "chat"); the
+// engine records it in lm.Meta.ParseMode so that a model (the offline demo model, say)
+// can answer in the form the parse mode reads. A custom ParseFunc does not change it:
+// demo and history replies are still written in this mode.
+func (t *Template) ParseModeName() string { return t.Mode() }
+
 // RegisterHelper adds a template function callable as {name(...)}.
 func (t *Template) RegisterHelper(name string, h Helper) {
 	if t.Helpers == nil {
@@ -226,19 +232,24 @@ func loadMessage(raw json.RawMessage) (MessageTemplate, error) {
 		}
 		return &s, nil
 	}
-	for k := range fields {
-		switch k {
-		case "role", "content", "user", "assistant":
-		default:
-			return m, fmt.Errorf("unknown key %q (known: role, content, user, assistant)", k)
-		}
-	}
 	role, err := str("role")
 	if err != nil {
 		return m, err
 	}
 	if role != nil {
 		m.Role = *role
+	}
+	// The reference ignores any other key on a directive ({"role":"history","style":…}
+	// renders as a plain history directive); on a regular message an unknown key is most
+	// likely a typo of "content", so it is reported.
+	if !m.IsDirective() {
+		for k := range fields {
+			switch k {
+			case "role", "content", "user", "assistant":
+			default:
+				return m, fmt.Errorf("unknown key %q (known: role, content, user, assistant)", k)
+			}
+		}
 	}
 	content, err := str("content")
 	if err != nil {
