@@ -219,3 +219,63 @@ func TestWireFormatValueKinds(t *testing.T) {
 		t.Errorf("got %q\nwant %q", last, want)
 	}
 }
+
+// TestWireTemplateAdapter: the template adapter end to end through the CLI, both
+// directions, and its errors (which message, line and column; bad parse mode).
+func TestWireTemplateAdapter(t *testing.T) {
+	sigJSON := `"signature":{"inputs":[{"name":"question"}],"outputs":[{"name":"answer"},{"name":"n","type":"int"}]}`
+	tpl := func(content, mode string) string {
+		return `"template":{"messages":[{"role":"system","content":"{instruction}"},{"role":"user","content":` + content + `}],"parse_mode":"` + mode + `"}`
+	}
+	code, stdout, stderr := runWireCLI(t, `{"adapter":"template",`+tpl(`"{inputs(style='json')}\n{outputs(style='xml', wrap='response')}\n{{literal}}"`, "xml")+`,`+sigJSON+`,"inputs":{"question":"hé \"x\""}}`, "wire", "format")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := `{"messages":[{"role":"system","content":"Given the fields ` + "`question`" + `, produce the fields ` + "`answer`, `n`" + `."},` +
+		`{"role":"user","content":"{\n  \"question\": \"hé \\\"x\\\"\"\n}\n<response>\n  <answer>${answer}</answer>\n  <n>${n}</n>\n</response>\n{literal}"}]}` + "\n"
+	if stdout != want {
+		t.Errorf("format:\n got %s\nwant %s", stdout, want)
+	}
+
+	code, stdout, stderr = runWireCLI(t, `{"adapter":"template",`+tpl(`"x"`, "xml")+`,`+sigJSON+`,"completion":"ok <answer> A </answer> <n>4</n>"}`, "wire", "parse")
+	if code != 0 || stdout != `{"outputs":{"answer":"A","n":4}}`+"\n" {
+		t.Errorf("parse: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// chat parse mode reports ChatAdapter's own error text.
+	code, _, stderr = runWireCLI(t, `{"adapter":"template",`+tpl(`"x"`, "chat")+`,`+sigJSON+`,"completion":"[[ ## answer ## ]]\nA"}`, "wire", "parse")
+	if code != 1 || !strings.HasPrefix(stderr, "Adapter ChatAdapter failed to parse the LM response. \n\n") {
+		t.Errorf("chat parse error: exit %d, stderr %q", code, stderr)
+	}
+
+	errCases := []struct{ name, stdin, stderr string }{
+		{"unbalanced brace", `{"adapter":"template",` + tpl(`"Q: {question"`, "json") + `,` + sigJSON + `}`,
+			"template messages[1].content, line 1, column 4: expected '}' before end of string"},
+		{"single close", `{"adapter":"template",` + tpl(`"a\nb } c"`, "json") + `,` + sigJSON + `}`,
+			"template messages[1].content, line 2, column 3: Single '}' encountered in format string"},
+		{"no template", `{"adapter":"template",` + sigJSON + `}`, `template: missing`},
+		{"bad parse mode", `{"adapter":"template",` + tpl(`"x"`, "yaml") + `,` + sigJSON + `}`, `unknown parse_mode "yaml"`},
+	}
+	for _, c := range errCases {
+		code, stdout, stderr := runWireCLI(t, c.stdin, "wire", "format")
+		if code != 2 || stdout != "" || !strings.Contains(stderr, c.stderr) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q (want it to contain %q on one line)", c.name, code, stdout, stderr, c.stderr)
+		}
+	}
+}
+
+// TestWireHistoryNullAndJSONParseError: a null history renders like an absent one (the
+// project's choice where DSPy crashes, DESIGN.md); a JSONAdapter completion without an
+// object fails with DSPy's message.
+func TestWireHistoryNullAndJSONParseError(t *testing.T) {
+	s := `"signature":{"instructions":"x","inputs":[{"name":"q"},{"name":"history","type":"History"}],"outputs":[{"name":"a"}]}`
+	_, withNull, _ := runWireCLI(t, `{`+s+`,"inputs":{"q":"hi","history":null}}`, "wire", "format")
+	_, absent, _ := runWireCLI(t, `{`+s+`,"inputs":{"q":"hi"}}`, "wire", "format")
+	if withNull == "" || withNull != absent {
+		t.Errorf("null history %q differs from absent %q", withNull, absent)
+	}
+	code, _, stderr := runWireCLI(t, `{"adapter":"json",`+s+`,"completion":"no object here"}`, "wire", "parse")
+	want := "LM response cannot be serialized to a JSON object.\n\nAdapter JSONAdapter failed to parse the LM response. \n\nLM Response: no object here \n\nExpected to find output fields in the LM response: [a] \n\n"
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}
