@@ -1,0 +1,128 @@
+package storage
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// walkUsage is the reference: the usage of every call of the loaded branch, summed in Go.
+func walkUsage(t *testing.T, s *Store, conv, branch string) lm.Usage {
+	t.Helper()
+	turns, err := s.LoadBranch(context.Background(), conv, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u lm.Usage
+	for _, tr := range turns {
+		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) {
+			u.PromptTokens += c.Usage.PromptTokens
+			u.CompletionTokens += c.Usage.CompletionTokens
+			u.CachedTokens += c.Usage.CachedTokens
+			u.TotalTokens += c.Usage.TotalTokens
+		})
+	}
+	return u
+}
+
+func TestBranchUsage(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "usage.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustConv(t, s, "u")
+	mustConv(t, s, "other")
+	appendN(t, s, "u", MainBranch, 3)
+	appendN(t, s, "other", MainBranch, 2) // another conversation must not leak in
+	if _, err := s.Fork(ctx, "u", MainBranch, "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "u", "f", 1)
+	if _, err := s.CreateBranch(ctx, "u", "empty"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBranch(ctx, "u", "undone"); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "u", "undone", 2)
+	if _, err := s.Undo(ctx, "u", "undone", 1); err != nil {
+		t.Fatal(err)
+	}
+	// A pending turn's recorded call is on no path yet.
+	sink := s.Sink("u", MainBranch)
+	pt := fixtureTurn(3, 0, false)
+	key, err := sink.BeginTurn(ctx, pt.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.RecordCall(ctx, key, "", pt.Calls[1]); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := s.BranchUsage(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every fixture turn i has three calls of 100+i prompt and 20 completion tokens.
+	turnUsage := func(i int) lm.Usage {
+		return lm.Usage{PromptTokens: 3 * (100 + i), CompletionTokens: 60, TotalTokens: 3 * (120 + i)}
+	}
+	sum := func(idx ...int) lm.Usage {
+		var u lm.Usage
+		for _, i := range idx {
+			t := turnUsage(i)
+			u.PromptTokens += t.PromptTokens
+			u.CompletionTokens += t.CompletionTokens
+			u.TotalTokens += t.TotalTokens
+		}
+		return u
+	}
+	want := map[string]lm.Usage{
+		MainBranch: sum(0, 1, 2),
+		"f":        sum(0, 1), // main's turn 0, then its own turn 1
+		"empty":    {},
+		"undone":   sum(0),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d branches %v, want %d", len(got), got, len(want))
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("branch %s: usage %+v, want %+v", name, got[name], w)
+		}
+		if ref := walkUsage(t, s, "u", name); got[name] != ref {
+			t.Errorf("branch %s: usage %+v, but its loaded calls sum to %+v", name, got[name], ref)
+		}
+	}
+
+	none, err := s.BranchUsage(ctx, "missing")
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown conversation: %v, %v; want an empty map", none, err)
+	}
+}
+
+// BenchmarkBranchUsage measures the per-pane totals on a 500-turn branch with a fork.
+func BenchmarkBranchUsage(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "usage.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	mustConv(b, s, "u")
+	appendN(b, s, "u", MainBranch, 500)
+	if _, err := s.Fork(ctx, "u", MainBranch, "f", 250); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.BranchUsage(ctx, "u"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
