@@ -211,3 +211,44 @@ func TestJSONAdapterMessages(t *testing.T) {
 		t.Error("non-ASCII must be kept as is (ensure_ascii=False)")
 	}
 }
+
+// TestHistoryValueKinds: history entry values are rendered by their runtime kind, never
+// whitespace-normalised except by the message-level strip (§4, §5, §7).
+func TestHistoryValueKinds(t *testing.T) {
+	s := sig.New("S", "x", []sig.Field{field("q", "str", ""), field("ctx", "str", ""), field("history", "History", "")},
+		[]sig.Field{field("a", "str", ""), field("n", "int", "")})
+	cases := []struct {
+		name      string
+		entry     *sig.Map
+		user, bot string // "" user means no user message
+	}{
+		{"newlines and unicode", sig.NewMap("q", "  ünï\ncödé  \n", "a", "line1\n\nline2\n", "n", int64(2)),
+			"[[ ## q ## ]]\n  ünï\ncödé", "[[ ## a ## ]]\nline1\n\nline2\n\n\n[[ ## n ## ]]\n2\n\n[[ ## completed ## ]]\n"},
+		{"empty string and None", sig.NewMap("q", "", "ctx", nil, "a", ""),
+			"[[ ## q ## ]]\n\n\n[[ ## ctx ## ]]\nNone", "[[ ## a ## ]]\n\n\n[[ ## n ## ]]\nNone\n\n[[ ## completed ## ]]\n"},
+		{"list and dict", sig.NewMap("q", []any{"x", "y"}, "ctx", sig.NewMap("k", []any{int64(1), 2.5}), "a", []any{}, "n", 3.0),
+			"[[ ## q ## ]]\n[1] «x»\n[2] «y»\n\n[[ ## ctx ## ]]\n{\"k\": [1, 2.5]}", "[[ ## a ## ]]\nN/A\n\n[[ ## n ## ]]\n3.0\n\n[[ ## completed ## ]]\n"},
+		{"no inputs", sig.NewMap("a", "only", "history", "ignored"),
+			"", "[[ ## a ## ]]\nonly\n\n[[ ## n ## ]]\nNone\n\n[[ ## completed ## ]]\n"},
+		{"floats", sig.NewMap("q", 1e16, "ctx", 1e-05, "a", true, "n", math.Copysign(0, -1)),
+			"[[ ## q ## ]]\n1e+16\n\n[[ ## ctx ## ]]\n1e-05", "[[ ## a ## ]]\nTrue\n\n[[ ## n ## ]]\n-0.0\n\n[[ ## completed ## ]]\n"},
+	}
+	for _, c := range cases {
+		msgs, err := Chat{}.Format(Request{Signature: s, Inputs: sig.NewMap("q", "now", "history", sig.History{Messages: []*sig.Map{c.entry}})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn := msgs[1 : len(msgs)-1]
+		var gotUser, gotBot string
+		for _, m := range turn {
+			if m.Role == "user" {
+				gotUser = m.Content
+			} else {
+				gotBot = m.Content
+			}
+		}
+		if len(turn) != map[bool]int{true: 2, false: 1}[c.user != ""] || gotUser != c.user || gotBot != c.bot {
+			t.Errorf("%s:\n got %d msgs user %q bot %q\nwant user %q bot %q", c.name, len(turn), gotUser, gotBot, c.user, c.bot)
+		}
+	}
+}
