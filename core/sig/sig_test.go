@@ -160,22 +160,6 @@ func TestParseTypeErrors(t *testing.T) {
 	}
 }
 
-func TestJSONSchema(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"list[str]", `{"type": "array", "items": {"type": "string"}}`},
-		{"dict[str, int]", `{"type": "object", "additionalProperties": {"type": "integer"}}`},
-		{"Optional[int]", `{"anyOf": [{"type": "integer"}, {"type": "null"}]}`},
-		{"set[int]", `{"type": "array", "items": {"type": "integer"}, "uniqueItems": true}`},
-		{"tuple[int, str]", `{"type": "array", "maxItems": 2, "minItems": 2, "prefixItems": [{"type": "integer"}, {"type": "string"}]}`},
-		{"Literal['a', 'b']", `{"type": "string", "enum": ["a", "b"]}`},
-		{"Any", `{}`},
-	}
-	for _, c := range cases {
-		if got := PyJSON(MustType(c.in).JSONSchema()); got != c.want {
-			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
-		}
-	}
-}
 
 func TestParseSignature(t *testing.T) {
 	s, err := Parse("question, history: History -> intent: Literal['a', 'b'], score: float")
