@@ -262,7 +262,7 @@ func callsValue(calls []*trace.Call) (any, error) {
 	return sig.DecodeJSON(data)
 }
 
-// ConfigMetaKey is the conversation metadata key under which Import keeps what a
+// ConfigMetaKey is the conversation metadata key under which Import keeps (as JSON text) what a
 // dspy-session file said that a conversation has no column for: non-default settings
 // (history_field, max_turns, exclude_fields, initial_history, l2_memory, ...), unknown
 // top-level keys ("extra") and child states it could not attach to turns ("node_states").
@@ -278,11 +278,15 @@ func importedConfig(c *storage.Conversation) *sig.Map {
 	if !ok {
 		return sig.NewMap()
 	}
-	data, err := json.Marshal(raw)
-	if err != nil {
-		return sig.NewMap()
+	text, ok := raw.(string)
+	if !ok { // an object set by hand: key order is lost, values are still good
+		data, err := json.Marshal(raw)
+		if err != nil {
+			return sig.NewMap()
+		}
+		text = string(data)
 	}
-	v, err := sig.DecodeJSON(data)
+	v, err := sig.DecodeJSON([]byte(text))
 	if m, ok := v.(*sig.Map); err == nil && ok {
 		return m
 	}

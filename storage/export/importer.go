@@ -87,11 +87,27 @@ func BuildImport(f *SessionFile) (*Import, error) {
 			nodeMeta.Set(p, x)
 		}
 	}
+	for i, t := range im.Turns {
+		// Storage keys calls by id within a turn; a repeated id would silently drop a call.
+		seen := map[string]bool{}
+		var dup string
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+			if c.ID != "" && seen[c.ID] && dup == "" {
+				dup = c.ID
+			}
+			seen[c.ID] = true
+		})
+		if dup != "" {
+			return nil, perr(fmt.Sprintf("$.%s.turns[%d].calls", extKey, i), "call id %q appears twice in the turn", dup)
+		}
+	}
 	if nodeMeta.Len() > 0 {
 		cfg.Set("node_states", nodeMeta)
 	}
 	if cfg.Len() > 0 {
-		im.Metadata[ConfigMetaKey] = json.RawMessage(sig.JSON(cfg))
+		// Kept as JSON text: metadata objects come back with sorted keys, and the order of
+		// fields in history messages decides the prompts they render to.
+		im.Metadata[ConfigMetaKey] = sig.JSON(cfg)
 	}
 	return im, nil
 }

@@ -1,0 +1,335 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+// runIsolated gives a test an empty configuration (so the demo model answers at once)
+// and a fresh database path.
+func runIsolated(t *testing.T) string {
+	t.Helper()
+	dir := isolate(t)
+	writeConfig(t, dir, "[demo]\ntoken_rate = 0\n")
+	return filepath.Join(t.TempDir(), "run.db")
+}
+
+func runMain(ctx context.Context, args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(ctx, Env{Args: args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
+
+var convIDPattern = regexp.MustCompile(`conversation (c-[0-9T]+-[0-9a-f]+)`)
+
+func convIDOf(t *testing.T, text string) string {
+	t.Helper()
+	m := convIDPattern.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no conversation id in %q", text)
+	}
+	return m[1]
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func openStore(t *testing.T, db string) *storage.Store {
+	t.Helper()
+	s, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestRunNewConversationThenContinue(t *testing.T) {
+	db := runIsolated(t)
+	code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=I can't log in", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := convIDOf(t, out)
+	for _, want := range []string{"(new) · agent SupportAgent · branch main", "turn 0 (id ", "> question: I can't log in", "< reply: ", "< intent: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "offline demo model") || !strings.Contains(errs, "--conversation "+id) {
+		t.Errorf("stderr should name the demo model and how to continue:\n%s", errs)
+	}
+
+	// Continue it with --json: one object per turn on stdout, nothing else there.
+	code, out, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=It says password expired", "--json", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var line struct {
+		Conversation, Branch, Turn, Source string
+		Index                              int
+		Inputs, Outputs                    map[string]any
+		Calls                              int
+		Usage                              struct {
+			TotalTokens int `json:"total_tokens"`
+		}
+		LatencyMS *int64 `json:"latency_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &line); err != nil || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Fatalf("--json output is not one object: %v\n%s", err, out)
+	}
+	if line.Conversation != id || line.Branch != "main" || line.Index != 1 || line.Turn == "" || line.Source != "--input" ||
+		line.Inputs["question"] != "It says password expired" || line.Outputs["reply"] == nil || line.Calls != 2 ||
+		line.Usage.TotalTokens == 0 || line.LatencyMS == nil {
+		t.Errorf("json line: %+v", line)
+	}
+
+	s := openStore(t, db)
+	turns, err := s.LoadBranch(context.Background(), id, "main")
+	if err != nil || len(turns) != 2 || len(turns[1].Calls) != 2 {
+		t.Fatalf("stored: %v %d turns", err, len(turns))
+	}
+	// The classifier kept its own history across the two runs (restored from storage).
+	if h := turns[1].Calls[0].History.Messages; len(h) != 1 || h[0].String("question") != "I can't log in" {
+		t.Errorf("second turn's classify history: %v", h)
+	}
+	c, _ := s.Conversation(context.Background(), id)
+	if c.Title != "I can't log in" || c.Agent != "SupportAgent" {
+		t.Errorf("conversation: %+v", c)
+	}
+}
+
+func TestRunScript(t *testing.T) {
+	db := runIsolated(t)
+	script := writeFile(t, "turns.jsonl", "{\"question\": \"I can't log in\"}\n\n{\"question\": \"It says password expired\"}\n{\"question\": \"thanks\"}\n")
+	code, out, errs := runMain(context.Background(), "run", "--agent", "supportagent", "--script", script, "--branch", "trial", "--title", "Scripted", "--json", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d json lines, want 3:\n%s", len(lines), out)
+	}
+	for i, l := range lines {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		wantSrc := fmt.Sprintf("%s:%d", script, []int{1, 3, 4}[i])
+		if v["index"] != float64(i) || v["source"] != wantSrc || v["branch"] != "trial" {
+			t.Errorf("line %d: %v", i, v)
+		}
+	}
+	id := convIDOf(t, errs)
+	s := openStore(t, db)
+	c, _ := s.Conversation(context.Background(), id)
+	b, err := s.Branch(context.Background(), id, "trial")
+	if c == nil || c.Title != "Scripted" || err != nil || b.Length != 3 {
+		t.Errorf("conversation %+v, branch %+v, %v", c, b, err)
+	}
+}
+
+func TestRunInputErrors(t *testing.T) {
+	db := runIsolated(t)
+	badJSON := writeFile(t, "bad.jsonl", "{\"question\": \"a\"}\n{\"question\": \"b\",}\n")
+	unknown := writeFile(t, "unknown.jsonl", "{\"question\": \"a\"}\n{\"text\": \"b\"}\n")
+	notObj := writeFile(t, "list.jsonl", "[1, 2]\n")
+	wrongType := writeFile(t, "type.jsonl", "{\"question\": 3}\n")
+	empty := writeFile(t, "empty.jsonl", "\n\n")
+	agentFile := writeFile(t, "broken.toml", "name = \"x\"\ninputs = [\"q\"]\nbogus = 1\n")
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--agent", "Nope", "--input", "q=1"}, 2, `no agent "Nope" (agents: SupportAgent,`},
+		{[]string{"--agent", "SupportAgent", "--input", "q=1"}, 2, `unknown input field "q" (SupportAgent takes: question (str))`},
+		{[]string{"--agent", "SupportAgent", "--input", "question=a", "--input", "question=b"}, 2, "--input question given twice"},
+		{[]string{"--agent", "CorrectThenTranslate", "--input", "question=a"}, 2, `unknown input field "question" (CorrectThenTranslate takes: text (str))`},
+		{[]string{"--agent", "SupportAgent"}, 2, "nothing to run"},
+		{[]string{"--input", "question=a"}, 2, "--agent is required"},
+		{[]string{"--agent", "SupportAgent", "--input", "question=a", "--script", badJSON}, 2, "either --input or --script"},
+		{[]string{"--agent", "SupportAgent", "--input", "noequals"}, 2, "want NAME=VALUE"},
+		{[]string{"--agent", "SupportAgent", "extra", "--input", "question=a"}, 2, `unexpected argument "extra"`},
+		{[]string{"--agent", "SupportAgent", "--script", badJSON}, 2, badJSON + ":2: column 18: not valid JSON"},
+		{[]string{"--agent", "SupportAgent", "--script", unknown}, 2, unknown + `:2: unknown input field "text"`},
+		{[]string{"--agent", "SupportAgent", "--script", notObj}, 2, notObj + ":1: is a list, want a JSON object"},
+		{[]string{"--agent", "SupportAgent", "--script", wrongType}, 2, wrongType + `:1: input "question" (str): is an int, want a string`},
+		{[]string{"--agent", "SupportAgent", "--script", empty}, 2, "has no lines to run"},
+		{[]string{"--agent", "SupportAgent", "--script", filepath.Join(t.TempDir(), "missing.jsonl")}, 2, "no such file"},
+		{[]string{"--agent", agentFile, "--input", "q=1"}, 2, "unknown key"},
+		{[]string{"--agent", "SupportAgent", "--input", "question=a", "--branch", " "}, 2, "--branch: branch name is empty"},
+		{[]string{"--conversation", "nope", "--input", "question=a"}, 1, `conversation "nope": not found`},
+	}
+	for _, tc := range cases {
+		args := append(append([]string{"run"}, tc.args...), "--db", db)
+		code, _, errs := runMain(context.Background(), args...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, want %d with %q\nstderr: %s", tc.args, code, tc.code, tc.msg, errs)
+		}
+	}
+	// None of the refused runs wrote a conversation.
+	list, err := openStore(t, db).ListConversations(context.Background())
+	if err != nil || len(list) != 0 {
+		t.Errorf("refused runs left conversations: %v %v", list, err)
+	}
+}
+
+func TestRunContinueChecksAgentAndBranch(t *testing.T) {
+	db := runIsolated(t)
+	code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=hi", "--db", db)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	id := convIDOf(t, out)
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--conversation", id, "--agent", "RAGAgent", "--input", "question=a"}, 2, `belongs to agent "SupportAgent", not "RAGAgent"`},
+		{[]string{"--conversation", id, "--branch", "zz", "--input", "question=a"}, 1, `branch "zz" not found`},
+		{[]string{"--conversation", id, "--input", "text=a"}, 2, `unknown input field "text"`},
+	}
+	for _, tc := range cases {
+		args := append(append([]string{"run"}, tc.args...), "--db", db)
+		code, _, errs := runMain(context.Background(), args...)
+		if code != tc.code || !strings.Contains(errs, tc.msg) {
+			t.Errorf("%v: exit %d, want %d with %q\nstderr: %s", tc.args, code, tc.code, tc.msg, errs)
+		}
+	}
+}
+
+// chatServer is an OpenAI-compatible server answering every request with answer(n), n
+// counting requests from 1, streamed or not as asked.
+func chatServer(t *testing.T, answer func(n int64, w http.ResponseWriter, r *http.Request) (string, bool)) *httptest.Server {
+	t.Helper()
+	var n atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.Unmarshal(body, &req)
+		text, ok := answer(n.Add(1), w, r)
+		if !ok {
+			return
+		}
+		if !req.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"id":"x","object":"chat.completion","model":"test-model","choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, text)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", text)
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,\"total_tokens\":15}}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// supportAnswer fills both SupportAgent signatures (extra sections are ignored).
+const supportAnswer = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
+
+func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
+	script := "{\"question\": \"one\"}\n{\"question\": \"two\"}\n{\"question\": \"three\"}\n"
+	cases := []struct {
+		name string
+		fail func(w http.ResponseWriter) (string, bool)
+		msg  string
+	}{
+		{"model error", func(w http.ResponseWriter) (string, bool) {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"error":{"message":"context length exceeded","type":"invalid_request_error"}}`)
+			return "", false
+		}, "context length exceeded"},
+		{"parse error", func(w http.ResponseWriter) (string, bool) { return "I am not following the format", true }, "turn from"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := runIsolated(t)
+			// Two calls per turn: requests 1-4 serve turns one and two, then the model fails.
+			srv := chatServer(t, func(n int64, w http.ResponseWriter, _ *http.Request) (string, bool) {
+				if n <= 4 {
+					return supportAnswer, true
+				}
+				return tc.fail(w)
+			})
+			path := writeFile(t, "s.jsonl", script)
+			code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--script", path,
+				"--base-url", srv.URL+"/v1", "--model", "test-model", "--json", "--db", db)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, errs)
+			}
+			t.Log(errs)
+			if !strings.Contains(errs, "the turn from "+path+":3 failed") || !strings.Contains(errs, tc.msg) ||
+				!strings.Contains(errs, "2 earlier turn(s) of this run are stored") {
+				t.Errorf("stderr: %s", errs)
+			}
+			if n := strings.Count(out, "\n"); n != 2 {
+				t.Errorf("%d json lines before the failure, want 2:\n%s", n, out)
+			}
+			s := openStore(t, db)
+			id := convIDOf(t, errs)
+			turns, err := s.LoadBranch(context.Background(), id, "main")
+			if err != nil || len(turns) != 2 || turns[1].Inputs.String("question") != "two" {
+				t.Fatalf("stored turns: %v %d", err, len(turns))
+			}
+			if turns[0].Calls[0].Usage.TotalTokens != 15 || turns[0].Calls[0].Completion != supportAnswer {
+				t.Errorf("call record from the server: %+v", turns[0].Calls[0])
+			}
+			if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {
+				t.Errorf("failed turn left in flight: %+v", p)
+			}
+		})
+	}
+}
+
+func TestRunCancelRecordsNoPartialTurn(t *testing.T) {
+	db := runIsolated(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Turn one completes; turn two's first call is cut off by Ctrl+C (context cancel).
+	srv := chatServer(t, func(n int64, w http.ResponseWriter, r *http.Request) (string, bool) {
+		if n <= 2 {
+			return supportAnswer, true
+		}
+		cancel()
+		<-r.Context().Done()
+		return "", false
+	})
+	path := writeFile(t, "s.jsonl", "{\"question\": \"one\"}\n{\"question\": \"two\"}\n")
+	code, _, errs := runMain(ctx, "run", "--agent", "SupportAgent", "--script", path, "--base-url", srv.URL+"/v1", "--model", "m", "--db", db)
+	if code != runCancelled || !strings.Contains(errs, "cancelled during the turn from "+path+":2; that turn was not recorded") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	s := openStore(t, db)
+	id := convIDOf(t, errs)
+	turns, err := s.LoadBranch(context.Background(), id, "main")
+	if err != nil || len(turns) != 1 {
+		t.Fatalf("stored: %v %d turns, want 1", err, len(turns))
+	}
+	if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {
+		t.Errorf("cancelled turn left in flight: %+v", p)
+	}
+}
