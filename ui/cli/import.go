@@ -72,17 +72,18 @@ func runImportCommand(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench import: %s: %v\n", file, err)
 		return storeUsage
 	}
-	switch {
-	case im.Agent != "" && agent != "" && !strings.EqualFold(im.Agent, agent):
-		fmt.Fprintf(env.Stderr, "sessionbench import: %s was recorded with agent %q; --agent %q disagrees (leave it out)\n", file, im.Agent, agent)
-		return storeUsage
-	case im.Agent == "" && agent != "":
+	if agent != "" {
 		ag, err := runFindAgent(agent)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench import: %v\n", err)
 			return storeUsage
 		}
-		im.Agent = ag.Name
+		ref := runAgentRef(ag)
+		if im.Agent != "" && !strings.EqualFold(im.Agent, ref) {
+			fmt.Fprintf(env.Stderr, "sessionbench import: %s was recorded with agent %q; --agent %q disagrees (leave it out)\n", file, im.Agent, agent)
+			return storeUsage
+		}
+		im.Agent = ref
 	}
 	var status storage.Status
 	if im.Status != "" {

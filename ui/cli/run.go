@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -142,7 +143,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 		if title == "" {
 			title = runTitle(turns[0].inputs)
 		}
-		info, err := a.NewConversation(ctx, ag.Name, title)
+		info, err := a.NewConversation(ctx, runAgentRef(ag), title)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeError
@@ -162,36 +163,55 @@ func runRunCommand(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v (make it with 'sessionbench session fork %s --at N --name %s')\n", err, conv.ID, o.branch)
 		return storeError
 	}
-	return runTurns(ctx, env, s, a, conv, o, turns)
+	return runTurns(ctx, env, s, a, conv, ag.Name, o, turns)
 }
 
 // runPickAgent resolves --agent: a built-in agent, an agent file found in the agent
 // directories, or a path to an agent file. With a conversation it must match the
-// conversation's agent (turns of one conversation come from one agent).
+// conversation's agent (turns of one conversation come from one agent), which is stored
+// as a built-in name or an agent file's absolute path.
 func runPickAgent(spec string, conv *storage.Conversation) (demo.Agent, error) {
-	if conv != nil {
-		if conv.Agent == "" {
-			return demo.Agent{}, fmt.Errorf("conversation %s has no agent (imported without --agent?); it cannot be continued here", conv.ID)
-		}
-		if spec == "" {
-			spec = conv.Agent
-		}
+	if conv == nil {
+		return runFindAgent(spec)
+	}
+	if conv.Agent == "" {
+		return demo.Agent{}, fmt.Errorf("conversation %s has no agent (imported without --agent?); it cannot be continued here", conv.ID)
+	}
+	own, err := runFindAgent(conv.Agent)
+	if err != nil {
+		return demo.Agent{}, fmt.Errorf("conversation %s: %w", conv.ID, err)
+	}
+	if spec == "" {
+		return own, nil
 	}
 	ag, err := runFindAgent(spec)
 	if err != nil {
 		return demo.Agent{}, err
 	}
-	if conv != nil && !strings.EqualFold(ag.Name, conv.Agent) {
+	if runAgentRef(ag) != runAgentRef(own) {
 		return demo.Agent{}, fmt.Errorf("conversation %s belongs to agent %q, not %q (leave out --agent to continue it)", conv.ID, conv.Agent, ag.Name)
 	}
-	return ag, nil
+	return own, nil
+}
+
+// runAgentRef is how a conversation names its agent: a built-in agent's name, or an
+// agent file's absolute path (so it is found again from any directory); ui/app stores
+// the same.
+func runAgentRef(ag demo.Agent) string {
+	if ag.Source == "" || ag.Source == "built-in" {
+		return ag.Name
+	}
+	if abs, err := filepath.Abs(ag.Source); err == nil {
+		return abs
+	}
+	return ag.Source
 }
 
 func runFindAgent(spec string) (demo.Agent, error) {
 	if ag, ok := demo.Lookup(spec); ok {
 		return ag, nil
 	}
-	if strings.HasSuffix(spec, ".toml") || strings.ContainsRune(spec, os.PathSeparator) {
+	if strings.HasSuffix(strings.ToLower(spec), ".toml") || strings.ContainsRune(spec, os.PathSeparator) || strings.ContainsRune(spec, '/') {
 		ag, err := demo.LoadAgentFile(spec)
 		if err != nil {
 			return demo.Agent{}, fmt.Errorf("--agent %s: %w", spec, err)
@@ -401,12 +421,12 @@ type runTurnJSON struct {
 	LatencyMS    int64    `json:"latency_ms"`
 }
 
-func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *storage.Conversation, o runOptions, turns []runTurnInput) int {
+func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *storage.Conversation, agent string, o runOptions, turns []runTurnInput) int {
 	state := "continuing"
 	if o.newConvo {
 		state = "new"
 	}
-	header := fmt.Sprintf("conversation %s (%s) · agent %s · branch %s", conv.ID, state, conv.Agent, o.branch)
+	header := fmt.Sprintf("conversation %s (%s) · agent %s · branch %s", conv.ID, state, agent, o.branch)
 	if o.sf.json {
 		fmt.Fprintln(env.Stderr, header)
 	} else {

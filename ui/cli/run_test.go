@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -331,5 +332,37 @@ func TestRunCancelRecordsNoPartialTurn(t *testing.T) {
 	}
 	if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {
 		t.Errorf("cancelled turn left in flight: %+v", p)
+	}
+}
+
+// TestRunAgentFile runs an agent file given by path, then continues the conversation
+// from another directory without --agent (the conversation remembers the file).
+func TestRunAgentFile(t *testing.T) {
+	db := runIsolated(t)
+	data, err := demo.ExampleFile("support.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, "my-support.toml", string(data))
+	code, out, errs := runMain(context.Background(), "run", "--agent", path, "--input", "question=I can't log in", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := convIDOf(t, out)
+	if !strings.Contains(out, "< reply: ") {
+		t.Errorf("stdout: %s", out)
+	}
+	c, err := openStore(t, db).Conversation(context.Background(), id)
+	if err != nil || c.Agent != path {
+		t.Fatalf("conversation agent %q, want the file's absolute path %q (%v)", c.Agent, path, err)
+	}
+	t.Chdir(t.TempDir())
+	code, out, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=It says password expired", "--json", "--db", db)
+	if code != 0 || !strings.Contains(out, `"index":1`) {
+		t.Fatalf("continue: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = runMain(context.Background(), "run", "--conversation", id, "--agent", "SupportAgent", "--input", "question=x", "--db", db)
+	if code != 2 || !strings.Contains(errs, "belongs to agent") {
+		t.Errorf("other agent on a file agent's conversation: exit %d %s", code, errs)
 	}
 }
