@@ -74,6 +74,16 @@ func TestImportRoundTrip(t *testing.T) {
 	if !strings.Contains(second, `"conversation": "`+newID+`"`) {
 		t.Error("re-export does not name the new conversation")
 	}
+	// The engine loads the export too, call records included (same extension shape as Save).
+	ag, _ := demo.Lookup("SupportAgent")
+	mod, opts, _ := ag.Build()
+	loaded, err := core.Load([]byte(first), mod, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt := loaded.Turns(); len(lt) != 3 || len(lt[2].Calls) != 2 || lt[2].Calls[1].Path != "respond" || lt[2].Calls[1].Completion == "" {
+		t.Errorf("core.Load of the export: %d turns", len(lt))
+	}
 	// The imported conversation can be continued: its predictors' memories come back.
 	code, out, errs := runMain(ctx, "run", "--conversation", newID, "--input", "question=one more", "--json", "--db", db)
 	if code != 0 {

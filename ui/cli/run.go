@@ -478,7 +478,11 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *
 	if o.sf.db != "" {
 		fmt.Fprintf(env.Stderr, " --db %s", o.sf.db)
 	}
-	fmt.Fprintln(env.Stderr, " --input ...")
+	hint := "NAME"
+	if keys := turns[0].inputs.Keys(); len(keys) > 0 {
+		hint = keys[0]
+	}
+	fmt.Fprintf(env.Stderr, " --input %s=...\n", hint)
 	return storeOK
 }
 
