@@ -64,6 +64,34 @@ type Backend interface {
 	// DryRun renders, without calling any model, the requests the next turn would send
 	// with these inputs under a strategy (one Rendering per predictor call it can foresee).
 	DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]Rendering, error)
+
+	// Pending lists turns left in flight by a crash or a kill, oldest first: in conv, or
+	// in every conversation when conv is "". The workbench offers each for resume or
+	// discard.
+	Pending(ctx context.Context, conv string) ([]PendingInfo, error)
+	// Resume finishes the pending turn key on its branch, streaming like Send: inner calls
+	// the turn already got answers for are replayed from storage, not sent (or paid for)
+	// again. The finished turn is returned and sent as EventTurn.
+	Resume(ctx context.Context, key string, events chan<- Event) (*trace.Turn, error)
+	// Discard drops the pending turn key; its branch is unchanged.
+	Discard(ctx context.Context, key string) error
+}
+
+// PendingInfo is a turn interrupted in flight.
+type PendingInfo struct {
+	Conv      string
+	ConvTitle string
+	Branch    string // "" if the branch was deleted since
+	TurnKey   string
+	Index     int // position the turn takes on the branch (0 = first turn)
+	Inputs    *sig.Map
+	Started   time.Time
+	CallsDone int // inner calls that finished and were stored before the interruption
+	// CallsExpected estimates the turn's calls from the branch's previous turn (0 when
+	// unknown); a turn whose calls depend on the input may make more or fewer.
+	CallsExpected int
+	// Stale is set when the branch moved since the turn began: it can only be discarded.
+	Stale bool
 }
 
 // AgentInfo describes an agent: its top-level signature gives the input form.

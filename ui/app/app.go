@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 
@@ -24,15 +25,25 @@ import (
 type App struct {
 	store *storage.Store
 	model lm.LM
+	// resolver finds the models that agent-file predictors name for themselves.
+	resolver demo.ModelResolver
+	files    agentFiles
 	// mu serialises turns per branch: one writer per branch path at a time.
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
 }
 
-// New returns a backend over an open store and a model.
+// New returns a backend over an open store and a model. Agent files are looked for in
+// demo.AgentDirs(os.Getenv); SetAgentDirs changes that.
 func New(store *storage.Store, model lm.LM) *App {
-	return &App{store: store, model: model, locks: map[string]*sync.Mutex{}}
+	a := &App{store: store, model: model, locks: map[string]*sync.Mutex{}}
+	a.files.dirs = demo.AgentDirs(os.Getenv)
+	return a
 }
+
+// SetModelResolver lets agent-file predictors that name their own model (model = "..."
+// in the file) find it; without one such a predictor's call fails with a clear error.
+func (a *App) SetModelResolver(r demo.ModelResolver) { a.resolver = r }
 
 var _ ui.Backend = (*App)(nil)
 
@@ -48,15 +59,6 @@ func (a *App) branchLock(conv, branch string) *sync.Mutex {
 
 // ModelName labels the model.
 func (a *App) ModelName() string { return a.model.Name() }
-
-// Agents lists the demo agents.
-func (a *App) Agents() []ui.AgentInfo {
-	var out []ui.AgentInfo
-	for _, ag := range demo.Agents() {
-		out = append(out, agentInfo(ag))
-	}
-	return out
-}
 
 func agentInfo(ag demo.Agent) ui.AgentInfo {
 	var ins, outs []sig.Field
@@ -88,25 +90,29 @@ func (a *App) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) 
 	}
 	out := make([]ui.ConversationInfo, len(rows))
 	for i, r := range rows {
-		out[i] = ui.ConversationInfo{ID: r.ID, Title: r.Title, Agent: r.Agent, Status: string(r.Status),
+		out[i] = ui.ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: string(r.Status),
 			Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
 	}
 	return out, nil
 }
 
-// NewConversation creates a conversation (with its main branch).
+// NewConversation creates a conversation (with its main branch). agent is a built-in
+// agent's name, an agent file's name (found in the agent directories) or an agent
+// file's path; the conversation stores the built-in name or the file's absolute path,
+// so a file agent is found again on reopen wherever the workbench starts.
 func (a *App) NewConversation(ctx context.Context, agent, title string) (ui.ConversationInfo, error) {
-	if _, ok := demo.Lookup(agent); !ok {
-		return ui.ConversationInfo{}, fmt.Errorf("new conversation: unknown agent %q", agent)
+	ag, err := a.resolveAgent(agent)
+	if err != nil {
+		return ui.ConversationInfo{}, fmt.Errorf("new conversation: %w", err)
 	}
 	if title == "" {
-		title = agent + " conversation"
+		title = ag.Name + " conversation"
 	}
-	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: agent})
+	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: agentRef(ag)})
 	if err != nil {
 		return ui.ConversationInfo{}, err
 	}
-	return ui.ConversationInfo{ID: c.ID, Title: c.Title, Agent: c.Agent, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
+	return ui.ConversationInfo{ID: c.ID, Title: c.Title, Agent: ag.Name, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
 }
 
 // RenameConversation sets the title.
@@ -125,9 +131,13 @@ func (a *App) Branches(ctx context.Context, conv string) ([]ui.BranchInfo, error
 	if err != nil {
 		return nil, err
 	}
+	usage, err := a.store.BranchUsage(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ui.BranchInfo, len(bs))
 	for i, b := range bs {
-		out[i] = ui.BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), CanRedo: b.Redo > 0}
+		out[i] = ui.BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: usage[b.Name], CanRedo: b.Redo > 0}
 	}
 	return out, nil
 }
@@ -192,45 +202,62 @@ func (a *App) Turn(ctx context.Context, conv, turn string) (*trace.Turn, error) 
 	return a.store.LoadTurn(ctx, turn)
 }
 
-// session restores the branch's engine session, wired to store its turns.
-func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (*core.Session, demo.Agent, error) {
-	c, err := a.store.Conversation(ctx, conv)
-	if err != nil {
-		return nil, demo.Agent{}, err
-	}
-	name := c.Agent
-	if agentOverride != "" {
-		name = agentOverride
-	}
-	ag, ok := demo.Lookup(name)
-	if !ok {
-		return nil, demo.Agent{}, fmt.Errorf("conversation %s: unknown agent %q", conv, name)
-	}
-	mod, opts, err := ag.Build()
-	if err != nil {
-		return nil, ag, err
-	}
-	turns, err := a.store.LoadBranch(ctx, conv, branch)
-	if err != nil {
-		return nil, ag, err
-	}
-	opts.Record = core.RecordAll
-	opts.Sink = a.store.Sink(conv, branch)
-	s, err := core.Restore(mod, opts, turns)
-	return s, ag, err
+// turnRun is a branch's restored session, ready to run a turn.
+type turnRun struct {
+	s     *core.Session
+	mod   core.Module
+	sink  *storage.BranchSink
+	agent demo.Agent
 }
 
-// Send runs one turn on the branch's tip.
-func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
-	l := a.branchLock(req.Conv, req.Branch)
-	l.Lock()
-	defer l.Unlock()
-	s, _, err := a.session(ctx, req.Conv, req.Branch, "")
+// conversationAgent finds the agent a conversation runs (or override, when set).
+func (a *App) conversationAgent(ctx context.Context, conv, override string) (demo.Agent, error) {
+	ref := override
+	if ref == "" {
+		c, err := a.store.Conversation(ctx, conv)
+		if err != nil {
+			return demo.Agent{}, err
+		}
+		ref = c.Agent
+	}
+	ag, err := a.resolveAgent(ref)
+	if err != nil {
+		return demo.Agent{}, fmt.Errorf("conversation %s: %w", conv, err)
+	}
+	return ag, nil
+}
+
+// session restores the branch's engine session, wired to store its turns.
+func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
+	ag, err := a.conversationAgent(ctx, conv, agentOverride)
 	if err != nil {
 		return nil, err
 	}
-	ctx = core.WithObserver(core.WithLM(ctx, a.model), &observer{events: events})
-	_, t, err := s.Run(ctx, req.Inputs)
+	mod, opts, err := ag.Build()
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+	}
+	turns, err := a.store.LoadBranch(ctx, conv, branch)
+	if err != nil {
+		return nil, err
+	}
+	sink := a.store.Sink(conv, branch)
+	opts.Record = core.RecordAll
+	opts.Sink = sink
+	s, err := core.Restore(mod, opts, turns)
+	if err != nil {
+		return nil, fmt.Errorf("restore branch %s: %w", branch, err)
+	}
+	return &turnRun{s: s, mod: mod, sink: sink, agent: ag}, nil
+}
+
+// run runs one turn of r with model, streaming to events.
+func (a *App) run(ctx context.Context, r *turnRun, model lm.LM, resolver demo.ModelResolver, inputs *sig.Map, events chan<- ui.Event) (*trace.Turn, error) {
+	ctx = core.WithObserver(core.WithLM(ctx, model), newObserver(events, r.mod))
+	if resolver != nil {
+		ctx = demo.WithModelResolver(ctx, resolver)
+	}
+	_, t, err := r.s.Run(ctx, inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -240,29 +267,16 @@ func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Eve
 	return t, nil
 }
 
-// send delivers an event without blocking a turn on a slow reader.
-func send(ch chan<- ui.Event, e ui.Event) {
-	if ch == nil {
-		return
+// Send runs one turn on the branch's tip.
+func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+	l := a.branchLock(req.Conv, req.Branch)
+	l.Lock()
+	defer l.Unlock()
+	r, err := a.session(ctx, req.Conv, req.Branch, "")
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case ch <- e:
-	default:
-	}
-}
-
-// observer turns engine callbacks into UI events.
-type observer struct{ events chan<- ui.Event }
-
-func (o *observer) CallStarted(path string, c *trace.Call) {}
-func (o *observer) Delta(path, d string) {
-	send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Delta: d})
-}
-func (o *observer) Attempt(path string, at lm.Attempt) {
-	send(o.events, ui.Event{Kind: ui.EventAttempt, Path: path, Attempt: at})
-}
-func (o *observer) CallFinished(path string, c *trace.Call) {
-	send(o.events, ui.Event{Kind: ui.EventCall, Path: path, Call: c})
+	return a.run(ctx, r, a.model, a.resolver, req.Inputs, events)
 }
 
 // locate finds a turn's position: a branch whose path holds it and its index there.
@@ -380,9 +394,9 @@ func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui
 	for _, t := range turns[start:] {
 		l := a.branchLock(req.Conv, name)
 		l.Lock()
-		s, _, err := a.session(ctx, req.Conv, name, req.Agent)
+		r, err := a.session(ctx, req.Conv, name, req.Agent)
 		if err == nil {
-			_, _, err = s.Run(core.WithObserver(core.WithLM(ctx, a.model), &observer{events: events}), t.Inputs)
+			_, err = a.run(ctx, r, a.model, a.resolver, t.Inputs, events)
 		}
 		l.Unlock()
 		if err != nil {
@@ -412,6 +426,12 @@ func (a *App) Undo(ctx context.Context, conv, branch string, steps int, cascade 
 
 // Redo moves the tip forward again.
 func (a *App) Redo(ctx context.Context, conv, branch string, steps int) error {
-	_, err := a.store.Redo(ctx, conv, branch, steps)
-	return err
+	redone, err := a.store.Redo(ctx, conv, branch, steps)
+	if err != nil {
+		return err
+	}
+	if len(redone) == 0 {
+		return fmt.Errorf("branch %q has nothing to redo", branch)
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/template"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
-	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/ui"
 )
@@ -40,20 +39,16 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 	if req.Strategy == 0 {
 		return a.finish(r, call.Messages, nil, nil, &call.History), nil
 	}
-	c, err := a.store.Conversation(ctx, req.Conv)
+	ag, err := a.conversationAgent(ctx, req.Conv, "")
 	if err != nil {
-		return r, err
-	}
-	ag, ok := demo.Lookup(c.Agent)
-	if !ok {
-		r.Err = fmt.Sprintf("unknown agent %q", c.Agent)
+		r.Err = err.Error()
 		return r, nil
 	}
 	mod, _, err := ag.Build()
 	if err != nil {
 		return r, err
 	}
-	p := core.FindPredictor(mod, call.Path)
+	p := findPredictor(mod, call.Path)
 	if p == nil {
 		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, ag.Name)
 		return r, nil
@@ -143,13 +138,9 @@ func (a *App) finish(r ui.Rendering, msgs []lm.Message, ad adapter.Adapter, s *s
 // DryRun renders the first predictor's request for the next turn under a strategy: its
 // input fields are filled from the typed inputs by name.
 func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]ui.Rendering, error) {
-	c, err := a.store.Conversation(ctx, conv)
+	ag, err := a.conversationAgent(ctx, conv, "")
 	if err != nil {
 		return nil, err
-	}
-	ag, ok := demo.Lookup(c.Agent)
-	if !ok {
-		return nil, fmt.Errorf("unknown agent %q", c.Agent)
 	}
 	mod, _, err := ag.Build()
 	if err != nil {
@@ -199,6 +190,9 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 	if p, ok := m.(*core.Predict); ok {
 		return "", p
 	}
+	if s, ok := m.(*core.Session); ok {
+		return firstPredictor(s.Module())
+	}
 	c, ok := m.(core.Composite)
 	if !ok {
 		return "", nil
@@ -217,10 +211,11 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 // outerHistory is the history the session gave turn (derived from the branch path with the
 // agent's settings; storage keeps only explicit snapshots).
 func (a *App) outerHistory(ctx context.Context, conv, branch, turn string) (sig.History, error) {
-	s, _, err := a.session(ctx, conv, branch, "")
+	r, err := a.session(ctx, conv, branch, "")
 	if err != nil {
 		return sig.History{}, err
 	}
+	s := r.s
 	nodes, err := a.store.BranchPath(ctx, conv, branch)
 	if err != nil {
 		return sig.History{}, err

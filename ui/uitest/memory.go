@@ -27,6 +27,8 @@ type Memory struct {
 	convs  map[string]*conv
 	seq    int
 	clock  time.Time
+	// pending are interrupted turns (AddPending), oldest first.
+	pending []*pendingTurn
 
 	// Delay is slept between streamed words (0 streams at once).
 	Delay time.Duration

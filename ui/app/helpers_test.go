@@ -1,0 +1,132 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+// countingLM is the demo model, counting the requests it answers.
+type countingLM struct {
+	inner lm.LM
+	n     atomic.Int64
+}
+
+func (c *countingLM) Name() string { return c.inner.Name() }
+func (c *countingLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	c.n.Add(1)
+	return c.inner.Call(ctx, req)
+}
+
+func demoModel(rate float64) *countingLM {
+	return &countingLM{inner: llm.NewDemo(llm.DemoOptions{TokenRate: rate, Scripts: demo.Scripts()})}
+}
+
+// newWorkbench opens a real SQLite file in a temporary folder with the demo model; no
+// agent directories are searched unless a test sets them.
+func newWorkbench(t *testing.T) (*App, *storage.Store, *countingLM, string) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "wb.db")
+	st, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m := demoModel(0)
+	a := New(st, m)
+	a.SetAgentDirs()
+	return a, st, m, db
+}
+
+// events collects everything a run streams.
+type events struct {
+	ch   chan ui.Event
+	mu   sync.Mutex
+	all  []ui.Event
+	done chan struct{}
+}
+
+func collect() *events {
+	e := &events{ch: make(chan ui.Event, 4096), done: make(chan struct{})}
+	go func() {
+		for ev := range e.ch {
+			e.mu.Lock()
+			e.all = append(e.all, ev)
+			e.mu.Unlock()
+		}
+		close(e.done)
+	}()
+	return e
+}
+
+// stop ends collection and returns the events.
+func (e *events) stop() []ui.Event {
+	close(e.ch)
+	<-e.done
+	return e.all
+}
+
+func mustConversation(t *testing.T, a *App, agent string) string {
+	t.Helper()
+	c, err := a.NewConversation(context.Background(), agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+func mustSend(t *testing.T, a *App, conv, branch string, inputs *sig.Map) *trace.Turn {
+	t.Helper()
+	tr, err := a.Send(context.Background(), ui.SendRequest{Conv: conv, Branch: branch, Inputs: inputs}, nil)
+	if err != nil {
+		t.Fatalf("send %v on %s: %v", inputs, branch, err)
+	}
+	return tr
+}
+
+func question(q string) *sig.Map { return sig.NewMap("question", q) }
+
+// pageOf loads a whole branch.
+func pageOf(t *testing.T, a *App, conv, branch string) ui.TurnPage {
+	t.Helper()
+	pg, err := a.LoadTurns(context.Background(), conv, branch, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg
+}
+
+func branchInfo(t *testing.T, a *App, conv, name string) ui.BranchInfo {
+	t.Helper()
+	bs, err := a.Branches(context.Background(), conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("no branch %q in %+v", name, bs)
+	return ui.BranchInfo{}
+}
+
+func leafCalls(t *trace.Turn) []*trace.Call {
+	var out []*trace.Call
+	trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+		if len(c.Children) == 0 {
+			out = append(out, c)
+		}
+	})
+	return out
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui"
+)
+
+// send delivers an event without blocking a turn on a slow reader.
+func send(ch chan<- ui.Event, e ui.Event) {
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- e:
+	default:
+	}
+}
+
+// fieldStreamer is what adapters that can route a growing completion to an output field
+// implement (adapter.Chat, adapter.JSON, *template.Template).
+type fieldStreamer interface {
+	StreamField(s *sig.Signature, partial string) string
+}
+
+// observer turns engine callbacks into UI events. Deltas are accumulated per call path
+// so each one can be labelled with the output field the completion is writing.
+type observer struct {
+	events chan<- ui.Event
+	mod    core.Module
+
+	mu    sync.Mutex
+	calls map[string]*streaming
+	preds map[string]*core.Predict
+}
+
+// streaming is one call's completion so far.
+type streaming struct {
+	text strings.Builder
+	sig  *sig.Signature
+	sf   fieldStreamer
+}
+
+func newObserver(events chan<- ui.Event, mod core.Module) *observer {
+	return &observer{events: events, mod: mod, calls: map[string]*streaming{}, preds: map[string]*core.Predict{}}
+}
+
+// CallStarted begins a completion; it is called again for each exchange of a call (a
+// fallback to the JSON adapter restarts the text under that adapter).
+func (o *observer) CallStarted(path string, c *trace.Call) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := &streaming{}
+	p, ok := o.preds[path]
+	if !ok && o.mod != nil {
+		p = findPredictor(o.mod, path)
+		o.preds[path] = p
+	}
+	if p != nil {
+		st.sig = p.Signature
+		var ad adapter.Adapter = adapter.Chat{}
+		if p.Adapter != nil {
+			ad = p.Adapter
+		}
+		if c != nil && c.Adapter == (adapter.JSON{}).Name() && ad.Name() != c.Adapter {
+			ad = adapter.JSON{}
+		}
+		st.sf, _ = ad.(fieldStreamer)
+	}
+	o.calls[path] = st
+}
+
+func (o *observer) Delta(path, d string) {
+	o.mu.Lock()
+	field := ""
+	if st := o.calls[path]; st != nil {
+		st.text.WriteString(d)
+		if st.sf != nil {
+			field = st.sf.StreamField(st.sig, st.text.String())
+		}
+	}
+	o.mu.Unlock()
+	send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: d})
+}
+
+func (o *observer) Attempt(path string, at lm.Attempt) {
+	if at.Retrying {
+		o.mu.Lock()
+		if st := o.calls[path]; st != nil {
+			st.text.Reset() // the next attempt writes its completion from the start
+		}
+		o.mu.Unlock()
+	}
+	send(o.events, ui.Event{Kind: ui.EventAttempt, Path: path, Attempt: at})
+}
+
+func (o *observer) CallFinished(path string, c *trace.Call) {
+	o.mu.Lock()
+	delete(o.calls, path)
+	o.mu.Unlock()
+	send(o.events, ui.Event{Kind: ui.EventCall, Path: path, Call: c})
+}
