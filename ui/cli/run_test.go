@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
@@ -364,5 +365,31 @@ func TestRunAgentFile(t *testing.T) {
 	code, _, errs = runMain(context.Background(), "run", "--conversation", id, "--agent", "SupportAgent", "--input", "question=x", "--db", db)
 	if code != 2 || !strings.Contains(errs, "belongs to agent") {
 		t.Errorf("other agent on a file agent's conversation: exit %d %s", code, errs)
+	}
+}
+
+// TestRunFlagValue: --input text becomes a typed value only when it is valid JSON of the
+// field's type; a str field always takes the text as typed.
+func TestRunFlagValue(t *testing.T) {
+	cases := []struct {
+		typ, text string
+		want      any
+	}{
+		{"str", "42", "42"},
+		{"str", `"quoted"`, `"quoted"`},
+		{"int", "42", int64(42)},
+		{"int", "forty", "forty"},
+		{"float", "2", 2.0},
+		{"bool", "true", true},
+		{"list[int]", "[1, 2]", []any{int64(1), int64(2)}},
+		{"list[int]", `["a"]`, `["a"]`},
+		{"dict[str, int]", `{"a": 1}`, sig.NewMap("a", int64(1))},
+		{"Optional[int]", "null", nil},
+	}
+	for _, tc := range cases {
+		got := runFlagValue(sig.MustType(tc.typ), tc.text)
+		if !sig.Equal(got, tc.want) {
+			t.Errorf("%s %q: got %#v, want %#v", tc.typ, tc.text, got, tc.want)
+		}
 	}
 }
