@@ -130,3 +130,5 @@ func leafCalls(t *trace.Turn) []*trace.Call {
 	})
 	return out
 }
+
+func map1(k string, v any) *sig.Map { return sig.NewMap(k, v) }

@@ -37,12 +37,13 @@ func (a *App) Pending(ctx context.Context, conv string) ([]ui.PendingInfo, error
 	return out, nil
 }
 
-// requests counts model requests in a call tree: module-level records (calls with
-// children) are not requests of their own.
+// requests counts answered model requests in a call tree: module-level records (calls
+// with children) are not requests of their own, and a failed call is not an answer that
+// a resume could replay.
 func requests(calls []*trace.Call) int {
 	n := 0
 	trace.WalkCalls(calls, func(c *trace.Call, _ int) {
-		if len(c.Children) == 0 {
+		if len(c.Children) == 0 && c.Error == "" {
 			n++
 		}
 	})
