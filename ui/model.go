@@ -88,6 +88,8 @@ type Model struct {
 
 	quitting  bool
 	autoTheme bool // no theme was named: follow the terminal's background
+
+	resume resumePrompt // interrupted turns offered for resume (resume.go)
 }
 
 // dryState is the dry run of the text being typed.
@@ -155,7 +157,7 @@ func (m *Model) rend() renderer { return renderer{st: m.st, md: m.md} }
 
 // Init loads the conversation list.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.input.focus(), m.loadConversations(true), tea.RequestBackgroundColor)
+	return tea.Batch(m.input.focus(), m.loadConversations(true), tea.RequestBackgroundColor, m.checkPending(""))
 }
 
 // pane is the focused chat pane (nil before a conversation is open).

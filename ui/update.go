@@ -59,6 +59,8 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 			return nil
 		}
 		msg.pane.setPage(msg.page)
+	case pendingMsg:
+		return m.onPending(msg)
 	case runEventMsg:
 		return m.onRunEvent(msg)
 	case runDoneMsg:
@@ -143,7 +145,7 @@ func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 	cmd := m.openBranch(main)
 	m.focus = focusInput
 	m.setStatus("opened " + OneLine(c.Title))
-	return tea.Batch(cmd, m.input.focus())
+	return tea.Batch(cmd, m.input.focus(), m.afterOpen(c.ID))
 }
 
 // reloadAll refreshes branches and every pane (after undo, redo, fork).
@@ -169,6 +171,9 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		m.quitting = true
 		return nil
+	}
+	if m.resumeActive() {
+		return m.resumeKey(k)
 	}
 	if m.overlay != overlayNone {
 		return m.overlayKey(k)

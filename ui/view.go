@@ -129,7 +129,9 @@ func (m *Model) render() string {
 	}
 	screen := make([]string, 0, m.h)
 	screen = append(screen, m.headerLine())
-	if m.overlay != overlayNone {
+	if m.resumeActive() {
+		screen = append(screen, m.resumeView(m.w, l.body.h+l.input.h)...)
+	} else if m.overlay != overlayNone {
 		screen = append(screen, m.overlayView(m.w, l.body.h+l.input.h)...)
 	} else {
 		screen = append(screen, m.bodyView(l)...)
