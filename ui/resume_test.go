@@ -142,3 +142,17 @@ func TestResumeOfferedWhenConversationOpens(t *testing.T) {
 		t.Errorf("the resumed turn is not shown as turn 2:\n%s", s)
 	}
 }
+
+func TestNewTurnSupersedesInterrupted(t *testing.T) {
+	b, _ := interrupted(t)
+	hs := newHarness(t, b, 120, 30)
+	hs.press("l", "enter") // later, then open the conversation: offered again
+	assertContains(t, hs.screen(), offer)
+	hs.press("l")
+	hs.typeText("a new question")
+	hs.press("enter")
+	assertContains(t, hs.screen(), "echo: a new question", "turn recorded on main")
+	if n := pendingCount(t, b); n != 0 {
+		t.Errorf("%d pending after a new turn on the branch", n)
+	}
+}

@@ -103,3 +103,13 @@ func (m *Memory) Discard(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// supersede drops the branch's interrupted turns: a new turn replaces them, as in the
+// real backend.
+func (m *Memory) supersede(conv, branch string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pending = slices.DeleteFunc(m.pending, func(p *pendingTurn) bool {
+		return p.info.Conv == conv && p.info.Branch == branch
+	})
+}

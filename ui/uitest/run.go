@@ -28,6 +28,7 @@ func (m *Memory) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.
 	if err != nil {
 		return nil, err
 	}
+	m.supersede(req.Conv, req.Branch)
 	t, err := m.runTurn(ctx, c, b, req.Inputs, m.model, events)
 	if err != nil {
 		return nil, err
