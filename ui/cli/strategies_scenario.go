@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -204,17 +205,30 @@ func jsonSyntaxError(data []byte, err error) error {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return &adapter.WireError{Err: errors.New("bad JSON: unexpected end of input (want one JSON object)")}
 	}
+	if strings.HasPrefix(err.Error(), "unexpected data after the JSON value") {
+		// Point at the extra data: the first byte after the first value that is not space.
+		dec := json.NewDecoder(bytes.NewReader(data))
+		var first json.RawMessage
+		if dec.Decode(&first) == nil {
+			off := dec.InputOffset()
+			for off < int64(len(data)) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
+				off++
+			}
+			line, col := lineColumn(data, off)
+			return &adapter.WireError{Err: fmt.Errorf("bad JSON at line %d, column %d: unexpected data after the JSON object", line, col)}
+		}
+	}
 	return &adapter.WireError{Err: fmt.Errorf("bad JSON: %w", err)}
 }
 
-// lineColumn turns a byte offset (json.SyntaxError's, just past the bad byte) into a
-// 1-based line and column.
+// lineColumn turns a byte offset (json.SyntaxError's: from the decoder's Token, the
+// bytes before the bad one) into the bad byte's 1-based line and column.
 func lineColumn(data []byte, offset int64) (line, col int) {
 	if offset > int64(len(data)) {
 		offset = int64(len(data))
 	}
 	line, col = 1, 1
-	for i := int64(0); i < offset-1; i++ {
+	for i := int64(0); i < offset; i++ {
 		if data[i] == '\n' {
 			line, col = line+1, 1
 		} else {
