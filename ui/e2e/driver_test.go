@@ -1,0 +1,326 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// waitLimit bounds every wait for the screen; it is never an assertion about speed.
+const waitLimit = 20 * time.Second
+
+// escSettle follows a lone Escape: the workbench's terminal reader reads ESC and a byte
+// arriving within 50ms as one alt+key press, so the next key must come later. Under load
+// the reader can still see both at once, so the scenarios only follow Escape with a wait
+// for its visible effect, and move the focus with Tab and shift+Tab.
+const escSettle = 150 * time.Millisecond
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	binPath   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// binary builds the real sessionbench binary once per test run, from the module root.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			buildErr = fmt.Errorf("module root: %w", err)
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+			buildErr = fmt.Errorf("module root %s: %w", root, err)
+			return
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		if buildDir, err = os.MkdirTemp("", "sessionbench-e2e-bin-"); err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(buildDir, "sessionbench")
+		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build in %s: %w\n%s", root, err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// needTmux skips the test when it cannot run a terminal session.
+func needTmux(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end tests are skipped under -short")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not found on PATH: end-to-end tests need tmux")
+	}
+}
+
+// workspace is one test's private world: home, XDG folders, database and config file,
+// so the user's own configuration, themes, agents and data never leak in.
+type workspace struct {
+	dir, db, config string
+}
+
+func newWorkspace(t *testing.T) *workspace {
+	t.Helper()
+	dir := t.TempDir()
+	ws := &workspace{dir: dir, db: filepath.Join(dir, "t.db"), config: filepath.Join(dir, "config", "sessionbench", "config.toml")}
+	for _, d := range []string{filepath.Join(dir, "home"), filepath.Join(dir, "data"), filepath.Dir(ws.config)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the demo model answers at once: the tests wait for what it says, not how fast
+	if err := os.WriteFile(ws.config, []byte("[demo]\ntoken_rate = 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// env is the whole environment of the binary and of tmux: nothing from the caller's
+// but PATH, so no API key, model variable or terminal setting changes what is shown.
+func (ws *workspace) env() []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + filepath.Join(ws.dir, "home"),
+		"XDG_CONFIG_HOME=" + filepath.Join(ws.dir, "config"),
+		"XDG_DATA_HOME=" + filepath.Join(ws.dir, "data"),
+		"LANG=C.UTF-8",
+		"TERM=xterm-256color",
+		"NO_COLOR=1",
+		"TZ=UTC",
+	}
+}
+
+// args is the command line of the workbench over this workspace.
+func (ws *workspace) args(bin string) []string {
+	return []string{bin, "--db", ws.db, "--config", ws.config, "--model", "demo", "--theme", "dark"}
+}
+
+// term is the workbench running in a detached tmux session on a private socket.
+type term struct {
+	t      *testing.T
+	ws     *workspace
+	sock   string
+	target string
+	cmd    []string
+	last   string // the last screen read, for failure messages
+}
+
+// startTerm runs the workbench in a w×h tmux window.
+func startTerm(t *testing.T, ws *workspace, w, h int) *term {
+	t.Helper()
+	needTmux(t)
+	bin := binary(t)
+	// a short folder: unix socket paths are limited to about 100 bytes
+	sockDir, err := os.MkdirTemp("", "sbe2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(sockDir, "tmux.conf")
+	// remain-on-exit keeps the pane after the workbench quits, to read its exit status
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g history-limit 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, ws: ws, sock: filepath.Join(sockDir, "s"), target: "sb", cmd: ws.args(bin)}
+	t.Cleanup(func() {
+		_, _ = tm.tmux("kill-server")
+		os.RemoveAll(sockDir)
+	})
+	if _, err := tm.tmux("-f", conf, "new-session", "-d", "-s", tm.target, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), shellJoin(tm.cmd)); err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}
+
+// tmux runs one tmux command on the private server.
+func (tm *term) tmux(args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-u", "-S", tm.sock}, args...)...)
+	cmd.Env = tm.ws.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+func (tm *term) must(args ...string) string {
+	tm.t.Helper()
+	out, err := tm.tmux(args...)
+	if err != nil {
+		tm.t.Fatalf("%v\nlast screen:\n%s", err, tm.last)
+	}
+	return out
+}
+
+// press sends named keys (Enter, Tab, BTab, Escape, C-c, or a single character).
+func (tm *term) press(keys ...string) {
+	tm.t.Helper()
+	for _, k := range keys {
+		tm.must("send-keys", "-t", tm.target, k)
+		if k == "Escape" {
+			time.Sleep(escSettle)
+		}
+	}
+}
+
+// typeText types text literally.
+func (tm *term) typeText(s string) {
+	tm.t.Helper()
+	tm.must("send-keys", "-t", tm.target, "-l", s)
+}
+
+// screen is the visible pane as plain text.
+func (tm *term) screen() string {
+	tm.t.Helper()
+	tm.last = tm.must("capture-pane", "-p", "-t", tm.target)
+	return tm.last
+}
+
+// waitUntil polls the screen until ok holds, failing with the last screen on timeout.
+func (tm *term) waitUntil(what string, ok func(screen string) bool) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		s := tm.screen()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("waited %s for %s; last screen:\n%s", waitLimit, what, s)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// waitFor waits until every string is on screen.
+func (tm *term) waitFor(want ...string) string {
+	tm.t.Helper()
+	return tm.waitUntil(fmt.Sprintf("%q on screen", want), func(s string) bool {
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitGone waits until none of the strings is on screen.
+func (tm *term) waitGone(gone ...string) string {
+	tm.t.Helper()
+	return tm.waitUntil(fmt.Sprintf("%q gone from the screen", gone), func(s string) bool {
+		for _, g := range gone {
+			if strings.Contains(s, g) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// resize sets the window size, as a terminal emulator being resized would.
+func (tm *term) resize(w, h int) {
+	tm.t.Helper()
+	tm.must("resize-window", "-t", tm.target, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h))
+}
+
+// paneTitle is the title the program set with OSC 0/2.
+func (tm *term) paneTitle() string {
+	tm.t.Helper()
+	return strings.TrimSpace(tm.must("display-message", "-p", "-t", tm.target, "#{pane_title}"))
+}
+
+// waitExit waits for the program to end and returns its exit status; death by a signal
+// fails the test.
+func (tm *term) waitExit() int {
+	tm.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out := strings.TrimSpace(tm.must("list-panes", "-t", tm.target, "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"))
+		f := strings.Split(out, ":")
+		// the pane can be dead (its pty closed) a moment before tmux has reaped the process
+		if len(f) == 3 && f[0] == "1" && f[1]+f[2] != "" {
+			if f[2] != "" {
+				tm.t.Fatalf("the workbench was killed by signal %s; last screen:\n%s", f[2], tm.last)
+			}
+			n, err := strconv.Atoi(f[1])
+			if err != nil {
+				tm.t.Fatalf("exit status %q: %v", f[1], err)
+			}
+			return n
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("waited %s for the workbench to exit (pane: %q); last screen:\n%s", waitLimit, out, tm.screen())
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// restart runs the workbench again in the same (dead) pane, same size and database.
+func (tm *term) restart() {
+	tm.t.Helper()
+	tm.must("respawn-pane", "-k", "-t", tm.target, shellJoin(tm.cmd))
+}
+
+// shellJoin quotes a command line for tmux, which hands it to sh -c.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// lines splits a screen into rows.
+func lines(screen string) []string { return strings.Split(strings.TrimRight(screen, "\n"), "\n") }
+
+// lineWith is the first row containing s, or "".
+func lineWith(screen, s string) string {
+	for _, l := range lines(screen) {
+		if strings.Contains(l, s) {
+			return l
+		}
+	}
+	return ""
+}
+
+// exitCode is the exit status of a finished command (-1 if it did not run).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// wireSummary is the wire pane's first line: "<strategy> · <call> · N messages · T tok".
+var wireSummary = regexp.MustCompile(`(actual|\d \w+) · (\w+) · (\d+) messages · ([\d.]+k?) tok`)
+
+// wireLine returns the wire pane's summary for strategy label (e.g. "1 keep").
+func wireLine(t *testing.T, screen, label string) []string {
+	t.Helper()
+	for _, m := range wireSummary.FindAllStringSubmatch(screen, -1) {
+		if m[1] == label {
+			return m
+		}
+	}
+	t.Fatalf("no wire summary for %q on screen:\n%s", label, screen)
+	return nil
+}
+
+// TestStory is the issue's walk through the workbench: a new conversation with the demo
+// agent, two turns, the call tree, the wire strategies, a fork, undo, redo, quit, and a
+// second run on the same database that finds it all again.
+func TestStory(t *testing.T) {
+	ws := newWorkspace(t)
+	tm := startTerm(t, ws, 140, 40)
+
+	// An empty database opens a first conversation with the first demo agent; the
+	// offline demo model is labelled as such.
+	tm.waitFor("model: demo (offline)", "agent SupportAgent", "no turns yet")
+
+	// A new conversation from the list, with its own title.
+	// tab leaves the one-field editor for the transcript, where letters are commands
+	tm.press("Tab", "L")
+	tm.waitFor("conversations (1)", "untitled")
+	tm.press("n")
+	tm.waitFor("new conversation with agent SupportAgent")
+	tm.press("C-u")
+	tm.typeText("e2e story")
+	tm.press("Enter")
+	tm.waitFor("e2e story · agent SupportAgent", "no turns yet", "opened e2e story")
+
+	// Two turns; the demo model answers from the support agent's script.
+	tm.typeText("How do I reset my password?")
+	tm.press("Enter")
+	s := tm.waitFor("turn recorded on main", "╰─ 1 turns", "choose 'Forgot")
+	for _, want := range []string{"main · demo (offline)", "#1 you", "How do I reset my password?", "intent:", "technical", "calls · turn 1", "classify", "respond"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("after the first turn, %q is not on screen:\n%s", want, s)
+		}
+	}
+	tm.typeText("I was charged twice")
+	tm.press("Enter")
+	tm.waitFor("╰─ 2 turns", "#2 you", "your billing question?", "calls · turn 2")
+
+	// The call tree: tab to the transcript, enter moves to the tree, j selects the
+	// second call, enter opens its detail, esc closes it.
+	tm.press("Tab", "Enter", "j")
+	tm.waitFor("2/2 · 2 calls")
+	tm.press("Enter")
+	s = tm.waitFor("call respond", "Inputs", "Outputs")
+	if !strings.Contains(s, "I was charged twice") {
+		t.Errorf("the respond call's detail does not show its input:\n%s", s)
+	}
+	tm.press("Escape")
+	tm.waitGone("call respond")
+	tm.waitFor("calls · turn 2", "2/2 · 2 calls")
+
+	// The wire pane follows the selected call and cycles the history strategies.
+	s = tm.waitFor("wire · actual", "actual · respond")
+	actual := wireLine(t, s, "actual")
+	tm.press("s")
+	s = tm.waitFor("wire: 1 keep", "wire · 1 keep", "1 keep · respond")
+	keep := wireLine(t, s, "1 keep")
+	tm.press("s")
+	tm.waitFor("wire: 2 inherit", "2 inherit · respond")
+	tm.press("s")
+	s = tm.waitFor("wire: 3 inline", "3 inline · respond")
+	inline := wireLine(t, s, "3 inline")
+	if keep[3] != actual[3] || keep[4] != actual[4] {
+		t.Errorf("the recorded turn ran under keep, yet keep's request differs from the actual one: %q vs %q", keep[0], actual[0])
+	}
+	if inline[3] == keep[3] && inline[4] == keep[4] {
+		t.Errorf("inline renders the same request as keep: %q vs %q", inline[0], keep[0])
+	}
+	// c compares two strategies side by side (first keep and inherit, as a diff); a goes
+	// back to the actual request.
+	tm.press("c")
+	tm.waitFor("wire: 1 keep vs 2 inherit", "wire · 1 keep vs 2 inherit", "-1 keep · respond", "+2 inherit · respond")
+	tm.press("a")
+	tm.waitFor("wire: actual", "actual · respond")
+
+	// Fork at turn 1: back to the transcript, select the first turn, f.
+	tm.press("BTab", "k")
+	tm.waitFor("turn 1 selected")
+	tm.press("f")
+	tm.waitFor("forked fork-1 at turn 1", "fork-1 · demo (offline)")
+	// both panes reload; then main (2 turns) and fork-1 (1 turn) stand side by side
+	tm.waitUntil("main and fork-1 side by side", func(s string) bool {
+		return strings.HasPrefix(lineWith(s, "╰─ 2 turns"), "╰─ 2 turns") && strings.Contains(lineWith(s, "╰─ 2 turns"), "╯╰─ 1 turns")
+	})
+	// The fork pane has the focus; tab goes on through the tree and the wire pane to the
+	// editor (focus order: editor, main, fork-1, tree, wire), and the turn goes to fork-1,
+	// the last focused transcript.
+	tm.press("Tab", "Tab", "Tab")
+	tm.typeText("Do you have a dark mode?")
+	tm.press("Enter")
+	tm.waitFor("turn recorded on fork-1", "Do you have a dark mode?", "your general question?")
+
+	// Undo the last turn of main (tab from the editor focuses the first pane), redo it.
+	tm.press("Tab", "u")
+	tm.waitFor("undid 1 turn(s) on main · r redoes")
+	// main reloads: it ends with one turn, and the second turn's text is nowhere
+	tm.waitUntil("main with 1 turn", func(s string) bool {
+		return strings.HasPrefix(lineWith(s, "╰─ 1 turns"), "╰─ 1 turns") && strings.Contains(s, "#1 you") &&
+			!strings.Contains(s, "I was charged twice") && !strings.Contains(s, "your billing question?")
+	})
+	tm.press("r")
+	tm.waitFor("redid 1 turn on main")
+	tm.waitUntil("main with 2 turns again", func(s string) bool {
+		return strings.HasPrefix(lineWith(s, "╰─ 2 turns"), "╰─ 2 turns") &&
+			strings.Contains(s, "I was charged twice") && strings.Contains(s, "your billing question?")
+	})
+
+	// ctrl+c quits with status 0.
+	tm.press("C-c")
+	if code := tm.waitExit(); code != 0 {
+		t.Fatalf("the workbench exited with status %d; screen:\n%s", code, tm.screen())
+	}
+
+	// A second run on the same database lists both conversations; the story has two
+	// branches and three distinct turns (main: 1, 2; fork-1: 1, 3).
+	tm.restart()
+	s = tm.waitFor("conversations (2)", "e2e story", "untitled")
+	row := regexp.MustCompile(`e2e story\s+SupportAgent\s+\S+\s+2\s+3\s`)
+	if !row.MatchString(lineWith(s, "e2e story")) {
+		t.Errorf("the list row of the story does not say 2 branches, 3 turns: %q", lineWith(s, "e2e story"))
+	}
+	tm.press("/")
+	tm.typeText("e2e")
+	tm.press("Enter")
+	tm.waitFor("conversations (1)")
+	tm.waitGone("untitled")
+	tm.press("Enter")
+	tm.waitFor("e2e story · agent SupportAgent", "╰─ 2 turns", "How do I reset my password?", "I was charged twice")
+	// the branch navigator shows both branches and where they part
+	tm.press("Tab", "b")
+	s = tm.waitFor("branches · turn tree", "[main]", "[fork-1]", "Do you have a dark mode?")
+	tm.press("Escape")
+	tm.waitGone("branches · turn tree")
+	tm.press("n")
+	tm.waitFor("fork-1 · demo (offline)", "Do you have a dark mode?")
+	tm.press("C-c")
+	if code := tm.waitExit(); code != 0 {
+		t.Fatalf("the second run exited with status %d", code)
+	}
+}
+
+// TestResize: the layout holds at the minimum size and says so plainly below it.
+func TestResize(t *testing.T) {
+	ws := newWorkspace(t)
+	tm := startTerm(t, ws, 140, 40)
+	tm.waitFor("no turns yet")
+	tm.typeText("How do I reset my password?")
+	tm.press("Enter")
+	tm.waitFor("turn recorded on main", "calls · turn 1")
+
+	tm.resize(60, 20)
+	s := tm.waitUntil("the 60x20 layout", func(s string) bool {
+		return len(lines(s)) == 20 && strings.Contains(s, "╭─ SupportAgent") && !strings.Contains(s, "calls · turn 1")
+	})
+	rows := lines(s)
+	for i, l := range rows {
+		if n := len([]rune(l)); n > 60 {
+			t.Errorf("row %d is %d cells wide at 60 columns: %q", i+1, n, l)
+		}
+	}
+	if !strings.HasPrefix(rows[0], " sessionbench · model: demo (offline)") {
+		t.Errorf("the header does not lead with the model: %q", rows[0])
+	}
+	// frames are whole: each top border has its bottom border, at full width
+	for _, pair := range [][2]string{{"╭─ main", "╰─ 1 turns"}, {"╭─ SupportAgent", "╰─ enter send"}} {
+		top, bottom := lineWith(s, pair[0]), lineWith(s, pair[1])
+		if !strings.HasSuffix(top, "╮") || !strings.HasSuffix(bottom, "╯") || len([]rune(top)) != 60 || len([]rune(bottom)) != 60 {
+			t.Errorf("frame %s is not whole at 60 columns:\n%s\n%s", pair[0], top, bottom)
+		}
+	}
+	if strings.Contains(s, "too small") {
+		t.Errorf("60x20 is the supported minimum, yet:\n%s", s)
+	}
+
+	tm.resize(50, 15)
+	tm.waitFor("terminal too small: 50x15", "sessionbench needs at least 60x20")
+
+	// back to full size: the side panes return
+	tm.resize(140, 40)
+	tm.waitFor("calls · turn 1", "wire · actual", "choose 'Forgot")
+	tm.waitGone("too small")
+}
+
+// TestBadInvocation: wrong command lines exit non-zero with a message naming the problem,
+// before any terminal handling (plain exec, no tmux).
+func TestBadInvocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end tests are skipped under -short")
+	}
+	bin := binary(t)
+	ws := newWorkspace(t)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"--nope"}, 2, "flag provided but not defined: -nope"},
+		{"stray argument", []string{"--db", ws.db, "stray"}, 2, `unexpected argument "stray"`},
+		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{"unknown theme", []string{"--db", ws.db, "--config", ws.config, "--theme", "nosuch"}, 1, `unknown theme "nosuch"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			cmd.Env = ws.env()
+			out, err := cmd.CombinedOutput()
+			if got := exitCode(err); got != c.code {
+				t.Errorf("exit status %d, want %d (err %v); output:\n%s", got, c.code, err, out)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Errorf("output lacks %q:\n%s", c.want, out)
+			}
+		})
+	}
+}
