@@ -71,7 +71,8 @@ type Backend interface {
 	Pending(ctx context.Context, conv string) ([]PendingInfo, error)
 	// Resume finishes the pending turn key on its branch, streaming like Send: inner calls
 	// the turn already got answers for are replayed from storage, not sent (or paid for)
-	// again. The finished turn is returned and sent as EventTurn.
+	// again. The finished turn is returned and sent as EventTurn. A stale turn cannot be
+	// resumed; a resume that fails or is cancelled drops the turn, as Send records nothing.
 	Resume(ctx context.Context, key string, events chan<- Event) (*trace.Turn, error)
 	// Discard drops the pending turn key; its branch is unchanged.
 	Discard(ctx context.Context, key string) error
