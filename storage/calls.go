@@ -204,7 +204,7 @@ type callRow struct {
 }
 
 // loadCalls loads the call trees of the given turns in a fixed number of queries.
-func loadCalls(ctx context.Context, q querier, turnIDs []int64) (map[int64][]*trace.Call, error) {
+func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, dec *decoder) (map[int64][]*trace.Call, error) {
 	out := map[int64][]*trace.Call{}
 	if len(turnIDs) == 0 {
 		return out, nil
@@ -232,11 +232,11 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64) (map[int64][]*tr
 			rows.Close()
 			return nil, fmt.Errorf("storage: load calls: %w", err)
 		}
-		if c.Inputs, err = mapOf(in); err == nil {
-			c.Outputs, err = mapOf(out)
+		if c.Inputs, err = dec.mapOf(in); err == nil {
+			c.Outputs, err = dec.mapOf(out)
 		}
 		if err == nil {
-			err = json.Unmarshal([]byte(params), &c.Params)
+			c.Params, err = dec.paramsOf(params)
 		}
 		if err == nil && attempts.Valid {
 			err = json.Unmarshal([]byte(attempts.String), &c.Attempts)
@@ -246,15 +246,19 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64) (map[int64][]*tr
 			return nil, fmt.Errorf("storage: call %s of turn %d is corrupt: %w", c.ID, r.turn, err)
 		}
 		c.Started, c.Latency = parseTime(started), time.Duration(latency)
-		if r.msgs.Valid {
-			lists = append(lists, r.msgs.Int64)
-		}
 		if r.hist.Valid {
 			hists = append(hists, r.hist.Int64)
 		}
-		for _, id := range []sql.NullInt64{r.completion, r.rawReq, r.rawResp} {
-			if id.Valid {
-				contents = append(contents, id.Int64)
+		if o.NoRequests {
+			r.rawMode = 0
+		} else {
+			if r.msgs.Valid {
+				lists = append(lists, r.msgs.Int64)
+			}
+			for _, id := range []sql.NullInt64{r.completion, r.rawReq, r.rawResp} {
+				if id.Valid {
+					contents = append(contents, id.Int64)
+				}
 			}
 		}
 		all = append(all, r)
@@ -269,7 +273,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64) (map[int64][]*tr
 	if err != nil {
 		return nil, err
 	}
-	histLists, err := loadLists(ctx, q, hists, decodeHistoryEntry)
+	histLists, err := loadLists(ctx, q, hists, dec.historyEntry)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -144,18 +145,23 @@ func putList(ctx context.Context, tx *sql.Tx, items []listItem) (sql.NullInt64, 
 }
 
 // idsJSON renders ids as a JSON array for json_each(?), which keeps a set of ids one
-// bound parameter (no SQL built from strings, no parameter-count limit).
+// bound parameter (no SQL built from strings, no parameter-count limit). Repeated ids are
+// sent once: an IN over json_each builds a temporary index of every element.
 func idsJSON(ids []int64) string {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
+	seen := make(map[int64]struct{}, len(ids))
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for _, id := range ids {
+		if _, dup := seen[id]; dup {
+			continue
 		}
-		fmt.Fprint(&b, id)
+		seen[id] = struct{}{}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
 	}
-	b.WriteByte(']')
-	return b.String()
+	return string(append(b, ']'))
 }
 
 // loadContents fetches bodies by id, one query.
@@ -172,7 +178,7 @@ func loadContents(ctx context.Context, q querier, ids []int64) (map[int64]string
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var body []byte
+		var body sql.RawBytes
 		if err := rows.Scan(&id, &body); err != nil {
 			return nil, fmt.Errorf("load contents: %w", err)
 		}
@@ -190,11 +196,12 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	if len(leaves) == 0 {
 		return out, nil
 	}
-	// The walk carries the columns along, so each node is read once.
-	rows, err := q.QueryContext(ctx, `WITH RECURSIVE n(id, parent_id, role, content_id, depth) AS (
-			SELECT id, parent_id, role, content_id, depth FROM list_nodes WHERE id IN (SELECT value FROM json_each(?))
-			UNION SELECT l.id, l.parent_id, l.role, l.content_id, l.depth FROM list_nodes l JOIN n ON l.id = n.parent_id)
-		SELECT id, parent_id, role, content_id, depth FROM n`,
+	// The walk carries ids only (its de-duplication index stays small); the columns are
+	// read once per node by rowid afterwards.
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE n(id) AS (
+			SELECT value FROM json_each(?)
+			UNION SELECT l.parent_id FROM list_nodes l JOIN n ON l.id = n.id WHERE l.parent_id IS NOT NULL)
+		SELECT l.id, l.parent_id, l.role, l.content_id, l.depth FROM n JOIN list_nodes l ON l.id = n.id`,
 		idsJSON(leaves))
 	if err != nil {
 		return nil, fmt.Errorf("load lists: %w", err)
@@ -206,14 +213,21 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	}
 	var nodes []node
 	var cids []int64
+	roles := map[string]string{} // a handful of distinct roles: one string each
 	for rows.Next() {
 		var n node
 		var parent sql.NullInt64
-		if err := rows.Scan(&n.id, &parent, &n.role, &n.content, &n.depth); err != nil {
+		var role sql.RawBytes
+		if err := rows.Scan(&n.id, &parent, &role, &n.content, &n.depth); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load lists: %w", err)
 		}
-		n.parent = parent.Int64
+		r, ok := roles[string(role)]
+		if !ok {
+			r = string(role)
+			roles[r] = r
+		}
+		n.parent, n.role = parent.Int64, r
 		nodes = append(nodes, n)
 		cids = append(cids, n.content)
 	}
@@ -226,7 +240,7 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 		return nil, err
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].depth < nodes[j].depth })
-	claimed := map[int64]bool{}
+	claimed := make(map[int64]bool, len(nodes))
 	for _, n := range nodes {
 		v, err := conv(n.role, bodies[n.content])
 		if err != nil {

@@ -84,13 +84,7 @@ func pathNodes(ctx context.Context, q querier, tip sql.NullInt64) ([]*TurnNode, 
 	if !tip.Valid {
 		return nil, nil
 	}
-	nodes, err := queryNodes(ctx, q, `WITH RECURSIVE p(id) AS (
-			SELECT ? UNION ALL SELECT t.parent_id FROM turns t JOIN p ON t.id = p.id WHERE t.parent_id IS NOT NULL)
-		SELECT `+nodeColumns+` FROM p JOIN turns t ON t.id = p.id ORDER BY t.depth`, tip.Int64)
-	if err != nil {
-		return nil, fmt.Errorf("storage: load branch path: %w", err)
-	}
-	return nodes, nil
+	return pathUp(ctx, q, tip.Int64, 0)
 }
 
 // TurnTree returns every turn of a conversation (all branches, undone and discarded turns
@@ -100,18 +94,8 @@ func (s *Store) TurnTree(ctx context.Context, convID string) ([]*TurnNode, error
 	if err != nil {
 		return nil, fmt.Errorf("storage: turn tree of %q: %w", convID, err)
 	}
-	byKey := make(map[string]*TurnNode, len(nodes))
-	for _, n := range nodes {
-		byKey[n.Key] = n
-	}
-	bs, err := s.Branches(ctx, convID)
-	if err != nil {
+	if err := s.markTips(ctx, convID, nodes); err != nil {
 		return nil, err
-	}
-	for _, b := range bs {
-		if n, ok := byKey[b.Tip]; ok {
-			n.Branches = append(n.Branches, b.Name)
-		}
 	}
 	return nodes, nil
 }
@@ -120,15 +104,7 @@ func (s *Store) TurnTree(ctx context.Context, convID string) ([]*TurnNode, error
 // requests reassembled from the de-duplicated message store. Turn.History is filled for
 // explicit snapshots only; other snapshots derive from the path (DESIGN.md).
 func (s *Store) LoadBranch(ctx context.Context, convID, branch string) ([]*trace.Turn, error) {
-	b, err := branchByName(ctx, s.r, convID, branch)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := pathNodes(ctx, s.r, b.tipID)
-	if err != nil {
-		return nil, err
-	}
-	return s.turnsOf(ctx, nodes)
+	return s.LoadBranchWith(ctx, convID, branch, LoadOptions{})
 }
 
 // LoadTurn loads one turn (any state) with its calls.
@@ -144,14 +120,14 @@ func (s *Store) LoadTurn(ctx context.Context, key string) (*trace.Turn, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("storage: turn %s: %w", key, ErrNotFound)
 	}
-	ts, err := s.turnsOf(ctx, nodes)
+	ts, err := s.turnsOf(ctx, nodes, LoadOptions{})
 	if err != nil {
 		return nil, err
 	}
 	return ts[0], nil
 }
 
-func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode) ([]*trace.Turn, error) {
+func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
 	ids := make([]int64, len(nodes))
 	var snaps []int64
 	for i, n := range nodes {
@@ -160,17 +136,18 @@ func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode) ([]*trace.Turn, 
 			snaps = append(snaps, n.snapshot.Int64)
 		}
 	}
-	calls, err := loadCalls(ctx, s.r, ids)
+	dec := newDecoder()
+	calls, err := loadCalls(ctx, s.r, ids, o, dec)
 	if err != nil {
 		return nil, err
 	}
-	hist, err := loadLists(ctx, s.r, snaps, decodeHistoryEntry)
+	hist, err := loadLists(ctx, s.r, snaps, dec.historyEntry)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*trace.Turn, len(nodes))
 	for i, n := range nodes {
-		t, err := n.turn()
+		t, err := n.turn(dec)
 		if err != nil {
 			return nil, err
 		}
@@ -184,13 +161,13 @@ func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode) ([]*trace.Turn, 
 }
 
 // turn converts a node to a trace.Turn without calls.
-func (n *TurnNode) turn() (*trace.Turn, error) {
+func (n *TurnNode) turn(dec *decoder) (*trace.Turn, error) {
 	t := &trace.Turn{Index: n.Index, Score: n.Score, Explicit: n.Explicit, Started: n.Started, Ended: n.Ended}
 	var err error
-	if t.Inputs, err = mapOf(sql.NullString{String: string(n.Inputs), Valid: true}); err != nil {
+	if t.Inputs, err = dec.mapOf(sql.NullString{String: string(n.Inputs), Valid: true}); err != nil {
 		return nil, fmt.Errorf("storage: inputs of turn %s are corrupt: %w", n.Key, err)
 	}
-	if t.Outputs, err = mapOf(sql.NullString{String: string(n.Outputs), Valid: n.Outputs != nil}); err != nil {
+	if t.Outputs, err = dec.mapOf(sql.NullString{String: string(n.Outputs), Valid: n.Outputs != nil}); err != nil {
 		return nil, fmt.Errorf("storage: outputs of turn %s are corrupt: %w", n.Key, err)
 	}
 	return t, nil
@@ -246,13 +223,14 @@ func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode) ([]*PendingTur
 	for i, n := range nodes {
 		ids[i] = n.id.Int64
 	}
-	calls, err := loadCalls(ctx, s.r, ids)
+	dec := newDecoder()
+	calls, err := loadCalls(ctx, s.r, ids, LoadOptions{}, dec)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*PendingTurn, 0, len(nodes))
 	for _, n := range nodes {
-		t, err := n.turn()
+		t, err := n.turn(dec)
 		if err != nil {
 			return nil, err
 		}

@@ -86,8 +86,10 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 			key = resume
 			return nil
 		}
+		// conv_id and state lead the turns_by_conv index: the pending turns are found
+		// without scanning every turn in the database.
 		if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = 'discarded', abort_reason = 'superseded by a new turn',
-			ended_at = ? WHERE branch_id = ? AND state = 'pending'`, fmtTime(now()), br.ID); err != nil {
+			ended_at = ? WHERE conv_id = ? AND state = 'pending' AND branch_id = ?`, fmtTime(now()), b.conv, br.ID); err != nil {
 			return err
 		}
 		id, err := insertTurn(ctx, tx, b.conv, br, in.String, "pending")

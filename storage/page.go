@@ -1,0 +1,248 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// Paged and lean reads for the workbench: its first frame needs the last page of a
+// branch, not the whole path, and restoring a session needs the turns and the calls'
+// values, not the requests the calls sent. These reads cost what they return (plus
+// O(log n) jump-pointer steps), so they stay flat as a branch grows.
+
+// pathCTE walks up from turn ?1 to depth ?2, carrying the columns so each turn is read
+// once and the rows come out tip first (callers reverse them; no sort).
+const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at,
+		abort_reason, snapshot_node, branch_id) AS (
+	SELECT id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at, abort_reason, snapshot_node, branch_id
+		FROM turns WHERE id = ?1
+	UNION ALL
+	SELECT t.id, t.parent_id, t.depth, t.state, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
+		t.abort_reason, t.snapshot_node, t.branch_id
+		FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
+SELECT p.id, p.parent_id, p.depth, p.state, p.inputs, p.outputs, p.score, p.explicit,
+	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.abort_reason, p.snapshot_node, p.branch_id
+FROM p`
+
+// pathUp returns the turns from top (a turn at depth >= from) up to depth from, root first.
+func pathUp(ctx context.Context, q querier, top int64, from int) ([]*TurnNode, error) {
+	nodes, err := queryNodes(ctx, q, pathCTE, top, from)
+	if err != nil {
+		return nil, fmt.Errorf("storage: load branch path: %w", err)
+	}
+	slices.Reverse(nodes)
+	return nodes, nil
+}
+
+// ancestorQuery finds the ancestor of turn ?1 at depth ?2 in one statement, following a
+// jump pointer whenever it does not overshoot (O(log depth) steps).
+const ancestorQuery = `WITH RECURSIVE a(id, parent_id, jump_id, depth, jump_depth) AS (
+	SELECT id, parent_id, jump_id, depth, jump_depth FROM turns WHERE id = ?1
+	UNION ALL
+	SELECT t.id, t.parent_id, t.jump_id, t.depth, t.jump_depth FROM turns t JOIN a
+		ON t.id = CASE WHEN a.jump_id IS NOT NULL AND a.jump_depth >= ?2 THEN a.jump_id ELSE a.parent_id END
+		WHERE a.depth > ?2)
+SELECT id FROM a WHERE depth = ?2`
+
+func ancestorAtDepth(ctx context.Context, q querier, id int64, depth int) (int64, error) {
+	var out int64
+	if err := q.QueryRowContext(ctx, ancestorQuery, id, depth).Scan(&out); err != nil {
+		return 0, fmt.Errorf("storage: ancestor of turn %d at index %d: %w", id, depth, err)
+	}
+	return out, nil
+}
+
+// pathWindow returns turns [from, from+limit) of the path ending at tip (total turns long);
+// limit <= 0 means up to the tip.
+func pathWindow(ctx context.Context, q querier, tip sql.NullInt64, total, from, limit int) ([]*TurnNode, error) {
+	from = min(max(from, 0), total)
+	end := total
+	if limit > 0 {
+		end = min(from+limit, total)
+	}
+	if !tip.Valid || from >= end {
+		return nil, nil
+	}
+	top := tip.Int64
+	if end < total {
+		var err error
+		if top, err = ancestorAtDepth(ctx, q, top, end-1); err != nil {
+			return nil, err
+		}
+	}
+	return pathUp(ctx, q, top, from)
+}
+
+// BranchLen returns the number of turns on a branch's path (one indexed lookup).
+func (s *Store) BranchLen(ctx context.Context, convID, branch string) (int, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return 0, err
+	}
+	return b.Length, nil
+}
+
+// BranchPathRange returns turns [from, from+limit) of a branch's path without calls, root
+// first, and the path's length; limit <= 0 means up to the tip, and a window past the end
+// is empty. Its cost is the window plus O(log n), not the branch.
+func (s *Store) BranchPathRange(ctx context.Context, convID, branch string, from, limit int) ([]*TurnNode, int, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return nil, 0, err
+	}
+	nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, from, limit)
+	return nodes, b.Length, err
+}
+
+// BranchPathTail returns the last n turns of a branch's path (all if n <= 0), root first,
+// and the path's length: what a view scrolled to the bottom shows first.
+func (s *Store) BranchPathTail(ctx context.Context, convID, branch string, n int) ([]*TurnNode, int, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return nil, 0, err
+	}
+	from := 0
+	if n > 0 {
+		from = max(b.Length-n, 0)
+	}
+	nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, from, 0)
+	return nodes, b.Length, err
+}
+
+// BranchPage is a window of a branch's turns with their calls.
+type BranchPage struct {
+	From  int           // index of Turns[0] on the path
+	Total int           // turns on the whole path
+	Keys  []string      // turn keys, parallel to Turns
+	Turns []*trace.Turn // root first
+	Nodes []*TurnNode   // the same turns without calls (parents, states, call counts)
+}
+
+// LoadBranchRange loads turns [from, from+limit) of a branch with their calls and exact
+// requests (limit <= 0: up to the tip), in a fixed number of queries.
+func (s *Store) LoadBranchRange(ctx context.Context, convID, branch string, from, limit int) (*BranchPage, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	turns, err := s.turnsOf(ctx, nodes, LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	p := &BranchPage{From: min(max(from, 0), b.Length), Total: b.Length, Turns: turns, Nodes: nodes}
+	for _, n := range nodes {
+		p.Keys = append(p.Keys, n.Key)
+	}
+	return p, nil
+}
+
+// LoadTurns loads the given turns (any state) with their calls, in the order given, in a
+// fixed number of queries. An unknown key is ErrNotFound.
+func (s *Store) LoadTurns(ctx context.Context, keys []string) ([]*trace.Turn, error) {
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		id, err := parseTurnKey(k)
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.id IN (SELECT value FROM json_each(?))", idsJSON(ids))
+	if err != nil {
+		return nil, fmt.Errorf("storage: load turns: %w", err)
+	}
+	byID := make(map[int64]*TurnNode, len(nodes))
+	for _, n := range nodes {
+		byID[n.id.Int64] = n
+	}
+	ordered := make([]*TurnNode, len(ids))
+	for i, id := range ids {
+		if ordered[i] = byID[id]; ordered[i] == nil {
+			return nil, fmt.Errorf("storage: turn %s: %w", keys[i], ErrNotFound)
+		}
+	}
+	return s.turnsOf(ctx, ordered, LoadOptions{})
+}
+
+// LoadOptions choose how much of each call LoadBranchWith reassembles.
+type LoadOptions struct {
+	// NoRequests leaves out each call's request messages, completion and raw HTTP bodies,
+	// which are most of a long branch's bytes. The turns, and the calls' tree, values,
+	// histories, usage and timings are kept: what core.Restore reads to rebuild a session.
+	NoRequests bool
+}
+
+// LoadBranchWith is LoadBranch with options; LoadBranchWith(ctx, c, b, LoadOptions{NoRequests:
+// true}) is the cheap way to restore a long branch's session before running a turn.
+func (s *Store) LoadBranchWith(ctx context.Context, convID, branch string, o LoadOptions) ([]*trace.Turn, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := pathNodes(ctx, s.r, b.tipID)
+	if err != nil {
+		return nil, err
+	}
+	return s.turnsOf(ctx, nodes, o)
+}
+
+// TurnTreePage returns up to limit turns of a conversation's tree (every state) after the
+// turn key after ("" for the start), in key order, and the key to continue from ("" at the
+// end): the navigator can show the first page and fetch the rest in the background. A
+// parent always comes before its children. Branches marks branch tips as in TurnTree.
+func (s *Store) TurnTreePage(ctx context.Context, convID, after string, limit int) ([]*TurnNode, string, error) {
+	var afterID int64
+	if after != "" {
+		id, err := parseTurnKey(after)
+		if err != nil {
+			return nil, "", err
+		}
+		afterID = id
+	}
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("storage: turn tree page of %q: limit must be positive (got %d): %w", convID, limit, ErrInvalid)
+	}
+	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.id > ?
+		ORDER BY t.id LIMIT ?`, convID, afterID, limit+1)
+	if err != nil {
+		return nil, "", fmt.Errorf("storage: turn tree of %q: %w", convID, err)
+	}
+	next := ""
+	if len(nodes) > limit {
+		nodes = nodes[:limit]
+		next = nodes[limit-1].Key
+	}
+	if err := s.markTips(ctx, convID, nodes); err != nil {
+		return nil, "", err
+	}
+	return nodes, next, nil
+}
+
+// markTips fills Branches on the nodes that are branch tips.
+func (s *Store) markTips(ctx context.Context, convID string, nodes []*TurnNode) error {
+	bs, err := s.Branches(ctx, convID)
+	if err != nil {
+		return err
+	}
+	byKey := make(map[string]*TurnNode, len(nodes))
+	for _, n := range nodes {
+		byKey[n.Key] = n
+	}
+	for _, b := range bs {
+		if n, ok := byKey[b.Tip]; ok {
+			n.Branches = append(n.Branches, b.Name)
+		}
+	}
+	return nil
+}
