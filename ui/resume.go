@@ -180,8 +180,11 @@ func (m *Model) resumeView(w, h int) []string {
 	}
 	lines = append(lines, s.Muted.Render("inputs:"))
 	lines = append(lines, indent(fieldLines(m.rend(), p.Inputs, inner-2), "  ")...)
-	lines = append(lines, "", s.Muted.Render("Resuming replays the calls already answered from storage (they are not paid for again)"),
-		s.Muted.Render("and sends only the rest; discarding leaves the branch as it is."))
+	lines = append(lines, "")
+	for _, l := range wrapLines("Resuming replays the calls already answered from storage (they are not paid for again) "+
+		"and sends only the rest; discarding leaves the branch as it is.", inner) {
+		lines = append(lines, s.Muted.Render(l))
+	}
 	footer := " r resume · d discard · l later "
 	if p.Stale {
 		footer = " d discard · l later "
