@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
 )
@@ -25,33 +28,33 @@ func init() {
 }
 
 func runExport(ctx context.Context, env Env) int {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("export")
 	var sf storeFlags
 	sf.register(fs)
 	var format, branch, path, out, field string
-	fs.StringVar(&format, "format", "", "output format: "+strings.Join(export.Formats, ", "))
+	fs.StringVar(&format, "format", "", "output format (required): "+strings.Join(export.Formats, ", "))
 	fs.StringVar(&branch, "branch", storage.MainBranch, "branch to export")
 	fs.StringVar(&path, "path", "", "predictor path: call-level examples, or only its calls for openai-jsonl")
-	fs.StringVar(&out, "out", "", "write to FILE instead of standard output")
+	fs.StringVar(&out, "out", "", "write to FILE instead of standard output (replaced only when the export succeeds)")
 	fs.StringVar(&field, "history-field", "history", "the session's history field name")
-	pos, err := parseInterleaved(fs, env.Args)
-	if err != nil {
+	pos, code, done := parseFlags(env, fs, env.Args, true)
+	if done {
+		return code
+	}
+	usage := func(format string, args ...any) int {
+		fmt.Fprintf(env.Stderr, "sessionbench export: "+format+" (see 'sessionbench export --help')\n", args...)
 		return storeUsage
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "sessionbench export: want one conversation ID, got %d argument(s)\n", len(pos))
-		return storeUsage
+		return usage("want one conversation ID, got %d argument(s) %s", len(pos), quoteArgs(pos))
 	}
-	known := false
-	for _, f := range export.Formats {
-		known = known || f == format
+	if !slices.Contains(export.Formats, format) {
+		return usage("--format must be one of %s (got %q)", strings.Join(export.Formats, ", "), format)
 	}
-	if !known {
-		fmt.Fprintf(env.Stderr, "sessionbench export: --format must be one of %s (got %q)\n", strings.Join(export.Formats, ", "), format)
-		return storeUsage
+	if path != "" && format != "examples" && format != "openai-jsonl" {
+		return usage("--path applies to --format examples and openai-jsonl, not %s", format)
 	}
-	s, err := sf.open(ctx)
+	s, err := sf.open(ctx, false)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench export: %v\n", err)
 		return storeError
@@ -62,21 +65,19 @@ func runExport(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench export: %v\n", err)
 		return storeError
 	}
-	w := env.Stdout
-	var f *os.File
-	if out != "" {
-		// 0600: exports hold the same private conversation data as the database.
-		if f, err = os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600); err != nil {
-			fmt.Fprintf(env.Stderr, "sessionbench export: %v\n", err)
+	if path != "" {
+		if err := checkCallPath(src, path); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench export: %s/%s: %v\n", pos[0], branch, err)
 			return storeError
 		}
-		w = f
 	}
-	err = export.Write(w, format, src, export.Options{Path: path, HistoryField: field})
-	if f != nil {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+	write := func(w io.Writer) error {
+		return export.Write(w, format, src, export.Options{Path: path, HistoryField: field})
+	}
+	if out == "" {
+		err = write(env.Stdout)
+	} else {
+		err = writeFileAtomic(out, write)
 	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench export: %s of %s/%s: %v\n", format, pos[0], branch, err)
@@ -89,4 +90,48 @@ func runExport(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "wrote %s (%s, %d turns)\n", out, format, len(src.Turns))
 	}
 	return storeOK
+}
+
+// checkCallPath refuses a --path that no recorded call of the branch has, naming the
+// paths there are (an empty export would otherwise look like success).
+func checkCallPath(src *export.Source, path string) error {
+	var paths []string
+	found := false
+	for _, t := range src.Turns {
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+			found = found || c.Path == path
+			if !slices.Contains(paths, c.Path) {
+				paths = append(paths, c.Path)
+			}
+		})
+	}
+	if found {
+		return nil
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("--path %q: the branch has no recorded calls", path)
+	}
+	return fmt.Errorf("--path %q: no call has that path (paths on this branch: %s)", path, strings.Join(paths, ", "))
+}
+
+// writeFileAtomic writes a file through a temporary file in the same directory renamed
+// over it at the end, so a failed export leaves an existing file as it was.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("--out %s: %w", path, err)
+	}
+	// 0600 (CreateTemp's mode): exports hold the same private conversation data as the database.
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }

@@ -99,7 +99,7 @@ func runImportCommand(ctx context.Context, env Env) int {
 		im.Title = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}
 
-	s, err := sf.open(ctx)
+	s, err := sf.open(ctx, true)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench import: %v\n", err)
 		return storeError

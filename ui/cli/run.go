@@ -106,7 +106,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return usage("--branch: %v", err)
 	}
 
-	s, err := o.sf.open(ctx)
+	s, err := o.sf.open(ctx, o.conv == "") // continuing: never create a database
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 		return storeError

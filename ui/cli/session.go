@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,7 +55,13 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON for machines")
 }
 
-func (f *storeFlags) open(ctx context.Context) (*storage.Store, error) {
+// errNoDatabase: a command that only reads or changes existing conversations was
+// pointed at a database file that does not exist; it is not created.
+var errNoDatabase = errors.New("no database")
+
+// open opens the database; only commands that store something new (run, import) create
+// a missing file, the others refuse it with errNoDatabase.
+func (f *storeFlags) open(ctx context.Context, create bool) (*storage.Store, error) {
 	path := f.db
 	if path == "" {
 		p, err := storage.DefaultPath()
@@ -63,28 +70,12 @@ func (f *storeFlags) open(ctx context.Context) (*storage.Store, error) {
 		}
 		path = p
 	}
-	return storage.Open(ctx, path)
-}
-
-// parseInterleaved parses flags that may come before, between or after the positional
-// arguments ("fork ID --at 3 --name b"); the flag package alone stops at the first
-// positional argument.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s (nothing is stored there yet; check --db)", errNoDatabase, path)
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
 	}
+	return storage.Open(ctx, path)
 }
 
 func writeJSONOut(w io.Writer, v any) error {
@@ -107,12 +98,10 @@ type sessionArgs struct {
 
 func runSession(ctx context.Context, env Env) int {
 	if len(env.Args) == 0 {
-		fmt.Fprint(env.Stderr, "usage: sessionbench session ls|show|fork|undo|redo|branches|rm-branch|status|pending|discard|rm ... (see 'sessionbench help')\n")
-		return storeUsage
+		return unknownSubcommand(env, "session", "")
 	}
 	sub := env.Args[0]
-	fs := flag.NewFlagSet("session "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("session " + sub)
 	var sf storeFlags
 	sf.register(fs)
 	var a sessionArgs
@@ -140,15 +129,23 @@ func runSession(ctx context.Context, env Env) int {
 	case "discard":
 		a.names = []string{"TURN"}
 	default:
-		fmt.Fprintf(env.Stderr, "sessionbench session: unknown subcommand %q (see 'sessionbench help')\n", sub)
-		return storeUsage
+		if isHelp(sub) {
+			fmt.Fprint(env.Stdout, commandHelp("session"))
+			return storeOK
+		}
+		return unknownSubcommand(env, "session", sub)
 	}
-	pos, err := parseInterleaved(fs, env.Args[1:])
-	if err != nil {
-		return storeUsage // the flag package has printed the problem
+	pos, code, done := parseFlags(env, fs, env.Args[1:], true)
+	if done {
+		return code
 	}
 	if len(pos) != len(a.names) {
-		fmt.Fprintf(env.Stderr, "sessionbench session %s: want %d argument(s) (%s), got %d\n", sub, len(a.names), strings.Join(a.names, " "), len(pos))
+		what := "no arguments"
+		if len(a.names) > 0 {
+			what = fmt.Sprintf("%d argument(s) (%s)", len(a.names), strings.Join(a.names, " "))
+		}
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: want %s, got %d %s(see 'sessionbench session %s --help')\n",
+			sub, what, len(pos), quoteArgs(pos), sub)
 		return storeUsage
 	}
 	switch {
@@ -160,13 +157,26 @@ func runSession(ctx context.Context, env Env) int {
 		return storeUsage
 	}
 	var status storage.Status
+	var err error
 	if sub == "status" {
 		if status, err = storage.ParseStatus(pos[1]); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench session status: %v\n", err)
 			return storeUsage
 		}
 	}
-	s, err := sf.open(ctx)
+	s, err := sf.open(ctx, false)
+	if errors.Is(err, errNoDatabase) && (sub == "ls" || sub == "pending") {
+		// Nothing stored yet is an empty list, not an error; the file is not created.
+		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
+		if sf.json {
+			fmt.Fprintln(env.Stdout, "[]")
+		} else if sub == "ls" {
+			printConversations(env.Stdout, nil)
+		} else {
+			printPending(env.Stdout, nil)
+		}
+		return storeOK
+	}
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
 		return storeError
@@ -184,6 +194,18 @@ func runSession(ctx context.Context, env Env) int {
 		}
 	}
 	return storeOK
+}
+
+// quoteArgs shows the positional arguments a command got, for a count mismatch.
+func quoteArgs(pos []string) string {
+	if len(pos) == 0 {
+		return ""
+	}
+	q := make([]string, len(pos))
+	for i, p := range pos {
+		q[i] = strconv.Quote(p)
+	}
+	return "(" + strings.Join(q, " ") + ") "
 }
 
 // sessionDo runs a subcommand; it returns the value to print as JSON when asJSON, or
@@ -247,13 +269,21 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		if err != nil {
 			return nil, err
 		}
-		if keys == nil {
-			keys = []string{}
+		if len(keys) == 0 {
+			// Moving nothing is refused rather than reported as success, so a script notices.
+			if sub == "undo" {
+				return nil, fmt.Errorf("nothing to undo on branch %q of %s: it has no turns", a.branch, pos[0])
+			}
+			return nil, fmt.Errorf("nothing to redo on branch %q of %s: no undone turns (%d turns)", a.branch, pos[0], b.Length)
 		}
-		v := map[string]any{"turns": keys, "branch": b}
+		v := map[string]any{"turns": keys, "requested": a.steps, "branch": b}
 		return pick(v, func() {
 			verb := map[string]string{"undo": "undid", "redo": "redid"}[sub]
-			fmt.Fprintf(w, "%s %d turn(s) on %q: now %d turns, %d to redo\n", verb, len(keys), a.branch, b.Length, b.Redo)
+			n := fmt.Sprint(len(keys))
+			if len(keys) < a.steps {
+				n = fmt.Sprintf("%d of the %d requested", len(keys), a.steps) // as dspy-session: up to steps
+			}
+			fmt.Fprintf(w, "%s %s turn(s) on %q: now %d turns, %d to redo\n", verb, n, a.branch, b.Length, b.Redo)
 		}), nil
 	case "branches":
 		bs, err := s.Branches(ctx, pos[0])
