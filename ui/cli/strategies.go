@@ -17,8 +17,12 @@ import (
 	"github.com/sessionbench/sessionbench/llm"
 )
 
-// StrategiesUsage is the `wire strategies` line for the wire command's usage listing.
-const StrategiesUsage = "wire strategies [--json] [FILE]  every predictor's messages under strategies 1-5 (scenario JSON)"
+// StrategiesUsage are the `wire strategies` lines for the wire command's usage listing.
+var StrategiesUsage = []string{
+	"wire strategies [--json] [FILE]",
+	"                             every predictor's messages under strategies 1-5, with tokens",
+	"                             and lint (scenario JSON; --help shows its format)",
+}
 
 // Exit codes of `wire strategies` (the wire command's: 0 ok, 1 failed, 2 bad input).
 const (

@@ -24,7 +24,7 @@ func runStrategiesCLI(t *testing.T, stdin string, args ...string) (code int, std
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}
-	if c, ok := Lookup("wire"); ok && slices.Contains(c.Usage, StrategiesUsage) {
+	if c, ok := Lookup("wire"); ok && slices.Contains(c.Usage, StrategiesUsage[0]) {
 		env.Args = append([]string{"wire", "strategies"}, args...)
 		code = Main(context.Background(), env)
 	} else {
@@ -565,4 +565,17 @@ func FuzzDecodeScenario(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A strategy that could not be rendered shows its error in place of its messages.
+func TestPrintStrategiesError(t *testing.T) {
+	var b bytes.Buffer
+	printStrategies(&b, strategiesOut{Encoding: "o200k_base", Predictors: []predictorOut{{Path: "x", Type: "Predict", Signature: "q -> a",
+		Strategies: []strategyOut{{Number: 4, Name: "outer field mapping", Policy: "inherit", Adapter: "template",
+			History: historyOut{Source: "outer", Turns: 3, Truncated: 2}, Error: "rendering: boom"}}}}})
+	want := "tokens: o200k_base (no model given)\n\n=== x (Predict) q -> a\n\n" +
+		"--- strategy 4: outer field mapping | policy inherit | template adapter | history: outer, 3 turns (2 turns cut by max_turns)\nerror: rendering: boom\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
 }
