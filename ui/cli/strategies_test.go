@@ -308,10 +308,11 @@ func TestWireStrategiesSeedText(t *testing.T) {
 }
 
 // worstB is Scenario B when the outer module returns only `translated` (seed 000 §6,
-// "Even worse case"), with a window of one turn on the translator's own history.
+// "Even worse case"), with a window of one turn on the translator's own history and a
+// corrector mapping that names a key no outer turn has.
 const worstB = `{
   "agent": {"signature": "text -> translated", "predictors": [
-    {"path": "corrector", "signature": "text -> corrected"},
+    {"path": "corrector", "signature": "text -> corrected", "mapping": {"user": "{text}", "assistant": "{fixed}"}},
     {"path": "translator", "signature": "corrected, target_language -> translated", "max_turns": 1}]},
   "turns": [
     {"inputs": {"text": "This plant is red"}, "outputs": {"translated": "Cette plante est rouge."},
@@ -338,6 +339,9 @@ func TestWireStrategiesLint(t *testing.T) {
 		{"translator", 2, wirediff.DroppedUser, 1, ""},
 		{"translator", 2, wirediff.DroppedUser, 2, ""},
 		{"translator", 2, wirediff.ConsecutiveAssistant, 2, ""},
+		// {fixed} is in no outer entry: it reaches the wire as written.
+		{"corrector", 4, wirediff.UnresolvedPlaceholder, 2, "fixed"},
+		{"corrector", 4, wirediff.UnresolvedPlaceholder, 4, "fixed"},
 		// max_turns 1 on the translator cuts its own first call.
 		{"translator", 1, wirediff.Truncated, -1, ""},
 		{"translator", 5, wirediff.Truncated, -1, ""},
