@@ -173,28 +173,14 @@ func firstValue(raw json.RawMessage) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// LoadTurns returns a window of the branch's path.
+// LoadTurns returns a window of the branch's path; its cost is the window, not the
+// branch (storage walks the path by jump pointers).
 func (a *App) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (ui.TurnPage, error) {
-	path, err := a.store.BranchPath(ctx, conv, branch)
+	p, err := a.store.LoadBranchRange(ctx, conv, branch, max(from, 0), limit)
 	if err != nil {
 		return ui.TurnPage{}, err
 	}
-	total := len(path)
-	from = min(max(from, 0), total)
-	end := total
-	if limit > 0 {
-		end = min(from+limit, total)
-	}
-	page := ui.TurnPage{From: from, Total: total}
-	for _, n := range path[from:end] {
-		t, err := a.store.LoadTurn(ctx, n.Key)
-		if err != nil {
-			return ui.TurnPage{}, err
-		}
-		page.IDs = append(page.IDs, n.Key)
-		page.Turns = append(page.Turns, t)
-	}
-	return page, nil
+	return ui.TurnPage{From: p.From, Total: p.Total, IDs: p.Keys, Turns: p.Turns}, nil
 }
 
 // Turn loads one turn.
