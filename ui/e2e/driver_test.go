@@ -146,8 +146,9 @@ func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(sockDir, "tmux.conf")
-	// remain-on-exit keeps the pane after the workbench quits, to read its exit status
-	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g history-limit 0\n"), 0o600); err != nil {
+	// remain-on-exit keeps the pane after the workbench quits, to read its exit status;
+	// set-clipboard lets OSC 52 reach tmux buffers, so a leak would show
+	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g history-limit 0\nset -g set-clipboard on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tm := &term{t: t, ws: ws, sock: filepath.Join(sockDir, "s"), target: "sb", cmd: ws.args(bin)}

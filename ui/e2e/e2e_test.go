@@ -26,6 +26,7 @@ func wireLine(t *testing.T, screen, label string) []string {
 // agent, two turns, the call tree, the wire strategies, a fork, undo, redo, quit, and a
 // second run on the same database that finds it all again.
 func TestStory(t *testing.T) {
+	t.Parallel()
 	ws := newWorkspace(t)
 	tm := startTerm(t, ws, 140, 40)
 
@@ -162,6 +163,7 @@ func TestStory(t *testing.T) {
 
 // TestResize: the layout holds at the minimum size and says so plainly below it.
 func TestResize(t *testing.T) {
+	t.Parallel()
 	ws := newWorkspace(t)
 	tm := startTerm(t, ws, 140, 40)
 	tm.waitFor("no turns yet")
@@ -170,24 +172,35 @@ func TestResize(t *testing.T) {
 	tm.waitFor("turn recorded on main", "calls · turn 1")
 
 	tm.resize(60, 20)
-	s := tm.waitUntil("the 60x20 layout", func(s string) bool {
-		return len(lines(s)) == 20 && strings.Contains(s, "╭─ SupportAgent") && !strings.Contains(s, "calls · turn 1")
-	})
-	rows := lines(s)
-	for i, l := range rows {
+	// tmux first crops the old frame; the workbench then redraws at the new size, with
+	// every frame whole: each top border has its bottom border, both full width.
+	whole := func(s string) bool {
+		rows := lines(s)
+		if len(rows) != 20 || !strings.HasPrefix(rows[0], " sessionbench · model: demo (offline)") {
+			return false
+		}
+		for _, pair := range [][2]string{{"╭─ main", "╰─ 1 turns"}, {"╭─ SupportAgent", "╰─ enter send"}} {
+			top, bottom := lineWith(s, pair[0]), lineWith(s, pair[1])
+			if !strings.HasSuffix(top, "╮") || !strings.HasSuffix(bottom, "╯") || len([]rune(top)) != 60 || len([]rune(bottom)) != 60 {
+				return false
+			}
+		}
+		return true
+	}
+	s := tm.waitUntil("a whole 60x20 layout", whole)
+	for i, l := range lines(s) {
 		if n := len([]rune(l)); n > 60 {
 			t.Errorf("row %d is %d cells wide at 60 columns: %q", i+1, n, l)
 		}
 	}
-	if !strings.HasPrefix(rows[0], " sessionbench · model: demo (offline)") {
-		t.Errorf("the header does not lead with the model: %q", rows[0])
-	}
-	// frames are whole: each top border has its bottom border, at full width
-	for _, pair := range [][2]string{{"╭─ main", "╰─ 1 turns"}, {"╭─ SupportAgent", "╰─ enter send"}} {
-		top, bottom := lineWith(s, pair[0]), lineWith(s, pair[1])
-		if !strings.HasSuffix(top, "╮") || !strings.HasSuffix(bottom, "╯") || len([]rune(top)) != 60 || len([]rune(bottom)) != 60 {
-			t.Errorf("frame %s is not whole at 60 columns:\n%s\n%s", pair[0], top, bottom)
+	// below the wide width one pane shows at a time: the transcript, not the side panes
+	for _, want := range []string{"intent:", "technical", "enter send"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%q is not on the 60x20 screen:\n%s", want, s)
 		}
+	}
+	if strings.Contains(s, "calls · turn 1") {
+		t.Errorf("the call tree shares a 60-column screen:\n%s", s)
 	}
 	if strings.Contains(s, "too small") {
 		t.Errorf("60x20 is the supported minimum, yet:\n%s", s)
@@ -205,6 +218,7 @@ func TestResize(t *testing.T) {
 // TestBadInvocation: wrong command lines exit non-zero with a message naming the problem,
 // before any terminal handling (plain exec, no tmux).
 func TestBadInvocation(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end tests are skipped under -short")
 	}
