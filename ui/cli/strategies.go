@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -153,33 +152,35 @@ func runWireStrategies(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "wire strategies: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		return strategiesBadInput
 	}
-	fs := flag.NewFlagSet("wire strategies", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("wire strategies")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
 	model := fs.String("model", "", "model whose tokenizer counts tokens (default: the scenario's \"model\")")
 	only := fs.String("strategies", "", "comma-separated strategy numbers to show (default: the scenario's, or 1-5)")
 	path := fs.String("path", "", "show only the predictor at this path")
-	fs.Usage = func() {
-		fmt.Fprint(env.Stderr, "usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]   (--help for the scenario format)\n")
-	}
 	for _, a := range env.Args {
 		if a == "--" {
 			break
 		}
-		if a == "-h" || a == "-help" || a == "--help" {
-			fmt.Fprint(env.Stdout, strategiesHelp)
+		if isHelp(a) {
+			// The scenario format is the help, then the flags.
+			fmt.Fprint(env.Stdout, strategiesHelp+"\nflags:\n")
+			fs.SetOutput(env.Stdout)
+			fs.PrintDefaults()
 			return strategiesOK
 		}
 	}
-	pos, err := parseInterleaved(fs, env.Args)
-	if err != nil {
-		return strategiesBadInput // the flag package has printed the problem
+	pos, code, done := parseFlags(env, fs, env.Args, true)
+	if done {
+		return code
 	}
 	if len(pos) > 1 {
-		return bad(fmt.Errorf("want at most one scenario file, got %d arguments", len(pos)))
+		return bad(fmt.Errorf("want at most one scenario file, got %d arguments %s", len(pos), strings.TrimSpace(quoteArgs(pos))))
 	}
-	var data []byte
-	where := ""
+	var (
+		data  []byte
+		err   error
+		where string
+	)
 	if len(pos) == 0 || pos[0] == "-" {
 		if data, err = io.ReadAll(env.Stdin); err != nil {
 			return bad(fmt.Errorf("reading stdin: %w", err))

@@ -492,7 +492,7 @@ func TestWireStrategiesErrors(t *testing.T) {
 		{"flag strategy out of range", `{` + agent + `}`, []string{"--strategies", "1,0"}, `--strategies: want numbers 1 to 5 separated by commas, got "0"`},
 		{"unknown --path", `{` + agent + `}`, []string{"--path", "nope"}, `--path: unknown predictor "nope"`},
 		{"missing file", ``, []string{"testdata/strategies/nope.json"}, "wire strategies: reading the scenario: open testdata/strategies/nope.json"},
-		{"two files", ``, []string{"a.json", "b.json"}, "want at most one scenario file, got 2 arguments"},
+		{"two files", ``, []string{"a.json", "b.json"}, `want at most one scenario file, got 2 arguments ("a.json" "b.json")`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -531,7 +531,13 @@ func TestWireStrategiesHelp(t *testing.T) {
 			t.Errorf("help lacks %q", s)
 		}
 	}
-	if code, _, stderr := runStrategiesCLI(t, "", "--bogus"); code != strategiesBadInput || !strings.Contains(stderr, "flag provided but not defined: -bogus") {
+	for _, s := range []string{"flags:", "-strategies string"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("help lacks %q", s)
+		}
+	}
+	if code, _, stderr := runStrategiesCLI(t, "", "--bogus"); code != strategiesBadInput ||
+		!strings.Contains(stderr, "sessionbench wire strategies: flag provided but not defined: -bogus (see 'sessionbench wire strategies --help')") {
 		t.Errorf("unknown flag: exit %d stderr %q", code, stderr)
 	}
 }
