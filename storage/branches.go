@@ -248,9 +248,10 @@ func (s *Store) Fork(ctx context.Context, convID, source, name string, at int) (
 }
 
 // DeleteBranch removes a branch. main is protected; a branch with child branches is refused
-// (naming them) unless recursive, which deletes the subtree children first. Turns are
-// kept: they may be shared with other branches, and nothing in the tree is lost. It returns
-// the deleted branch names in deletion order.
+// (naming them) unless recursive, which deletes the subtree children first. Turns that
+// only the deleted branches reached are deleted with their calls, attempts and the
+// message contents nothing else uses; turns another branch still reaches (shared path,
+// redo list, fork point) stay. It returns the deleted branch names in deletion order.
 func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive bool) ([]string, error) {
 	if name == MainBranch {
 		return nil, fmt.Errorf("storage: cannot delete the 'main' branch: %w", ErrInvalid)
@@ -262,6 +263,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 		if err != nil {
 			return err
 		}
+		var gone reach
 		var del func(id int64, name string) error
 		del = func(id int64, name string) error {
 			kids, err := childBranches(ctx, tx, id)
@@ -281,9 +283,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 					return err
 				}
 			}
-			// An in-flight turn begun on this branch can no longer be committed to it.
-			if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = 'discarded', abort_reason = 'branch deleted'
-				WHERE branch_id = ? AND state = 'pending'`, id); err != nil {
+			if err := gone.add(ctx, tx, id); err != nil {
 				return err
 			}
 			if _, err := tx.ExecContext(ctx, "DELETE FROM branches WHERE id = ?", id); err != nil {
@@ -293,6 +293,9 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 			return nil
 		}
 		if err := del(b.ID, b.Name); err != nil {
+			return err
+		}
+		if _, err := prune(ctx, tx, convID, gone); err != nil {
 			return err
 		}
 		return touch(ctx, tx, convID)
