@@ -59,7 +59,7 @@ func (o *observer) CallStarted(path string, c *trace.Call) {
 	st := &streaming{}
 	p, ok := o.preds[path]
 	if !ok && o.mod != nil {
-		p = findPredictor(o.mod, path)
+		p = core.FindPredictor(o.mod, path)
 		o.preds[path] = p
 	}
 	if p != nil {

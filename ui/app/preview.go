@@ -48,7 +48,7 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 	if err != nil {
 		return r, err
 	}
-	p := findPredictor(mod, call.Path)
+	p := core.FindPredictor(mod, call.Path)
 	if p == nil {
 		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, ag.Name)
 		return r, nil
