@@ -81,5 +81,7 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
-	return ui.Run(ctx, app.New(store, sel.LM), ui.Options{Theme: theme, ConfigPath: config})
+	a := app.New(store, sel.LM)
+	a.SetModelResolver(demo.NamedModels(ctx, config, os.Getenv))
+	return ui.Run(ctx, a, ui.Options{Theme: theme, ConfigPath: config})
 }
