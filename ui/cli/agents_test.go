@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,12 +51,74 @@ func TestAgentsCommand(t *testing.T) {
 		{[]string{"agents", "check", goodPath}, 0, `ok (agent "support": question -> reply, intent)`, ""},
 		{[]string{"agents", "check", badPath}, 1, "", `unknown predictor "reply" (defined: classify, respond)`},
 		{[]string{"agents", "check", filepath.Join(dir, "none.toml")}, 1, "", "no such file"},
-		{[]string{"agents"}, 2, "", "want 'agents ls'"},
+		{[]string{"agents"}, 2, "", "missing subcommand; want one of: ls, show, check"},
+		{[]string{"agents", "rm"}, 2, "", `unknown subcommand "rm"; want one of: ls, show, check`},
+		{[]string{"agents", "show"}, 2, "", "sessionbench agents show: want NAME, got 0 argument(s)"},
+		{[]string{"agents", "ls", "extra"}, 2, "", `want no arguments, got 1 argument(s) ("extra")`},
+		{[]string{"agents", "check"}, 2, "", "want FILE..., got 0 argument(s)"},
+		{[]string{"agents", "show", "--help"}, 0, "usage: sessionbench agents show", ""},
+		{[]string{"agents", "show", "--bogus", "x"}, 2, "", "sessionbench agents show: flag provided but not defined: -bogus"},
+		{[]string{"agents", "--help"}, 0, "agents check FILE...", ""},
 	}
 	for _, c := range cases {
 		code, out, errs := runCLI(t, c.args...)
+		if c.code == 2 && out != "" { // usage errors print nothing on stdout
+			t.Errorf("%v: an error printed on stdout: %s", c.args, out)
+		}
 		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errs, c.err) {
 			t.Errorf("%v: code %d\nstdout:\n%s\nstderr:\n%s", c.args, code, out, errs)
+		}
+	}
+}
+
+func TestAgentsJSON(t *testing.T) {
+	dir := t.TempDir()
+	good, err := demo.ExampleFile("support.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodPath := filepath.Join(dir, "support.toml")
+	badPath := filepath.Join(dir, "bad.toml")
+	os.WriteFile(goodPath, good, 0o600)
+	os.WriteFile(badPath, []byte(strings.Replace(string(good), `predictor = "respond"`, `predictor = "reply"`, 1)), 0o600)
+	saved := agentSearch
+	agentSearch = func() ([]demo.Agent, []error) { return demo.FindAgentsIn([]string{dir}) }
+	defer func() { agentSearch = saved }()
+
+	var ls struct {
+		Agents []agentOut `json:"agents"`
+		Files  []string   `json:"example_files"`
+		Errors []string   `json:"errors"`
+	}
+	var show struct {
+		agentOut
+		Session agentSessionOut `json:"session"`
+	}
+	var check []agentCheckOut
+	var toml map[string]string
+	cases := []struct {
+		args  []string
+		code  int
+		into  any
+		check func() bool
+	}{
+		{[]string{"agents", "ls", "--json"}, 1, &ls, func() bool {
+			return len(ls.Agents) == len(demo.Agents())+1 && ls.Agents[0].Kind == "built-in" && ls.Agents[len(ls.Agents)-1].Source == goodPath &&
+				len(ls.Files) > 0 && len(ls.Errors) == 1 && strings.Contains(ls.Errors[0], "bad.toml:34")
+		}},
+		{[]string{"agents", "show", "--json", "RAGAgent"}, 0, &show, func() bool {
+			return show.Name == "RAGAgent" && show.Session.NoHistory[0] == "retriever" && show.Session.Children["answerer"].ExcludeFields[0] == "documents"
+		}},
+		{[]string{"agents", "show", "retry.toml", "--json"}, 0, &toml, func() bool { return strings.Contains(toml["toml"], `until = "is_valid"`) }},
+		{[]string{"agents", "check", "--json", goodPath, badPath}, 1, &check, func() bool {
+			return len(check) == 2 && check[0].OK && check[0].Agent.Name == "support" && !check[1].OK &&
+				strings.Contains(strings.Join(check[1].Errors, "\n"), `bad.toml:34: steps[2].predictor: unknown predictor "reply"`)
+		}},
+	}
+	for _, c := range cases {
+		code, out, errs := runCLI(t, c.args...)
+		if err := json.Unmarshal([]byte(out), c.into); err != nil || code != c.code || !c.check() {
+			t.Errorf("%v: exit %d, %v\nstdout: %s\nstderr: %s", c.args, code, err, out, errs)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ func init() {
 		Name: "ask",
 		Usage: []string{
 			"ask [--model M] TEXT         send one chat message and stream the answer (checks a provider's setup)",
+			"                             flags go before TEXT; TEXT '-' reads standard input",
 		},
 		Run:     runAsk,
 		Ordinal: 21,
@@ -71,8 +71,7 @@ func (o *optInt) Set(s string) error {
 }
 
 func runAsk(ctx context.Context, env Env) int {
-	fs := flag.NewFlagSet("ask", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("ask")
 	var f llm.Flags
 	var temp optFloat
 	var maxTok optInt
@@ -85,15 +84,13 @@ func runAsk(ctx context.Context, env Env) int {
 	fs.Var(&maxTok, "max-tokens", "maximum tokens in the answer")
 	system := fs.String("system", "", "system message sent before the question")
 	noStream := fs.Bool("no-stream", false, "wait for the whole answer instead of streaming")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: sessionbench ask [flags] TEXT   (TEXT '-' reads standard input)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(env.Args); err != nil {
-		return askUsage
+	asJSON := fs.Bool("json", false, "print the answer, model, usage and latency as one JSON object (no streaming)")
+	args, code, done := parseFlags(env, fs, env.Args, false)
+	if done {
+		return code
 	}
 	f.Temperature, f.MaxTokens = temp.v, maxTok.v
-	text := strings.Join(fs.Args(), " ")
+	text := strings.Join(args, " ")
 	if text == "-" {
 		b, err := io.ReadAll(env.Stdin)
 		if err != nil {
@@ -133,7 +130,11 @@ func runAsk(ctx context.Context, env Env) int {
 		}
 	}}
 	streamed := false
-	if !*noStream {
+	switch {
+	case *asJSON && !*noStream:
+		// Still a streamed request (its timeouts and usage reporting), printed at the end.
+		req.OnDelta = func(string) {}
+	case !*noStream:
 		req.OnDelta = func(d string) {
 			streamed = true
 			_, _ = io.WriteString(env.Stdout, d)
@@ -157,20 +158,48 @@ func runAsk(ctx context.Context, env Env) int {
 		}
 		return askFailed
 	}
-	if !streamed {
-		_, _ = io.WriteString(env.Stdout, resp.Text)
-	}
-	fmt.Fprintln(env.Stdout)
-	u := resp.Usage
-	cached := ""
-	if u.CachedTokens > 0 {
-		cached = fmt.Sprintf(", %d cached", u.CachedTokens)
-	}
 	model := resp.Model
 	if model == "" {
 		model = sel.LM.Name()
 	}
+	u := resp.Usage
+	elapsed := time.Since(start)
+	if *asJSON {
+		err := writeJSONOut(env.Stdout, askOut{Text: resp.Text, Model: model, Provider: sel.Provider, Demo: sel.Demo,
+			Usage: askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens},
+			LatencyMS: elapsed.Milliseconds(), Attempts: len(resp.Attempts)})
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "ask: %v\n", err)
+			return askFailed
+		}
+		return askOK
+	}
+	if !streamed {
+		_, _ = io.WriteString(env.Stdout, resp.Text)
+	}
+	fmt.Fprintln(env.Stdout)
+	cached := ""
+	if u.CachedTokens > 0 {
+		cached = fmt.Sprintf(", %d cached", u.CachedTokens)
+	}
 	fmt.Fprintf(env.Stderr, "[%s · %d prompt + %d completion tokens%s · %s · %d attempt(s)]\n",
-		model, u.PromptTokens, u.CompletionTokens, cached, time.Since(start).Round(time.Millisecond), len(resp.Attempts))
+		model, u.PromptTokens, u.CompletionTokens, cached, elapsed.Round(time.Millisecond), len(resp.Attempts))
 	return askOK
+}
+
+// askOut is what ask --json prints.
+type askOut struct {
+	Text      string      `json:"text"`
+	Model     string      `json:"model"`
+	Provider  string      `json:"provider"`
+	Demo      bool        `json:"demo"`
+	Usage     askUsageOut `json:"usage"`
+	LatencyMS int64       `json:"latency_ms"`
+	Attempts  int         `json:"attempts"`
+}
+
+type askUsageOut struct {
+	Prompt     int `json:"prompt_tokens"`
+	Completion int `json:"completion_tokens"`
+	Cached     int `json:"cached_tokens"`
 }

@@ -178,3 +178,38 @@ func TestModelsWithNothingConfigured(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+func TestAskAndModelsFlagsAndJSON(t *testing.T) {
+	dir := isolate(t)
+	var got map[string]any
+	s := openAIServer(t, 200, &got)
+	t.Setenv("LOCAL_KEY", "k-123")
+	checkCLI(t, []cliCase{
+		{args: []string{"ask", "--help"}, stdout: []string{"usage: sessionbench ask", "TEXT '-' reads standard input", "-model", "-json", "-no-stream"}, quietErrs: true},
+		{args: []string{"ask", "--bogus", "hi"}, code: askUsage, quietOut: true, stderr: []string{"sessionbench ask: flag provided but not defined: -bogus (see 'sessionbench ask --help')"}},
+		{args: []string{"ask", "--temperature", "hot", "hi"}, code: askUsage, stderr: []string{`sessionbench ask: invalid value "hot" for flag -temperature: "hot" is not a number`}},
+		{args: []string{"models", "--help"}, stdout: []string{"usage: sessionbench models", "-config", "-json"}, quietErrs: true},
+		{args: []string{"models", "--bogus"}, code: 2, quietOut: true, stderr: []string{"sessionbench models: flag provided but not defined: -bogus"}},
+		{args: []string{"models", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
+		{args: []string{"models", "--json"}, stdout: []string{`"config_exists": false`, `"name": "demo"`, `"default": true`}},
+	})
+	code, out, errOut := run(t, "", "ask", "--json", "--base-url", s.URL+"/v1", "--api-key-env", "LOCAL_KEY", "--model", "tiny", "say", "hi")
+	var a askOut
+	if err := json.Unmarshal([]byte(out), &a); err != nil || code != 0 || a.Text != "Hi from the server" || a.Model != "tiny" ||
+		a.Usage.Prompt != 9 || a.Usage.Completion != 3 || a.Attempts != 1 {
+		t.Errorf("ask --json: exit %d %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
+	}
+	path := writeConfig(t, dir, "[default]\nprovider = \"local\"\n\n[[providers]]\nname = \"local\"\nbase_url = \"http://localhost:1/v1\"\napi_key_env = \"LOCAL_KEY\"\nmodels = [\"m1\", \"m2\"]\n")
+	code, out, errOut = run(t, "", "models", "--json")
+	var m modelsOut
+	if err := json.Unmarshal([]byte(out), &m); err != nil || code != 0 || m.Config != path || !m.ConfigExists || m.Default == nil ||
+		m.Default.Provider != "local" || m.Default.Model != "m1" || len(m.Providers) != 2 || m.Providers[1].APIKey != "$LOCAL_KEY (set)" ||
+		!m.Providers[1].Default || m.Providers[0].Default || strings.Contains(out, "k-123") {
+		t.Errorf("models --json: exit %d %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
+	}
+	writeConfig(t, dir, "[[providers]]\nname = \"x\"\nbase_url = \"http://h/v1\"\nmodelz = [\"a\"]\n")
+	checkCLI(t, []cliCase{
+		{args: []string{"models", "--json"}, code: 2, quietOut: true, stderr: []string{path + ":4: key providers.modelz: unknown key"}},
+		{args: []string{"ask", "--json", "hi"}, code: askUsage, quietOut: true, stderr: []string{path + ":4: key providers.modelz"}},
+	})
+}

@@ -116,9 +116,9 @@ func subcommandsOf(name string) []string {
 	}
 	var subs []string
 	seen := map[string]bool{}
-	for _, u := range c.Usage {
+	for _, u := range c.Usage { // continuation lines (indented) are prose, not forms
 		f := strings.Fields(u)
-		if len(f) < 2 || f[0] != name || !isSubcommandWord(f[1]) || seen[f[1]] {
+		if strings.HasPrefix(u, " ") || len(f) < 2 || f[0] != name || !isSubcommandWord(f[1]) || seen[f[1]] {
 			continue
 		}
 		seen[f[1]] = true

@@ -69,6 +69,11 @@ func TestHelpAndFlagErrors(t *testing.T) {
 		{args: []string{"session", "show", "a", "b", "--db", db}, code: 2, stderr: []string{`want 1 argument(s) (ID), got 2 ("a" "b")`}},
 		{args: []string{"session", "ls", "extra", "--db", db}, code: 2, stderr: []string{`want no arguments, got 1 ("extra")`}},
 		{args: []string{"export", "a", "b", "--format", "calls", "--db", db}, code: 2, stderr: []string{`want one conversation ID, got 2 argument(s) ("a" "b")`}},
+		{args: []string{"run", "--help"}, stdout: []string{"usage: sessionbench run", "-agent", "-input", "-script", "-conversation", "-json"}, quietErrs: true},
+		{args: []string{"help", "import"}, stdout: []string{"usage: sessionbench import", "import FILE", "-agent", "-title", "-db"}, quietErrs: true},
+		{args: []string{"run", "--bogus"}, code: 2, quietOut: true, stderr: []string{"sessionbench run: flag provided but not defined: -bogus (see 'sessionbench run --help')"}},
+		{args: []string{"run", "--input", "nonsense"}, code: 2, stderr: []string{`sessionbench run: invalid value "nonsense" for flag -input: "nonsense": want NAME=VALUE`}},
+		{args: []string{"import", "a", "b"}, code: 2, stderr: []string{`want one FILE, got 2 argument(s) ("a" "b")`}},
 		// after "--" everything is an argument, even what looks like a flag
 		{args: []string{"session", "show", "--db", db, "--", "--weird"}, code: 1, stderr: []string{`conversation "--weird": not found`}},
 		{args: []string{"session", "show", "--db", db, "--", "conv1"}, stdout: []string{"Login help"}},
@@ -92,6 +97,23 @@ func TestStoreCommandsLeaveAMissingDatabaseUncreated(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(dir, "sub")); !os.IsNotExist(err) {
 		t.Errorf("a read-only command created %s (stat: %v)", filepath.Join(dir, "sub"), err)
+	}
+}
+
+// TestRunChecksTheModelBeforeCreatingTheDatabase: a wrong --model or configuration file
+// is reported without leaving a new, empty database behind.
+func TestRunChecksTheModelBeforeCreatingTheDatabase(t *testing.T) {
+	dir := isolate(t)
+	db := filepath.Join(t.TempDir(), "new.db")
+	checkCLI(t, []cliCase{
+		{args: []string{"run", "--agent", "SupportAgent", "--input", "question=hi", "--model", "nope", "--db", db}, code: storeUsage, stderr: []string{`model "nope"`}},
+	})
+	path := writeConfig(t, dir, "[default]\nprovider = \"x\"\n")
+	checkCLI(t, []cliCase{
+		{args: []string{"run", "--agent", "SupportAgent", "--input", "question=hi", "--db", db}, code: storeUsage, stderr: []string{path + ":2: key default.provider"}},
+	})
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("run created %s before refusing the model (stat: %v)", db, err)
 	}
 }
 

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,19 +39,18 @@ type importSummary struct {
 }
 
 func runImportCommand(ctx context.Context, env Env) int {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("import")
 	var sf storeFlags
 	sf.register(fs)
 	var agent, title string
 	fs.StringVar(&agent, "agent", "", "agent of the conversation when the file names none")
 	fs.StringVar(&title, "title", "", "title (default: the title recorded in the file, else the file name)")
-	pos, err := parseInterleaved(fs, env.Args)
-	if err != nil {
-		return storeUsage
+	pos, code, done := parseFlags(env, fs, env.Args, true)
+	if done {
+		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.Stderr, "sessionbench import: want one FILE, got %d argument(s)\n", len(pos))
+		fmt.Fprintf(env.Stderr, "sessionbench import: want one FILE, got %d argument(s) %s(see 'sessionbench import --help')\n", len(pos), quoteArgs(pos))
 		return storeUsage
 	}
 	file := pos[0]

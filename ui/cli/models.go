@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,15 +20,42 @@ func init() {
 	})
 }
 
+// modelsOut is what models --json prints.
+type modelsOut struct {
+	Config       string        `json:"config"`
+	ConfigExists bool          `json:"config_exists"`
+	Default      *modelChoice  `json:"default"` // null when nothing resolves
+	DefaultError string        `json:"default_error,omitempty"`
+	Providers    []providerRow `json:"providers"`
+}
+
+type modelChoice struct {
+	Provider    string `json:"provider"`
+	Model       string `json:"model"`
+	Description string `json:"description"`
+	Note        string `json:"note,omitempty"`
+}
+
+// providerRow is one provider as listed: where its key comes from, never the key.
+type providerRow struct {
+	Name    string   `json:"name"`
+	BaseURL string   `json:"base_url"`
+	APIKey  string   `json:"api_key"`
+	Models  []string `json:"models"`
+	Default bool     `json:"default"`
+	Note    string   `json:"note,omitempty"` // where the row comes from when not the file
+}
+
 func runModels(ctx context.Context, env Env) int {
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("models")
 	configPath := fs.String("config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
-	if err := fs.Parse(env.Args); err != nil {
-		return 2
+	asJSON := fs.Bool("json", false, "print JSON for machines")
+	pos, code, done := parseFlags(env, fs, env.Args, true)
+	if done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(env.Stderr, "models: unexpected argument %q\n", fs.Arg(0))
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "sessionbench models: unexpected argument %q (see 'sessionbench models --help')\n", pos[0])
 		return 2
 	}
 	path := *configPath
@@ -38,26 +64,43 @@ func runModels(ctx context.Context, env Env) int {
 	}
 	cfg, err := llm.LoadConfig(path, *configPath != "")
 	if err != nil {
-		fmt.Fprintf(env.Stderr, "models: %v\n", err)
+		fmt.Fprintf(env.Stderr, "sessionbench models: %v\n", err)
 		return 2
 	}
-	if _, statErr := os.Stat(path); statErr != nil {
-		fmt.Fprintf(env.Stdout, "configuration: %s (not found; see 'go doc github.com/sessionbench/sessionbench/llm Config' for the format)\n", path)
-	} else {
-		fmt.Fprintf(env.Stdout, "configuration: %s\n", path)
+	out := modelsOut{Config: path}
+	if _, statErr := os.Stat(path); statErr == nil {
+		out.ConfigExists = true
 	}
 	sel, selErr := llm.ResolveWith(ctx, llm.Flags{ConfigPath: path}, os.Getenv, cfg)
-	switch {
-	case selErr != nil:
+	if selErr != nil {
+		out.DefaultError = selErr.Error()
+		sel = nil
+	} else {
+		out.Default = &modelChoice{Provider: sel.Provider, Model: sel.Model, Description: sel.Description, Note: sel.Note}
+	}
+	out.Providers = providerRows(cfg, sel)
+	if *asJSON {
+		if err := writeJSONOut(env.Stdout, out); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench models: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if out.ConfigExists {
+		fmt.Fprintf(env.Stdout, "configuration: %s\n", path)
+	} else {
+		fmt.Fprintf(env.Stdout, "configuration: %s (not found; see 'go doc github.com/sessionbench/sessionbench/llm Config' for the format)\n", path)
+	}
+	if out.Default == nil {
 		fmt.Fprintf(env.Stdout, "default model: none (%v)\n", selErr)
-	default:
+	} else {
 		fmt.Fprintf(env.Stdout, "default model: %s\n", sel.Description)
 		if sel.Note != "" {
 			fmt.Fprintf(env.Stdout, "  (%s)\n", sel.Note)
 		}
 	}
 	fmt.Fprintln(env.Stdout)
-	writeProviders(env.Stdout, cfg, sel)
+	writeProviders(env.Stdout, out.Providers, sel)
 	return 0
 }
 
@@ -74,38 +117,65 @@ func keyStatus(keyEnv, keyCommand string) string {
 	return "$" + keyEnv + " (not set)"
 }
 
-func writeProviders(w io.Writer, cfg *llm.Config, sel *llm.Selection) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROVIDER\tBASE URL\tAPI KEY\tMODELS")
-	mark := func(provider string) string {
-		if sel != nil && sel.Provider == provider {
-			return provider + " *"
-		}
-		return provider
-	}
-	models := func(provider string, ms []string) string {
-		out := make([]string, len(ms))
-		for i, m := range ms {
-			out[i] = m
-			if sel != nil && sel.Provider == provider && sel.Model == m {
-				out[i] += " *"
-			}
-		}
-		if len(out) == 0 {
-			return "(none listed; pass --model)"
-		}
-		return strings.Join(out, ", ")
-	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark("demo"), "(offline, built in)", "none needed", "demo")
+// providerRows lists the demo model, the configured providers and the one the
+// environment defines.
+func providerRows(cfg *llm.Config, sel *llm.Selection) []providerRow {
+	isDefault := func(provider string) bool { return sel != nil && sel.Provider == provider }
+	rows := []providerRow{{Name: "demo", BaseURL: "", APIKey: "none needed", Models: []string{"demo"}, Default: isDefault("demo"), Note: "offline, built in"}}
 	for _, p := range cfg.Providers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark(p.Name), p.BaseURL, keyStatus(p.APIKeyEnv, p.KeyCommand), models(p.Name, p.Models))
+		rows = append(rows, providerRow{Name: p.Name, BaseURL: p.BaseURL, APIKey: keyStatus(p.APIKeyEnv, p.KeyCommand),
+			Models: append([]string{}, p.Models...), Default: isDefault(p.Name)})
+	}
+	envModels := func(fallback string) []string {
+		if m := os.Getenv("SESSIONBENCH_MODEL"); m != "" {
+			return []string{m}
+		}
+		if fallback != "" {
+			return []string{fallback}
+		}
+		return []string{}
 	}
 	if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark("env"), base+" ($OPENAI_BASE_URL)", keyStatus("OPENAI_API_KEY", ""),
-			firstSet(os.Getenv("SESSIONBENCH_MODEL"), "(set SESSIONBENCH_MODEL or --model)"))
+		rows = append(rows, providerRow{Name: "env", BaseURL: base, APIKey: keyStatus("OPENAI_API_KEY", ""),
+			Models: envModels(""), Default: isDefault("env"), Note: "$OPENAI_BASE_URL"})
 	} else if _, ok := cfg.Provider("openai"); !ok && os.Getenv("OPENAI_API_KEY") != "" {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark("openai"), llm.DefaultBaseURL, keyStatus("OPENAI_API_KEY", ""),
-			firstSet(os.Getenv("SESSIONBENCH_MODEL"), "gpt-4o-mini (default)"))
+		rows = append(rows, providerRow{Name: "openai", BaseURL: llm.DefaultBaseURL, APIKey: keyStatus("OPENAI_API_KEY", ""),
+			Models: envModels("gpt-4o-mini"), Default: isDefault("openai"), Note: "$OPENAI_API_KEY"})
+	}
+	return rows
+}
+
+func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROVIDER\tBASE URL\tAPI KEY\tMODELS")
+	for _, r := range rows {
+		name, base := r.Name, r.BaseURL
+		if r.Default {
+			name += " *"
+		}
+		switch {
+		case r.Name == "demo" && base == "":
+			base = "(offline, built in)"
+		case r.Name == "env":
+			base += " (" + r.Note + ")"
+		}
+		models := make([]string, len(r.Models))
+		for i, m := range r.Models {
+			models[i] = m
+			if r.Default && sel != nil && sel.Model == m && r.Name != "demo" {
+				models[i] += " *"
+			}
+		}
+		list := strings.Join(models, ", ")
+		switch {
+		case len(models) == 0 && r.Name == "env":
+			list = "(set SESSIONBENCH_MODEL or --model)"
+		case len(models) == 0:
+			list = "(none listed; pass --model)"
+		case r.Note == "$OPENAI_API_KEY" && os.Getenv("SESSIONBENCH_MODEL") == "":
+			list += " (default)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, base, r.APIKey, list)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\n* = used when no --model is given. Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SESSIONBENCH_MODEL.")

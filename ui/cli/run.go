@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -69,8 +68,7 @@ type runOptions struct {
 }
 
 func runRunCommand(ctx context.Context, env Env) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags("run")
 	var o runOptions
 	o.sf.register(fs)
 	fs.StringVar(&o.agent, "agent", "", "built-in agent name, agent file name, or path to an agent TOML file")
@@ -84,12 +82,12 @@ func runRunCommand(ctx context.Context, env Env) int {
 	fs.StringVar(&o.model.BaseURL, "base-url", "", "ad-hoc OpenAI-compatible endpoint")
 	fs.StringVar(&o.model.APIKeyEnv, "api-key-env", "", "variable holding the key for --base-url (default OPENAI_API_KEY)")
 	fs.StringVar(&o.model.ConfigPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
-	pos, err := parseInterleaved(fs, env.Args)
-	if err != nil {
-		return storeUsage
+	pos, code, done := parseFlags(env, fs, env.Args, true)
+	if done {
+		return code
 	}
 	usage := func(format string, args ...any) int {
-		fmt.Fprintf(env.Stderr, "sessionbench run: "+format+"\n", args...)
+		fmt.Fprintf(env.Stderr, "sessionbench run: "+format+" (see 'sessionbench run --help')\n", args...)
 		return storeUsage
 	}
 	switch {
@@ -106,6 +104,13 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return usage("--branch: %v", err)
 	}
 
+	// The model (and its configuration file) is checked before the database is opened,
+	// so a mistake there leaves no new database behind.
+	model, note, err := runModel(ctx, o.model)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+		return storeUsage
+	}
 	s, err := o.sf.open(ctx, o.conv == "") // continuing: never create a database
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
@@ -126,11 +131,6 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeUsage
 	}
 	turns, err := runCollectInputs(ag, o)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
-		return storeUsage
-	}
-	model, note, err := runModel(ctx, o.model)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 		return storeUsage
