@@ -166,7 +166,7 @@ func runAsk(ctx context.Context, env Env) int {
 	elapsed := time.Since(start)
 	if *asJSON {
 		err := writeJSONOut(env.Stdout, askOut{Text: resp.Text, Model: model, Provider: sel.Provider, Demo: sel.Demo,
-			Usage: askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens},
+			Usage:     askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens},
 			LatencyMS: elapsed.Milliseconds(), Attempts: len(resp.Attempts)})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "ask: %v\n", err)
