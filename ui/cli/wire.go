@@ -17,10 +17,10 @@ import (
 func init() {
 	Register(Command{
 		Name: "wire",
-		Usage: []string{
+		Usage: append([]string{
 			"wire format                  render a request's messages byte for byte (JSON on stdin)",
 			"wire parse                   parse a completion into typed outputs (JSON on stdin)",
-		},
+		}, StrategiesUsage...),
 		Run:     runWire,
 		Ordinal: 10,
 	})
@@ -34,8 +34,13 @@ const (
 )
 
 func runWire(ctx context.Context, env Env) int {
+	if len(env.Args) > 0 && env.Args[0] == "strategies" {
+		sub := env
+		sub.Args = env.Args[1:]
+		return runWireStrategies(ctx, sub)
+	}
 	if len(env.Args) != 1 || (env.Args[0] != "format" && env.Args[0] != "parse") {
-		fmt.Fprintln(env.Stderr, "wire: want 'wire format' or 'wire parse' (one JSON object on stdin)")
+		fmt.Fprintln(env.Stderr, "wire: want 'wire format', 'wire parse' (one JSON object on stdin) or 'wire strategies' (a scenario)")
 		return wireBadInput
 	}
 	sub := env.Args[0]

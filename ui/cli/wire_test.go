@@ -142,7 +142,7 @@ func TestWireErrors(t *testing.T) {
 		{"bad history", "format", `{"signature":{"inputs":[{"name":"h","type":"History"}],"outputs":[{"name":"a"}]},"inputs":{"h":{"messages":[1]}}}`, 2,
 			`inputs.h: history message 0 is an int`},
 		{"missing completion", "parse", `{` + okSig + `}`, 2, "wire parse: completion: missing"},
-		{"no subcommand", "", `{}`, 2, "want 'wire format' or 'wire parse'"},
+		{"no subcommand", "", `{}`, 2, "want 'wire format', 'wire parse'"},
 		{"parse failure", "parse", `{` + okSig + `,"completion":"[[ ## a ## ]]\nforty"}`, 1,
 			"Failed to parse field a with value forty from the LM response."},
 	}
