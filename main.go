@@ -33,28 +33,46 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cli.Main(ctx, cli.Env{Args: args, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr})
 	}
 	fs := flag.NewFlagSet("sessionbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors and help are reported below, once, in our words
+	fs.Usage = func() {}
 	db := fs.String("db", "", "database file (default $XDG_DATA_HOME/sessionbench/sessionbench.db)")
 	model := fs.String("model", "", `model: "demo", a model name, or "<provider>/<model>"`)
 	theme := fs.String("theme", "", "theme: dark, light, high-contrast or a user theme name")
-	config := fs.String("config", "", "configuration file")
+	config := fs.String("config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, cli.Usage())
+			fmt.Fprintln(stdout, "\nworkbench flags (sessionbench [flags]):")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintf(stderr, "sessionbench: %v (see 'sessionbench --help')\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sessionbench: unexpected argument %q (commands come first, see 'sessionbench help')\n", fs.Arg(0))
 		return 2
 	}
-	if err := workbench(ctx, *db, *model, *theme, *config); err != nil {
+	err := workbench(ctx, *db, *model, *theme, *config)
+	var bad badFlagError
+	switch {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "sessionbench: %v\n", err)
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "sessionbench: %v\n", err)
 		return 1
 	}
 	return 0
 }
+
+// badFlagError is a wrong --theme, --model or --config: refused (exit 2) before the
+// database is opened or the terminal taken over.
+type badFlagError struct{ err error }
+
+func (e badFlagError) Error() string { return e.err.Error() }
+func (e badFlagError) Unwrap() error { return e.err }
 
 // workbench wires storage, the model and the demo agents into the TUI.
 func workbench(ctx context.Context, dbPath, model, theme, config string) error {
@@ -65,6 +83,16 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 		}
 		dbPath = p
 	}
+	// Theme, key bindings, model and configuration file are all checked before anything
+	// is created or the terminal is taken over.
+	uiOpts := ui.Options{Theme: theme, ConfigPath: config}
+	if _, _, err := ui.Setup(uiOpts); err != nil {
+		return badFlagError{err}
+	}
+	sel, err := llm.Resolve(ctx, llm.Flags{Model: model, ConfigPath: config}, os.Getenv)
+	if err != nil {
+		return badFlagError{err}
+	}
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return fmt.Errorf("database folder: %w", err)
 	}
@@ -73,15 +101,11 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 		return err
 	}
 	defer store.Close()
-	sel, err := llm.Resolve(ctx, llm.Flags{Model: model, ConfigPath: config}, os.Getenv)
-	if err != nil {
-		return err
-	}
 	if d, ok := sel.LM.(*llm.Demo); ok {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
 	a := app.New(store, sel.LM)
 	a.SetModelResolver(demo.NamedModels(ctx, config, os.Getenv))
-	return ui.Run(ctx, a, ui.Options{Theme: theme, ConfigPath: config})
+	return ui.Run(ctx, a, uiOpts)
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWorkbenchFlagsAreCheckedFirst: wrong workbench flags are refused with a message
+// naming the value and the choices, before a database is created or the terminal used.
+func TestWorkbenchFlagsAreCheckedFirst(t *testing.T) {
+	cfgDir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", cfgDir)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONBENCH_MODEL"} {
+		t.Setenv(k, "")
+	}
+	badConfig := filepath.Join(cfgDir, "bad.toml")
+	if err := os.WriteFile(badConfig, []byte("[default]\nprovider = \"nobody\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "sub", "wb.db")
+	cases := []struct {
+		args   []string
+		code   int
+		stdout []string
+		stderr string // the whole of stderr must contain it ("" = stderr empty)
+	}{
+		{[]string{"-h"}, 0, []string{"commands:", "session fork", "workbench flags", "-theme", "-model", "-db", "-config"}, ""},
+		{[]string{"--help"}, 0, []string{"workbench flags"}, ""},
+		{[]string{"--bogus"}, 2, nil, "sessionbench: flag provided but not defined: -bogus (see 'sessionbench --help')\n"},
+		{[]string{"--theme"}, 2, nil, "sessionbench: flag needs an argument: -theme (see 'sessionbench --help')\n"},
+		{[]string{"--db", db, "stray"}, 2, nil, `unexpected argument "stray"`},
+		{[]string{"--db", db, "--theme", "nope"}, 2, nil, `unknown theme "nope" (available: dark, light, high-contrast`},
+		{[]string{"--db", db, "--model", "nope"}, 2, nil, `model "nope" (set by --model): no provider for it`},
+		{[]string{"--db", db, "--config", filepath.Join(cfgDir, "none.toml")}, 2, nil, "none.toml: no such file"},
+		{[]string{"--db", db, "--config", badConfig}, 2, nil, badConfig + ":2: key default.provider"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), c.args, &out, &errb)
+		bad := code != c.code || (c.stderr == "" && errb.Len() > 0) || !strings.Contains(errb.String(), c.stderr)
+		for _, s := range c.stdout {
+			bad = bad || !strings.Contains(out.String(), s)
+		}
+		if c.code != 0 && out.Len() > 0 {
+			bad = true
+		}
+		if bad {
+			t.Errorf("%q: exit %d (want %d)\nstdout: %s\nstderr: %s", c.args, code, c.code, out.String(), errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(db)); !os.IsNotExist(err) {
+		t.Errorf("a refused flag left %s behind (stat: %v)", filepath.Dir(db), err)
+	}
+}
