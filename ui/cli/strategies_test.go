@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 
@@ -17,19 +16,12 @@ import (
 	"github.com/sessionbench/sessionbench/llm"
 )
 
-// runStrategiesCLI runs `wire strategies ARGS` through Main, as the other command tests
-// do, once the wire command dispatches the subcommand (its usage then lists
-// StrategiesUsage); until then it calls the subcommand's entry point with the same Env.
+// runStrategiesCLI runs `wire strategies ARGS` through Main, as the other command tests do.
 func runStrategiesCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}
-	if c, ok := Lookup("wire"); ok && slices.Contains(c.Usage, StrategiesUsage[0]) {
-		env.Args = append([]string{"wire", "strategies"}, args...)
-		code = Main(context.Background(), env)
-	} else {
-		code = runWireStrategies(context.Background(), env)
-	}
+	env := Env{Args: append([]string{"wire", "strategies"}, args...), Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb}
+	code = Main(context.Background(), env)
 	return code, out.String(), errb.String()
 }
 
