@@ -66,6 +66,7 @@ func runAgents(ctx context.Context, env Env) int {
 	}
 	fs := newFlags("agents " + sub)
 	asJSON := fs.Bool("json", false, "print JSON for machines")
+	acceptDB(fs)
 	pos, code, done := parseFlags(env, fs, env.Args[1:], true)
 	if done {
 		return code

@@ -85,6 +85,7 @@ func runAsk(ctx context.Context, env Env) int {
 	system := fs.String("system", "", "system message sent before the question")
 	noStream := fs.Bool("no-stream", false, "wait for the whole answer instead of streaming")
 	asJSON := fs.Bool("json", false, "print the answer, model, usage and latency as one JSON object (no streaming)")
+	acceptDB(fs)
 	args, code, done := parseFlags(env, fs, env.Args, false)
 	if done {
 		return code

@@ -193,6 +193,12 @@ func parseFlags(env Env, fs *flag.FlagSet, args []string, interleaved bool) (pos
 	return pos, 0, false
 }
 
+// acceptDB gives a command that uses no database the --db flag every headless command
+// takes, so a script may pass the same --db to all of them.
+func acceptDB(fs *flag.FlagSet) {
+	fs.String("db", "", "accepted for uniformity with the other commands; this one uses no database")
+}
+
 // printFlagHelp writes a (sub)command's usage lines and its flags.
 func printFlagHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: sessionbench %s\n", fs.Name())

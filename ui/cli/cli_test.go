@@ -41,6 +41,7 @@ func checkCLI(t *testing.T, cases []cliCase) {
 }
 
 func TestHelpAndFlagErrors(t *testing.T) {
+	isolate(t)
 	db := seedDB(t)
 	checkCLI(t, []cliCase{
 		// help: usage and every flag, on stdout, exit 0
@@ -74,6 +75,11 @@ func TestHelpAndFlagErrors(t *testing.T) {
 		{args: []string{"run", "--bogus"}, code: 2, quietOut: true, stderr: []string{"sessionbench run: flag provided but not defined: -bogus (see 'sessionbench run --help')"}},
 		{args: []string{"run", "--input", "nonsense"}, code: 2, stderr: []string{`sessionbench run: invalid value "nonsense" for flag -input: "nonsense": want NAME=VALUE`}},
 		{args: []string{"import", "a", "b"}, code: 2, stderr: []string{`want one FILE, got 2 argument(s) ("a" "b")`}},
+		// every headless command takes --db and --json
+		{args: []string{"models", "--db", db, "--json"}, stdout: []string{`"providers": [`}},
+		{args: []string{"agents", "show", "RAGAgent", "--db", db, "--json"}, stdout: []string{`"name": "RAGAgent"`}},
+		{args: []string{"agents", "ls", "--help"}, stdout: []string{"-db", "uses no database", "-json"}},
+		{args: []string{"ask", "--help"}, stdout: []string{"-db", "-json"}},
 		// after "--" everything is an argument, even what looks like a flag
 		{args: []string{"session", "show", "--db", db, "--", "--weird"}, code: 1, stderr: []string{`conversation "--weird": not found`}},
 		{args: []string{"session", "show", "--db", db, "--", "conv1"}, stdout: []string{"Login help"}},

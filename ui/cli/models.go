@@ -50,6 +50,7 @@ func runModels(ctx context.Context, env Env) int {
 	fs := newFlags("models")
 	configPath := fs.String("config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
 	asJSON := fs.Bool("json", false, "print JSON for machines")
+	acceptDB(fs)
 	pos, code, done := parseFlags(env, fs, env.Args, true)
 	if done {
 		return code
