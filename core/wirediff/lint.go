@@ -14,6 +14,7 @@ import (
 const (
 	MissingOutput         = "missing-output"         // a history reply shows None for an output the entry lacks
 	DroppedUser           = "dropped-user"           // a history entry had no input field: its user turn is gone
+	OmittedInput          = "omitted-input"          // a history entry lacks some inputs: their sections are left out
 	DroppedAssistant      = "dropped-assistant"      // (template) an entry had no output field: its reply is gone
 	ConsecutiveAssistant  = "consecutive-assistant"  // two assistant messages in a row
 	UnresolvedPlaceholder = "unresolved-placeholder" // a {name} or {fn()} of the template reached the wire
@@ -156,6 +157,14 @@ func lintChat(f Facts, ad contentAdapter) []Warning {
 		if !hasInput(s, e) {
 			out = append(out, Warning{Kind: DroppedUser, Message: reply,
 				Text: fmt.Sprintf("history turn %d has none of the input fields %s, so its user message is left out", i+1, names(s.Inputs))})
+		} else {
+			user := firstOf(want, at, i, "user")
+			for _, in := range s.Inputs {
+				if !in.Type.IsHistory() && !e.Has(in.Name) {
+					out = append(out, Warning{Kind: OmittedInput, Message: user, Field: in.Name,
+						Text: fmt.Sprintf("history turn %d has no %q: its section is left out of the user message", i+1, in.Name)})
+				}
+			}
 		}
 		for _, o := range s.Outputs {
 			if !e.Has(o.Name) {

@@ -134,6 +134,22 @@ func TestLintChatWorstCases(t *testing.T) {
 	}
 }
 
+// An entry with some inputs keeps its user message without the missing sections.
+func TestLintOmittedInput(t *testing.T) {
+	h := &sig.History{Messages: []*sig.Map{
+		sig.NewMap("corrected", "This plant is red.", "translated", "Cette plante est rouge."),
+		sig.NewMap("corrected", "Can I have it?", "target_language", "French", "translated", "Puis-je l'avoir ?")}}
+	in := sig.NewMap("corrected", "No.", "target_language", "French", "history", *h)
+	ms := render(t, adapter.Chat{}, translator, in)
+	if strings.Contains(ms[1].Content, "target_language") {
+		t.Fatalf("rendering changed: %q", ms[1].Content)
+	}
+	ws := Lint(Facts{Signature: translator, Adapter: adapter.Chat{}, History: h, Messages: ms})
+	if got := kinds(ws); got != "omitted-input@1:target_language" {
+		t.Errorf("got %s", got)
+	}
+}
+
 func TestLintTemplate(t *testing.T) {
 	h := &sig.History{Messages: []*sig.Map{
 		sig.NewMap("question", "q1", "reply", "r1"),
