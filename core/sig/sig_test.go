@@ -160,7 +160,6 @@ func TestParseTypeErrors(t *testing.T) {
 	}
 }
 
-
 func TestParseSignature(t *testing.T) {
 	s, err := Parse("question, history: History -> intent: Literal['a', 'b'], score: float")
 	if err != nil {

@@ -153,7 +153,6 @@ func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
 }
 
-
 // TypeError is a malformed annotation, with the 1-based column where it went wrong.
 type TypeError struct {
 	Text   string
