@@ -216,7 +216,23 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 			if a.Retrying {
 				line += "  (retried after " + fmtDuration(a.Wait) + ")"
 			}
+			if a.Adapter != "" {
+				line += "  · " + a.Adapter + " adapter, given up"
+			}
 			out = append(out, wrapLines(Sanitize(line), w)...)
+			// a request the call gave up on (the ChatAdapter -> JSONAdapter fallback):
+			// what was sent and what came back, as for the call's own request
+			if len(a.Messages) > 0 {
+				out = append(out, s.Muted.Render(fmt.Sprintf("  request sent (%d messages, %s adapter):", len(a.Messages), OneLine(a.Adapter))))
+				for _, m := range a.Messages {
+					out = append(out, roleStyle(st, m.Role).Render("  ── "+OneLine(m.Role)+" ──"))
+					out = append(out, indent(wrapLines(Sanitize(m.Content), w-2), "  ")...)
+				}
+			}
+			if a.Completion != "" {
+				out = append(out, s.Muted.Render("  completion received:"))
+				out = append(out, indent(wrapLines(Sanitize(a.Completion), w-2), "  ")...)
+			}
 		}
 	}
 	if c.RawRequest != "" {

@@ -44,12 +44,32 @@ type streamState struct {
 	inputs   *sig.Map
 	path     string
 	field    string
-	text     strings.Builder
+	texts    map[string]*strings.Builder // completion so far per call path (parallel calls interleave)
 	attempt  lm.Attempt
 	retryAt  time.Time // when the next attempt starts, if retrying
 	started  time.Time
 	calls    int
 	canceled bool
+}
+
+// write appends a delta to path's completion.
+func (st *streamState) write(path, delta string) {
+	if st.texts == nil {
+		st.texts = map[string]*strings.Builder{}
+	}
+	b := st.texts[path]
+	if b == nil {
+		b = &strings.Builder{}
+		st.texts[path] = b
+	}
+	b.WriteString(delta)
+}
+
+func (st *streamState) textOf(path string) string {
+	if b := st.texts[path]; b != nil {
+		return b.String()
+	}
+	return ""
 }
 
 func newChatPane(branch string) *chatPane {
@@ -247,9 +267,17 @@ func (p *chatPane) streamLines(r renderer, w int) []string {
 	if st.field != "" {
 		label += " · writing " + OneLine(st.field)
 	}
+	if st.calls > 0 {
+		label += fmt.Sprintf(" · %d call(s) done", st.calls)
+	}
 	out = append(out, s.AssistantLabel.Render(label))
-	if st.text.Len() > 0 {
-		out = append(out, indent(wrapLines(Sanitize(st.text.String()), w-2), "  ")...)
+	for _, sec := range streamSections(st.textOf(st.path)) {
+		if sec.field != "" {
+			out = append(out, s.Muted.Render("  "+OneLine(sec.field)+":"))
+		}
+		if sec.text != "" {
+			out = append(out, indent(wrapLines(Sanitize(sec.text), w-2), "  ")...)
+		}
 	}
 	if st.attempt.Retrying {
 		left := time.Until(st.retryAt).Round(time.Second)

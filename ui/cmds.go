@@ -201,7 +201,7 @@ func (m *Model) send() tea.Cmd {
 		})
 	}
 	branch := p.branch
-	m.setStatus("running…")
+	m.setStatus("sending on " + OneLine(branch))
 	return m.startRun(p, "send", func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error) {
 		t, err := b.Send(ctx, SendRequest{Conv: conv, Branch: branch, Inputs: inputs, Strategy: strategy}, ev)
 		return branch, t, err
@@ -236,17 +236,14 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 	st := m.run.pane.stream
 	switch ev.Kind {
 	case EventDelta:
-		if ev.Path != st.path || ev.Field != st.field {
-			st.text.Reset()
-		}
 		st.path, st.field = ev.Path, ev.Field
-		st.text.WriteString(ev.Delta)
+		st.write(ev.Path, ev.Delta)
 		st.attempt.Retrying = false
 	case EventAttempt:
 		st.attempt = ev.Attempt
 		if ev.Attempt.Retrying {
 			st.retryAt = time.Now().Add(ev.Attempt.Wait)
-			st.text.Reset()
+			delete(st.texts, ev.Path) // the next attempt writes its completion from the start
 			return tea.Batch(next, m.retryTick(msg.id))
 		}
 	case EventCall:

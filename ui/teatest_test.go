@@ -27,7 +27,9 @@ func TestTeatestSendAndQuit(t *testing.T) {
 		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
 			teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
 	}
-	waitScreen("no turns yet")
+	// the renderer writes only the cells that changed, so a phrase whose first cells
+	// match the previous frame would arrive cut: wait for one that cannot
+	waitScreen("type below and press enter")
 	tm.Type("hello there")
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	waitScreen("turn recorded on main")

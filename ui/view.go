@@ -290,7 +290,7 @@ func (m *Model) statusLine() string {
 		text = "✗ " + text + "  (E: details)"
 	}
 	if m.run != nil {
-		text = "● running · esc cancels · " + text
+		text = strings.TrimSuffix("● running · "+m.keys.Cancel.Help().Key+" cancels · "+text, " · ")
 	}
 	return style.Render(fit(" "+text, m.w))
 }

@@ -1,0 +1,99 @@
+package ui_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/uitest"
+)
+
+// streamingBackend streams fixed events the way ui/app does for the ChatAdapter (raw
+// completion text, labelled with the field once its header is complete), then waits
+// until the turn is cancelled.
+type streamingBackend struct {
+	*uitest.Memory
+	events []ui.Event
+}
+
+func (s *streamingBackend) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+	for _, e := range s.events {
+		select {
+		case events <- e:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func openStreaming(t *testing.T, events []ui.Event) *harness {
+	t.Helper()
+	b := &streamingBackend{Memory: uitest.New(), events: events}
+	if _, err := b.NewConversation(context.Background(), "support", "stream"); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, b, 100, 30)
+	hs.press("enter")
+	return hs
+}
+
+// The pane shows the fields being written, not the adapter's [[ ## field ## ]] markup,
+// and the text of parallel calls does not wipe each other out.
+func TestStreamShowsFieldsNotAdapterMarkup(t *testing.T) {
+	d := func(path, field, text string) ui.Event {
+		return ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: text}
+	}
+	hs := openStreaming(t, []ui.Event{
+		d("plan", "", "[[ ## pl"),
+		d("plan", "", "an ## ]"),
+		d("plan", "plan", "]\nStep one, "),
+		d("other", "", "[[ ## note ## ]]\nparallel text"),
+		d("plan", "plan", "step two.\n\n[[ ## reply ## ]]\nHello there"),
+		d("plan", "reply", ".\n\n[[ ## compl"),
+	})
+	hs.typeText("go")
+	hs.send(keyMsg("enter"))
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "Hello there.") })
+	s := hs.screen()
+	assertContains(t, s, "plan:", "Step one, step two.", "reply:", "Hello there.", "writing reply", "● running · esc cancels")
+	assertLacks(t, s, "[[", "]]", "## ", "compl", "running · esc cancels · running")
+	hs.send(keyMsg("esc"))
+	hs.settle()
+	assertLacks(t, hs.screen(), "Hello there.")
+}
+
+// A call that fell back from the ChatAdapter to the JSON adapter keeps the failed chat
+// request in its attempts; the call detail shows it.
+func TestCallDetailShowsFallbackAttempt(t *testing.T) {
+	b := uitest.New()
+	c, err := b.NewConversation(context.Background(), "support", "fallback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := &trace.Call{ID: "c1", Path: "respond", PredictorType: "Predict", Adapter: "json",
+		Inputs: sig.NewMap("question", "q"), Outputs: sig.NewMap("reply", "ok"),
+		Messages:   []lm.Message{{Role: "system", Content: "json system prompt"}},
+		Completion: `{"reply": "ok"}`,
+		Attempts: []lm.Attempt{
+			{N: 1, Err: "Adapter ChatAdapter failed to parse the LM response", Adapter: "chat",
+				Messages:   []lm.Message{{Role: "system", Content: "chat system prompt"}, {Role: "user", Content: "[[ ## question ## ]]\nq"}},
+				Completion: "no headers at all"},
+			{N: 2},
+		}}
+	if _, err := b.AddTurn(c.ID, "main", &trace.Turn{Inputs: sig.NewMap("question", "q"),
+		Outputs: sig.NewMap("reply", "ok"), Calls: []*trace.Call{call}}); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, b, 120, 60)
+	hs.press("enter")                 // open
+	hs.press("esc", "enter", "enter") // chat pane, tree, detail
+	s := hs.screen()
+	assertContains(t, s, "Attempts", "chat adapter, given up", "request sent (2 messages, chat adapter)",
+		"chat system prompt", "completion received:", "no headers at all", "json system prompt")
+}
