@@ -123,6 +123,19 @@ func TestRunChecksTheModelBeforeCreatingTheDatabase(t *testing.T) {
 	}
 }
 
+func TestRmBranchWithChildren(t *testing.T) {
+	db := seedDB(t)
+	checkCLI(t, []cliCase{
+		{args: []string{"session", "fork", "conv1", "--at", "1", "--name", "alt", "--db", db}},
+		{args: []string{"session", "fork", "conv1", "--at", "0", "--name", "alt2", "--from", "alt", "--db", db}},
+		{args: []string{"session", "rm-branch", "conv1", "alt", "--db", db}, code: 1, quietOut: true,
+			stderr: []string{"delete children first: alt2", "(or pass --recursive to delete them with it)"}},
+		{args: []string{"session", "rm-branch", "conv1", "nope", "--db", db}, code: 1, stderr: []string{`branch "nope" not found in conversation "conv1"`}},
+		{args: []string{"session", "rm-branch", "conv1", "main", "--recursive", "--db", db}, code: 1, stderr: []string{"cannot delete the 'main' branch"}},
+		{args: []string{"session", "rm-branch", "conv1", "alt", "--recursive", "--json", "--db", db}, stdout: []string{`"deleted": [`, `"alt2"`}},
+	})
+}
+
 func TestUndoRedoBounds(t *testing.T) {
 	db := seedDB(t) // conv1: three turns on main
 	checkCLI(t, []cliCase{

@@ -293,6 +293,9 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		return pick(bs, func() { printBranches(w, bs) }), nil
 	case "rm-branch":
 		del, err := s.DeleteBranch(ctx, pos[0], pos[1], a.recurs)
+		if errors.Is(err, storage.ErrConflict) && !a.recurs {
+			return nil, fmt.Errorf("%w (or pass --recursive to delete them with it)", err)
+		}
 		if err != nil {
 			return nil, err
 		}
