@@ -63,8 +63,8 @@ func Usage() string {
 	b.WriteString("  help [COMMAND [SUB]]         this text, or a command's usage and flags (same as COMMAND --help)\n")
 	b.WriteString("\nsession, export, import, run, models, ask and agents take --db PATH and --json.\n")
 	b.WriteString("Exit codes: 0 done, 1 failed (not found, refused, model error), 2 bad input (flags,\n")
-	b.WriteString("arguments, files), 130 interrupted. Errors go to standard error as one line saying what\n")
-	b.WriteString("and where, with --json too (standard output then stays empty).\n")
+	b.WriteString("arguments, files), 130 interrupted. Errors go to standard error, with --json too, as\n")
+	b.WriteString("one line saying what and where.\n")
 	return b.String()
 }
 
