@@ -132,6 +132,8 @@ type term struct {
 	sock   string
 	target string
 	cmd    []string
+	runs   int    // how many times the workbench was started
+	status string // file the shell writes the current run's exit status to
 	last   string // the last screen read, for failure messages
 }
 
@@ -156,7 +158,7 @@ func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 		_, _ = tm.tmux("kill-server")
 		os.RemoveAll(sockDir)
 	})
-	if _, err := tm.tmux("-f", conf, "new-session", "-d", "-s", tm.target, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), shellJoin(tm.cmd)); err != nil {
+	if _, err := tm.tmux("-f", conf, "new-session", "-d", "-s", tm.target, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), tm.commandLine()); err != nil {
 		t.Fatal(err)
 	}
 	return tm
@@ -260,27 +262,31 @@ func (tm *term) paneTitle() string {
 	return strings.TrimSpace(tm.must("display-message", "-p", "-t", tm.target, "#{pane_title}"))
 }
 
-// waitExit waits for the program to end and returns its exit status; death by a signal
-// fails the test.
+// commandLine is the shell command of the next run: the workbench, then its exit status
+// written to a file. tmux's own pane_dead_status is not always filled in when the pane
+// dies, so the status comes from the shell.
+func (tm *term) commandLine() string {
+	tm.runs++
+	tm.status = filepath.Join(tm.ws.dir, fmt.Sprintf("exit-%d", tm.runs))
+	return shellJoin(tm.cmd) + "; echo $? > " + shellJoin([]string{tm.status})
+}
+
+// waitExit waits for the workbench to end and returns its exit status (128+n when
+// signal n killed it).
 func (tm *term) waitExit() int {
 	tm.t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	for {
-		out := strings.TrimSpace(tm.must("list-panes", "-t", tm.target, "-F", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"))
-		f := strings.Split(out, ":")
-		// the pane can be dead (its pty closed) a moment before tmux has reaped the process
-		if len(f) == 3 && f[0] == "1" && f[1]+f[2] != "" {
-			if f[2] != "" {
-				tm.t.Fatalf("the workbench was killed by signal %s; last screen:\n%s", f[2], tm.last)
-			}
-			n, err := strconv.Atoi(f[1])
+		data, err := os.ReadFile(tm.status)
+		if err == nil && strings.HasSuffix(string(data), "\n") {
+			n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 			if err != nil {
-				tm.t.Fatalf("exit status %q: %v", f[1], err)
+				tm.t.Fatalf("exit status %q: %v", data, err)
 			}
 			return n
 		}
 		if time.Now().After(deadline) {
-			tm.t.Fatalf("waited %s for the workbench to exit (pane: %q); last screen:\n%s", waitLimit, out, tm.screen())
+			tm.t.Fatalf("waited %s for the workbench to exit; last screen:\n%s", waitLimit, tm.screen())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
@@ -289,7 +295,7 @@ func (tm *term) waitExit() int {
 // restart runs the workbench again in the same (dead) pane, same size and database.
 func (tm *term) restart() {
 	tm.t.Helper()
-	tm.must("respawn-pane", "-k", "-t", tm.target, shellJoin(tm.cmd))
+	tm.must("respawn-pane", "-k", "-t", tm.target, tm.commandLine())
 }
 
 // shellJoin quotes a command line for tmux, which hands it to sh -c.
