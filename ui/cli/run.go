@@ -162,8 +162,27 @@ func runRunCommand(ctx context.Context, env Env) int {
 	} else if _, err := s.Branch(ctx, conv.ID, o.branch); err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v (make it with 'sessionbench session fork %s --at N --name %s')\n", err, conv.ID, o.branch)
 		return storeError
+	} else {
+		runNoteSuperseded(ctx, env, s, conv.ID, o.branch)
 	}
 	return runTurns(ctx, env, s, a, conv, ag.Name, o, turns)
+}
+
+// runNoteSuperseded says when the first new turn will supersede a turn an interrupted
+// run or workbench left in flight on the branch: it is kept, marked discarded, and no
+// longer offered for resuming.
+func runNoteSuperseded(ctx context.Context, env Env, s *storage.Store, conv, branch string) {
+	ps, err := s.PendingTurns(ctx)
+	if err != nil {
+		return // only a note; the run itself reports storage problems
+	}
+	for _, p := range ps {
+		if p.ConvID == conv && p.Branch == branch {
+			fmt.Fprintf(env.Stderr, "note: turn %s on %s (started %s, %d call(s) recorded) was left in flight by an interrupted run; "+
+				"this run supersedes it (it stays stored as discarded; to resume it instead, stop now and open the workbench)\n",
+				p.Key, branch, when(p.Started), len(p.Calls))
+		}
+	}
 }
 
 // runPickAgent resolves --agent: a built-in agent, an agent file found in the agent

@@ -393,3 +393,33 @@ func TestRunFlagValue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunNotesASupersededTurn: continuing a branch that an interrupted run left a turn
+// in flight on says so (the new turn supersedes it); other branches' turns are not named.
+func TestRunNotesASupersededTurn(t *testing.T) {
+	db := runIsolated(t)
+	code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=hi", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := convIDOf(t, out)
+	s := openStore(t, db)
+	if _, err := s.Fork(context.Background(), id, storage.MainBranch, "side", 0); err != nil {
+		t.Fatal(err)
+	}
+	key, err := s.Sink(id, storage.MainBranch).BeginTurn(context.Background(), sig.NewMap("question", "interrupted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		branch string
+		note   bool
+	}{{"side", false}, {storage.MainBranch, true}, {storage.MainBranch, false}}
+	for _, c := range cases {
+		code, _, errs := runMain(context.Background(), "run", "--conversation", id, "--branch", c.branch, "--input", "question=again", "--db", db)
+		want := "note: turn " + key + " on main (started "
+		if code != 0 || strings.Contains(errs, want) != c.note {
+			t.Errorf("branch %s: exit %d, note expected %v:\n%s", c.branch, code, c.note, errs)
+		}
+	}
+}
