@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/storage"
 	_ "modernc.org/sqlite"
 )
 
@@ -134,6 +137,31 @@ func TestRmBranchWithChildren(t *testing.T) {
 		{args: []string{"session", "rm-branch", "conv1", "main", "--recursive", "--db", db}, code: 1, stderr: []string{"cannot delete the 'main' branch"}},
 		{args: []string{"session", "rm-branch", "conv1", "alt", "--recursive", "--json", "--db", db}, stdout: []string{`"deleted": [`, `"alt2"`}},
 	})
+}
+
+// TestJSONListsAreNeverNull: list and object keys keep their JSON type when empty.
+func TestJSONListsAreNeverNull(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "j.db")
+	s, err := storage.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateConversation(context.Background(), storage.NewConversation{ID: "c1", Title: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sink("c1", storage.MainBranch).BeginTurn(context.Background(), sig.NewMap("q", "x")); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	checkCLI(t, []cliCase{
+		{args: []string{"session", "ls", "--json", "--db", db}, stdout: []string{`"metadata": {}`}},
+		{args: []string{"session", "pending", "--json", "--db", db}, stdout: []string{`"calls": []`}},
+	})
+	for _, args := range [][]string{{"session", "ls"}, {"session", "pending"}, {"session", "show", "c1"}, {"session", "branches", "c1"}} {
+		if _, out, _ := runStoreCmd(t, append(args, "--json", "--db", db)...); strings.Contains(out, "null") {
+			t.Errorf("%v --json has a null:\n%s", args, out)
+		}
+	}
 }
 
 func TestUndoRedoBounds(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -227,6 +228,12 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		if list == nil {
 			list = []storage.ConversationSummary{}
 		}
+		for i := range list {
+			// {} as in 'session show', so the key has one type for a reader of the JSON.
+			if list[i].Metadata == nil {
+				list[i].Metadata = map[string]any{}
+			}
+		}
 		return pick(list, func() { printConversations(w, list) }), nil
 	case "show":
 		c, err := s.Conversation(ctx, pos[0])
@@ -316,6 +323,11 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		}
 		if ps == nil {
 			ps = []*storage.PendingTurn{}
+		}
+		for _, p := range ps {
+			if p.Calls == nil {
+				p.Calls = []*trace.Call{}
+			}
 		}
 		return pick(ps, func() { printPending(w, ps) }), nil
 	case "discard":
