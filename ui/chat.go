@@ -189,8 +189,14 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 		out = append(out, r.md.render(sig.PyStr(v), w)...)
 	} else {
 		t.Outputs.Range(func(k string, v any) bool {
+			text := sig.PyStr(v)
+			if label := "  " + OneLine(k) + ": "; plainShort(text, w-len(label)) {
+				// a short plain value (a score, a flag, a label) reads best beside its name
+				out = append(out, s.Muted.Render(label)+Sanitize(text))
+				return true
+			}
 			out = append(out, s.Muted.Render("  "+OneLine(k)+":"))
-			out = append(out, r.md.render(sig.PyStr(v), w)...)
+			out = append(out, r.md.render(text, w)...)
 			return true
 		})
 	}
@@ -198,6 +204,21 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 		out = append(out, indent(wrapLines(s.Error.Render("✗ ")+Sanitize(e), w-2), "  ")...)
 	}
 	return append(out, "")
+}
+
+// plainShort reports a one-line value of at most w cells with nothing markdown would
+// render differently.
+func plainShort(text string, w int) bool {
+	if text == "" || len(text) > w || strings.ContainsAny(text, "\n\r\t*_`[]#|<>\\~") {
+		return false
+	}
+	if strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "+ ") {
+		return false
+	}
+	if i := strings.IndexByte(text, '.'); i > 0 && i+1 < len(text) && text[i+1] == ' ' && strings.Trim(text[:i], "0123456789") == "" {
+		return false // "1. step" is a list item
+	}
+	return true
 }
 
 // fieldLines shows inputs: a lone field as plain text, several as "name: value".

@@ -248,6 +248,7 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 		}
 	case EventCall:
 		st.calls++
+		delete(st.texts, ev.Path) // a loop calls the same path again: start its text afresh
 	case EventBranch:
 		m.setStatus("new branch " + OneLine(ev.Branch))
 	}
@@ -329,10 +330,11 @@ func (m *Model) wantedPreviews() []PreviewRequest {
 	if p == nil || t == nil {
 		return nil
 	}
-	call := ""
-	if c := m.tree.selected(); c != nil {
-		call = c.ID
+	c := m.tree.selected()
+	if c == nil {
+		return nil // the turn made no calls: nothing was sent
 	}
+	call := c.ID
 	base := PreviewRequest{Conv: m.conv.ID, Branch: p.branch, Turn: id, Call: call}
 	if m.wire.compare {
 		a, b := base, base

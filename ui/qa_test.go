@@ -97,3 +97,40 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 	assertContains(t, s, "Attempts", "chat adapter, given up", "request sent (2 messages, chat adapter)",
 		"chat system prompt", "completion received:", "no headers at all", "json system prompt")
 }
+
+// A loop calls the same predictor again: the new call's text replaces the finished one's.
+func TestStreamLoopRestartsText(t *testing.T) {
+	hs := openStreaming(t, []ui.Event{
+		{Kind: ui.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nfirst try\n\n[[ ## completed ## ]]"},
+		{Kind: ui.EventCall, Path: "planner"},
+		{Kind: ui.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nsecond try"},
+	})
+	hs.typeText("go")
+	hs.send(keyMsg("enter"))
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "second try") })
+	assertContains(t, hs.screen(), "1 call(s) done")
+	assertLacks(t, hs.screen(), "first try")
+	hs.send(keyMsg("esc"))
+	hs.settle()
+}
+
+// Several output fields: short plain values sit beside their names, longer or markdown
+// ones below.
+func TestMultiFieldOutputsShortInline(t *testing.T) {
+	b := uitest.New()
+	c, err := b.NewConversation(context.Background(), "support", "fields")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := sig.NewMap("score", 0.9, "is_valid", true, "status", "completed",
+		"plan", "1. Agree on the goal.\n2. Draft a schedule.", "note", "**bold** claim")
+	if _, err := b.AddTurn(c.ID, "main", &trace.Turn{Inputs: sig.NewMap("question", "q"), Outputs: out}); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, b, 100, 30)
+	hs.press("enter")
+	s := hs.screen()
+	assertContains(t, s, "│   score: 0.9 ", "│   is_valid: True ", "│   status: completed ", "│   plan: ", "│   note: ", "bold")
+	assertLacks(t, s, "plan: 1.", "note: **", "has no call")
+	assertContains(t, s, "turn 1 made no model calls")
+}

@@ -236,7 +236,11 @@ func (m *Model) wireView(r rect) []string {
 	default:
 		reqs := m.wantedPreviews()
 		if len(reqs) == 0 {
-			return frame(fs, ts, title, "", []string{m.st.s.Muted.Render("select a turn to see its request")}, r.w, r.h)
+			msg := "select a turn to see its request"
+			if _, t := m.selectedTurn(); t != nil {
+				msg = fmt.Sprintf("turn %d made no model calls: nothing was sent", t.Index+1)
+			}
+			return frame(fs, ts, title, "", wrapLines(m.st.s.Muted.Render(msg), w), r.w, r.h)
 		}
 		var res []*previewResult
 		for _, q := range reqs {
