@@ -64,6 +64,8 @@ func TestHelpAndFlagErrors(t *testing.T) {
 		{args: []string{"export", "conv1", "--db", db, "--format"}, code: 2, quietOut: true,
 			stderr: []string{"sessionbench export: flag needs an argument: -format"}},
 		{args: []string{"session", "ls", "--json", "--bogus"}, code: 2, quietOut: true, stderr: []string{"-bogus"}},
+		{args: []string{"session", "fork", "conv1", "--at", "0", "--name", " ", "--db", db}, code: 2, stderr: []string{"sessionbench session fork: --name: branch name is empty"}},
+		{args: []string{"session", "fork", "conv1", "--at", "0", "--name", "a\tb", "--db", db}, code: 2, stderr: []string{"--name: branch name \"a\\tb\" contains a control character"}},
 		// missing and unknown subcommands list the known ones
 		{args: []string{"session"}, code: 2, stderr: []string{"missing subcommand; want one of: ls, show, fork, undo, redo, branches, rm-branch, status, pending, discard, rm"}},
 		{args: []string{"session", "nope"}, code: 2, stderr: []string{`unknown subcommand "nope"; want one of: ls, show`}},
@@ -191,6 +193,7 @@ func TestExportPathAndOutFile(t *testing.T) {
 		{args: []string{"export", "conv1", "--format", "openai-jsonl", "--path", "reply", "--db", db}, stdout: []string{`"content":"password expired"`}},
 		{args: []string{"export", "conv1", "--format", "markdown", "--out", filepath.Join(dir, "no", "t.md"), "--db", db}, code: 1, stderr: []string{"--out " + filepath.Join(dir, "no", "t.md")}},
 		{args: []string{"export", "conv1", "--format", "markdown", "--out", md, "--json", "--db", db}, stdout: []string{`"out": "` + md + `"`}},
+		{args: []string{"export", "conv1", "--format", "markdown", "--out", dir, "--db", db}, code: 1, stderr: []string{"--out " + dir + " is not a regular file"}},
 	})
 	if b, _ := os.ReadFile(kept); string(b) != "precious\n" {
 		t.Errorf("a failed export changed --out: %q", b)

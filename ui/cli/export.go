@@ -117,6 +117,9 @@ func checkCallPath(src *export.Source, path string) error {
 // writeFileAtomic writes a file through a temporary file in the same directory renamed
 // over it at the end, so a failed export leaves an existing file as it was.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("--out %s is not a regular file (a directory?); name the file to write", path)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", path, err)

@@ -153,6 +153,9 @@ func runSession(ctx context.Context, env Env) int {
 	case sub == "fork" && (a.at < 0 || a.name == ""):
 		fmt.Fprintln(env.Stderr, "sessionbench session fork: --at N (N >= 0) and --name B are required")
 		return storeUsage
+	case sub == "fork" && storage.ValidateBranchName(a.name) != nil:
+		fmt.Fprintf(env.Stderr, "sessionbench session fork: --name: %v\n", storage.ValidateBranchName(a.name))
+		return storeUsage
 	case (sub == "undo" || sub == "redo") && a.steps < 1:
 		fmt.Fprintf(env.Stderr, "sessionbench session %s: --steps must be at least 1\n", sub)
 		return storeUsage
