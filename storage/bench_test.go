@@ -107,6 +107,80 @@ func BenchmarkLoadBranch(b *testing.B) {
 	})
 }
 
+// loopCPU runs f in b.Loop and reports CPU milliseconds per call beside wall time.
+func loopCPU(b *testing.B, f func() error) {
+	c0, n := cpuTime(), 0
+	for b.Loop() {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if c := cpuTime() - c0; c > 0 && n > 0 {
+		b.ReportMetric(float64(c.Microseconds())/1000/float64(n), "cpu-ms/op")
+	}
+}
+
+// BenchmarkOpenBranch10k is opening a 10,000-turn branch (issue 6), each turn a planner
+// call with a nested tool call and an answer call over a 4-turn window, in the ways the
+// workbench can: everything (LoadBranch, what export needs), what restoring a session
+// needs (NoRequests), the last page of 50 turns with calls (the first frame), and that
+// page the way ui/app loads it today (the whole path, then one LoadTurn per turn).
+func BenchmarkOpenBranch10k(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	mustConv(b, s, "S")
+	bulkAppend(b, s, "S", MainBranch, 10000, 1000, func(i int) *trace.Turn { return fixtureTurn(i, 4, false) })
+	count := func(want int) func([]*trace.Turn, error) error {
+		return func(ts []*trace.Turn, err error) error {
+			if err == nil && len(ts) != want {
+				err = fmt.Errorf("%d turns, want %d", len(ts), want)
+			}
+			return err
+		}
+	}
+	b.Run("full", func(b *testing.B) {
+		loopCPU(b, func() error { return count(10000)(s.LoadBranch(ctx, "S", MainBranch)) })
+	})
+	b.Run("restore", func(b *testing.B) {
+		loopCPU(b, func() error {
+			return count(10000)(s.LoadBranchWith(ctx, "S", MainBranch, LoadOptions{NoRequests: true}))
+		})
+	})
+	b.Run("last-page", func(b *testing.B) {
+		loopCPU(b, func() error {
+			p, err := s.LoadBranchRange(ctx, "S", MainBranch, 10000-50, 50)
+			if err != nil {
+				return err
+			}
+			return count(50)(p.Turns, nil)
+		})
+	})
+	b.Run("last-page-per-turn", func(b *testing.B) {
+		loopCPU(b, func() error {
+			path, err := s.BranchPath(ctx, "S", MainBranch)
+			if err != nil {
+				return err
+			}
+			for _, n := range path[len(path)-50:] {
+				if _, err := s.LoadTurn(ctx, n.Key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	b.Run("path-tail", func(b *testing.B) {
+		loopCPU(b, func() error {
+			nodes, total, err := s.BranchPathTail(ctx, "S", MainBranch, 50)
+			if err == nil && (len(nodes) != 50 || total != 10000) {
+				err = fmt.Errorf("tail: %d of %d", len(nodes), total)
+			}
+			return err
+		})
+	})
+}
+
 // twoCallTurn is a turn of two sibling calls whose requests carry the whole conversation
 // so far (dspy-session's default: no window).
 func twoCallTurn(i int) *trace.Turn {
@@ -201,17 +275,35 @@ func BenchmarkListing100k(b *testing.B) {
 		}
 	})
 	b.Run("BranchPath", func(b *testing.B) {
-		for b.Loop() {
+		loopCPU(b, func() error {
 			if l, err := s.BranchPath(ctx, "big", MainBranch); err != nil || len(l) != 100000 {
-				b.Fatal(err)
+				return fmt.Errorf("path: %d %v", len(l), err)
 			}
-		}
+			return nil
+		})
+	})
+	b.Run("BranchPathTail50", func(b *testing.B) {
+		loopCPU(b, func() error {
+			if l, n, err := s.BranchPathTail(ctx, "big", MainBranch, 50); err != nil || len(l) != 50 || n != 100000 {
+				return fmt.Errorf("tail: %d of %d %v", len(l), n, err)
+			}
+			return nil
+		})
 	})
 	b.Run("TurnTree", func(b *testing.B) {
-		for b.Loop() {
+		loopCPU(b, func() error {
 			if l, err := s.TurnTree(ctx, "big"); err != nil || len(l) != 100000 {
-				b.Fatal(err)
+				return fmt.Errorf("tree: %d %v", len(l), err)
 			}
-		}
+			return nil
+		})
+	})
+	b.Run("TurnTreePage1000", func(b *testing.B) {
+		loopCPU(b, func() error {
+			if l, next, err := s.TurnTreePage(ctx, "big", "", 1000); err != nil || len(l) != 1000 || next == "" {
+				return fmt.Errorf("tree page: %d %v", len(l), err)
+			}
+			return nil
+		})
 	})
 }

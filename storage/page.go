@@ -246,3 +246,49 @@ func (s *Store) markTips(ctx context.Context, convID string, nodes []*TurnNode) 
 	}
 	return nil
 }
+
+// AppendTurns stores complete turns (with their calls) one after another at the tip of
+// branch in a single transaction, for imports and fixtures: one commit (one fsync) for
+// the lot instead of one per turn. It returns the turn keys; on error nothing is stored.
+func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []*trace.Turn) ([]string, error) {
+	ins := make([]string, len(turns))
+	for i, t := range turns {
+		if t == nil {
+			return nil, fmt.Errorf("storage: append turns: turn %d is nil: %w", i, ErrInvalid)
+		}
+		in, err := jsonOf(t.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("storage: inputs of turn %d: %w", i, err)
+		}
+		ins[i] = in.String
+		if !in.Valid {
+			ins[i] = "{}"
+		}
+	}
+	var keys []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		keys = keys[:0]
+		if err := requireOpen(ctx, tx, convID); err != nil {
+			return err
+		}
+		for i, t := range turns {
+			br, err := branchByName(ctx, tx, convID, branch)
+			if err != nil {
+				return err
+			}
+			id, err := insertTurn(ctx, tx, convID, br, ins[i], "pending")
+			if err != nil {
+				return err
+			}
+			if err := commitTurn(ctx, tx, br, id, t); err != nil {
+				return fmt.Errorf("storage: append turn %d: %w", i, err)
+			}
+			keys = append(keys, turnKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
+}

@@ -1,0 +1,145 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// TestBranchWindows checks every paged read against the whole-branch reads it replaces,
+// on a branch long enough for the jump pointers to skip (37 turns) and on a fork.
+func TestBranchWindows(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	turns := make([]*trace.Turn, 37)
+	for i := range turns {
+		turns[i] = fixtureTurn(i, 4, true)
+	}
+	keys, err := s.AppendTurns(ctx, "S", MainBranch, turns)
+	if err != nil || len(keys) != 37 {
+		t.Fatal(len(keys), err)
+	}
+	if _, err := s.Fork(ctx, "S", MainBranch, "f", 20); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "S", "f", 5)
+	for _, br := range []string{MainBranch, "f"} {
+		path, err := s.BranchPath(ctx, "S", br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := s.LoadBranch(ctx, "S", br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.BranchLen(ctx, "S", br)
+		if err != nil || n != len(path) {
+			t.Fatalf("%s: BranchLen %d, path %d, %v", br, n, len(path), err)
+		}
+		for i, nd := range path {
+			if nd.Index != i {
+				t.Fatalf("%s: path[%d] has index %d", br, i, nd.Index)
+			}
+		}
+		cases := []struct{ from, limit, wantFrom, wantLen int }{
+			{0, 0, 0, n}, {0, 10, 0, 10}, {5, 1, 5, 1}, {n - 7, 50, n - 7, 7}, {n - 1, 1, n - 1, 1},
+			{n, 10, n, 0}, {n + 5, 10, n, 0}, {-3, 2, 0, 2}, {13, 0, 13, n - 13},
+		}
+		for _, c := range cases {
+			name := fmt.Sprintf("%s[%d:+%d]", br, c.from, c.limit)
+			got, total, err := s.BranchPathRange(ctx, "S", br, c.from, c.limit)
+			if err != nil || total != n || len(got) != c.wantLen {
+				t.Errorf("%s: %d turns of %d, %v", name, len(got), total, err)
+				continue
+			}
+			if c.wantLen > 0 && toJSON(t, got) != toJSON(t, path[c.wantFrom:c.wantFrom+c.wantLen]) {
+				t.Errorf("%s: window differs from BranchPath", name)
+			}
+			page, err := s.LoadBranchRange(ctx, "S", br, c.from, c.limit)
+			if err != nil || page.From != c.wantFrom || page.Total != n || len(page.Keys) != c.wantLen {
+				t.Errorf("%s: page %+v %v", name, page, err)
+				continue
+			}
+			if c.wantLen > 0 && toJSON(t, page.Turns) != toJSON(t, full[c.wantFrom:c.wantFrom+c.wantLen]) {
+				t.Errorf("%s: page turns differ from LoadBranch", name)
+			}
+			if len(page.Keys) > 0 {
+				byKey, err := s.LoadTurns(ctx, page.Keys)
+				if err != nil || toJSON(t, byKey) != toJSON(t, page.Turns) {
+					t.Errorf("%s: LoadTurns differs: %v", name, err)
+				}
+			}
+		}
+		tail, total, err := s.BranchPathTail(ctx, "S", br, 4)
+		if err != nil || total != n || toJSON(t, tail) != toJSON(t, path[n-4:]) {
+			t.Errorf("%s: tail %d of %d %v", br, len(tail), total, err)
+		}
+		lean, err := s.LoadBranchWith(ctx, "S", br, LoadOptions{NoRequests: true})
+		if err != nil || len(lean) != n {
+			t.Fatal(len(lean), err)
+		}
+		for i := range full {
+			want := full[i].Clone()
+			trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) {
+				c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
+			})
+			if toJSON(t, lean[i]) != toJSON(t, want) {
+				t.Fatalf("%s: NoRequests turn %d differs from LoadBranch without requests", br, i)
+			}
+		}
+	}
+	// LoadTurns keeps the order asked for and names an unknown key.
+	rev := []string{keys[3], keys[1]}
+	if ts, err := s.LoadTurns(ctx, rev); err != nil || ts[0].Index != 3 || ts[1].Index != 1 {
+		t.Errorf("LoadTurns order: %v", err)
+	}
+	if _, err := s.LoadTurns(ctx, []string{keys[0], "99999"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("LoadTurns unknown key: %v", err)
+	}
+}
+
+// TestTurnTreePages: the pages concatenate to TurnTree, tips marked, parents first.
+func TestTurnTreePages(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 6)
+	if _, err := s.Fork(ctx, "S", MainBranch, "f", 2); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "S", "f", 3)
+	all, err := s.TurnTree(ctx, "S")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*TurnNode
+	after := ""
+	for pages := 0; ; pages++ {
+		page, next, err := s.TurnTreePage(ctx, "S", after, 4)
+		if err != nil || pages > 5 {
+			t.Fatal(pages, err)
+		}
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if toJSON(t, got) != toJSON(t, all) || len(got) != 9 {
+		t.Errorf("pages (%d turns) differ from TurnTree (%d)", len(got), len(all))
+	}
+	seen := map[string]bool{}
+	for _, n := range got {
+		if n.Parent != "" && !seen[n.Parent] {
+			t.Errorf("turn %s comes before its parent %s", n.Key, n.Parent)
+		}
+		seen[n.Key] = true
+	}
+	if _, _, err := s.TurnTreePage(ctx, "S", "", 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("limit 0: %v", err)
+	}
+}
