@@ -56,7 +56,7 @@ func TestAgentsCommand(t *testing.T) {
 		{[]string{"agents", "show"}, 2, "", "sessionbench agents show: want NAME, got 0 argument(s)"},
 		{[]string{"agents", "ls", "extra"}, 2, "", `want no arguments, got 1 argument(s) ("extra")`},
 		{[]string{"agents", "check"}, 2, "", "want FILE..., got 0 argument(s)"},
-		{[]string{"agents", "show", "--help"}, 0, "usage: sessionbench agents show", ""},
+		{[]string{"agents", "show", "--help"}, 0, "usage:\n  sessionbench agents show", ""},
 		{[]string{"agents", "show", "--bogus", "x"}, 2, "", "sessionbench agents show: flag provided but not defined: -bogus"},
 		{[]string{"agents", "--help"}, 0, "agents check FILE...", ""},
 	}

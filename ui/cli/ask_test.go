@@ -185,10 +185,10 @@ func TestAskAndModelsFlagsAndJSON(t *testing.T) {
 	s := openAIServer(t, 200, &got)
 	t.Setenv("LOCAL_KEY", "k-123")
 	checkCLI(t, []cliCase{
-		{args: []string{"ask", "--help"}, stdout: []string{"usage: sessionbench ask", "TEXT '-' reads standard input", "-model", "-json", "-no-stream"}, quietErrs: true},
+		{args: []string{"ask", "--help"}, stdout: []string{"usage:\n  sessionbench ask", "TEXT '-' reads standard input", "-model", "-json", "-no-stream"}, quietErrs: true},
 		{args: []string{"ask", "--bogus", "hi"}, code: askUsage, quietOut: true, stderr: []string{"sessionbench ask: flag provided but not defined: -bogus (see 'sessionbench ask --help')"}},
 		{args: []string{"ask", "--temperature", "hot", "hi"}, code: askUsage, stderr: []string{`sessionbench ask: invalid value "hot" for flag -temperature: "hot" is not a number`}},
-		{args: []string{"models", "--help"}, stdout: []string{"usage: sessionbench models", "-config", "-json"}, quietErrs: true},
+		{args: []string{"models", "--help"}, stdout: []string{"usage:\n  sessionbench models", "-config", "-json"}, quietErrs: true},
 		{args: []string{"models", "--bogus"}, code: 2, quietOut: true, stderr: []string{"sessionbench models: flag provided but not defined: -bogus"}},
 		{args: []string{"models", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
 		{args: []string{"models", "--json"}, stdout: []string{`"config_exists": false`, `"name": "demo"`, `"default": true`}},

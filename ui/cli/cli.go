@@ -205,8 +205,19 @@ func acceptDB(fs *flag.FlagSet) {
 
 // printFlagHelp writes a (sub)command's usage lines and its flags.
 func printFlagHelp(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: sessionbench %s\n", fs.Name())
-	for _, u := range usageOf(fs.Name()) {
+	lines := usageOf(fs.Name())
+	if len(lines) == 0 {
+		fmt.Fprintf(w, "usage: sessionbench %s [flags]\n", fs.Name())
+	} else {
+		fmt.Fprintln(w, "usage:")
+	}
+	const prog = "sessionbench "
+	for _, u := range lines {
+		if strings.HasPrefix(u, " ") {
+			u = strings.Repeat(" ", len(prog)) + u // continuation: keep it under its text
+		} else {
+			u = prog + u
+		}
 		fmt.Fprintln(w, "  "+u)
 	}
 	n := 0

@@ -49,7 +49,7 @@ func TestHelpAndFlagErrors(t *testing.T) {
 	checkCLI(t, []cliCase{
 		// help: usage and every flag, on stdout, exit 0
 		{args: []string{"help"}, stdout: []string{"session fork", "export ID"}, quietErrs: true},
-		{args: []string{"session", "show", "--help"}, stdout: []string{"usage: sessionbench session show", "session show ID", "-branch", "-db", "-json"}, quietErrs: true},
+		{args: []string{"session", "show", "--help"}, stdout: []string{"usage:\n  sessionbench session show", "session show ID", "-branch", "-db", "-json"}, quietErrs: true},
 		{args: []string{"session", "fork", "-h"}, stdout: []string{"-at", "-name", "-from"}, quietErrs: true},
 		{args: []string{"help", "session", "rm-branch"}, stdout: []string{"session rm-branch ID B", "-recursive"}, quietErrs: true},
 		{args: []string{"session", "--help"}, stdout: []string{"session ls", "session discard TURN", "SUBCOMMAND --help"}, quietErrs: true},
@@ -75,8 +75,8 @@ func TestHelpAndFlagErrors(t *testing.T) {
 		{args: []string{"session", "show", "a", "b", "--db", db}, code: 2, stderr: []string{`want 1 argument(s) (ID), got 2 ("a" "b")`}},
 		{args: []string{"session", "ls", "extra", "--db", db}, code: 2, stderr: []string{`want no arguments, got 1 ("extra")`}},
 		{args: []string{"export", "a", "b", "--format", "calls", "--db", db}, code: 2, stderr: []string{`want one conversation ID, got 2 argument(s) ("a" "b")`}},
-		{args: []string{"run", "--help"}, stdout: []string{"usage: sessionbench run", "-agent", "-input", "-script", "-conversation", "-json"}, quietErrs: true},
-		{args: []string{"help", "import"}, stdout: []string{"usage: sessionbench import", "import FILE", "-agent", "-title", "-db"}, quietErrs: true},
+		{args: []string{"run", "--help"}, stdout: []string{"usage:\n  sessionbench run", "-agent", "-input", "-script", "-conversation", "-json"}, quietErrs: true},
+		{args: []string{"help", "import"}, stdout: []string{"usage:\n  sessionbench import", "import FILE", "-agent", "-title", "-db"}, quietErrs: true},
 		{args: []string{"run", "--bogus"}, code: 2, quietOut: true, stderr: []string{"sessionbench run: flag provided but not defined: -bogus (see 'sessionbench run --help')"}},
 		{args: []string{"run", "--input", "nonsense"}, code: 2, stderr: []string{`sessionbench run: invalid value "nonsense" for flag -input: "nonsense": want NAME=VALUE`}},
 		{args: []string{"import", "a", "b"}, code: 2, stderr: []string{`want one FILE, got 2 argument(s) ("a" "b")`}},

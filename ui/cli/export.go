@@ -31,6 +31,7 @@ func runExport(ctx context.Context, env Env) int {
 	fs := newFlags("export")
 	var sf storeFlags
 	sf.register(fs)
+	fs.Lookup("json").Usage = "with --out: print what was written as JSON (the export itself is in its format)"
 	var format, branch, path, out, field string
 	fs.StringVar(&format, "format", "", "output format (required): "+strings.Join(export.Formats, ", "))
 	fs.StringVar(&branch, "branch", storage.MainBranch, "branch to export")
