@@ -110,7 +110,7 @@ func (m *Model) replayView(w, h int) []string {
 		s.Muted.Render("agent (shift+tab):   ") + agent,
 		s.Muted.Render("model: ") + f.model.View(),
 	}
-	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", " enter replay · esc back ", indent(body, " "), w, h)
+	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", hints(as(m.keys.Send, "replay"), as(m.keys.Cancel, "back")), indent(body, " "), w, h)
 }
 
 // compareView shows two branches turn by turn, marking turns whose outputs differ.
@@ -269,6 +269,6 @@ func (c *compareView) view(m *Model, w, h int) []string {
 	body := []string{s.Title.Render(head)}
 	c.top = max(0, min(c.top, len(c.rows)-(bh-1)))
 	body = append(body, c.rows[c.top:min(len(c.rows), c.top+bh-1)]...)
-	footer := fmt.Sprintf(" %d differing turns · ↑/↓ scroll · esc back ", c.differing)
+	footer := fmt.Sprintf(" %d differing turns ·", c.differing) + hints(as(m.keys.Down, "scroll"), as(m.keys.Cancel, "back"))
 	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", footer, body, w, h)
 }

@@ -231,7 +231,8 @@ func (m *Model) convView(w, h int) []string {
 		}
 	}
 	body = append(body, prompt)
-	footer := " enter open · n new · r rename · d delete · / filter · esc back "
+	k := m.keys
+	footer := hints(as(k.Send, "open"), k.New, k.Rename, k.Delete, k.Filter, as(k.Cancel, "back"))
 	return frame(s.PaneFocused, s.PaneTitle, fmt.Sprintf(" conversations (%d) ", len(c.shown)), footer, body, w, h)
 }
 

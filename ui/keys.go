@@ -141,3 +141,47 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.New, k.Rename, k.Delete, k.Filter, k.Confirm},
 	}
 }
+
+// as is b under another description (same keys), for help that names what a key does
+// where the user is.
+func as(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+}
+
+// hints is a frame footer listing bindings: " enter open · n new ".
+func hints(bs ...key.Binding) string {
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
+		if h := b.Help(); h.Key != "" {
+			parts = append(parts, h.Key+" "+h.Desc)
+		}
+	}
+	return " " + strings.Join(parts, " · ") + " "
+}
+
+// contextHelp is the bottom line: the keys of the pane or overlay in use.
+func (m *Model) contextHelp() []key.Binding {
+	k := m.keys
+	back := as(k.Cancel, "back")
+	switch m.overlay {
+	case overlayText:
+		return []key.Binding{as(k.Down, "scroll"), k.PgDown, k.Top, k.Bottom, back, k.Quit}
+	case overlayConvs:
+		return []key.Binding{as(k.Send, "open"), k.New, k.Rename, k.Delete, k.Filter, back, k.Quit}
+	case overlayBranches:
+		return []key.Binding{as(k.Send, "switch"), k.Fork, k.Edit, as(k.Collapse, "fold"), as(k.Expand, "unfold"), back, k.Quit}
+	case overlayReplay:
+		return []key.Binding{as(k.Send, "replay"), back, k.Quit}
+	case overlayCompare:
+		return []key.Binding{as(k.Down, "scroll"), k.PgDown, back, k.Quit}
+	}
+	switch m.focus {
+	case focusChat:
+		return []key.Binding{as(k.Up, "select turn"), as(k.Send, "calls"), k.Fork, k.Edit, k.Undo, k.UndoCascade, k.Redo, k.Branches, k.Replay, k.Focus, k.Help, k.Quit}
+	case focusTree:
+		return []key.Binding{as(k.Send, "call detail"), k.Expand, k.Collapse, k.ExpandAll, k.CollapseAll, k.Focus, k.Help, k.Quit}
+	case focusWire:
+		return []key.Binding{k.Strategy, k.Compare, k.Actual, as(k.Down, "scroll"), k.ToggleWire, k.Focus, k.Help, k.Quit}
+	}
+	return []key.Binding{as(k.Send, "send"), k.Newline, k.HistoryPrev, k.Focus, as(k.Cancel, "leave editor, then "+k.Help.Help().Key+" help"), k.Quit}
+}

@@ -263,7 +263,8 @@ func (m *Model) navView(w, h int) []string {
 			body = append(body, n.rowView(m, i, w-2))
 		}
 	}
-	footer := " enter switch · f fork · e edit & resubmit · ←/→ fold · esc back "
+	k := m.keys
+	footer := hints(as(k.Send, "switch"), k.Fork, k.Edit, as(k.Collapse, "fold"), as(k.Expand, "unfold"), as(k.Cancel, "back"))
 	return frame(s.PaneFocused, s.PaneTitle, " branches · turn tree ", footer, body, w, h)
 }
 

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	tea "charm.land/bubbletea/v2"
 	"context"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui"
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
@@ -133,4 +135,29 @@ func TestMultiFieldOutputsShortInline(t *testing.T) {
 	assertContains(t, s, "│   score: 0.9 ", "│   is_valid: True ", "│   status: completed ", "│   plan: ", "│   note: ", "bold")
 	assertLacks(t, s, "plan: 1.", "note: **", "has no call")
 	assertContains(t, s, "turn 1 made no model calls")
+}
+
+// Rebound keys show in the footers and the bottom help line, which follow the pane in use.
+func TestReboundKeysShownWhereUsed(t *testing.T) {
+	keys := defaultKeysWith(t, map[string][]string{"send": {"ctrl+s"}, "fork": {"F"}, "new": {"N"}, "cancel": {"ctrl+g"}})
+	b := uitest.New()
+	if _, err := b.NewConversation(context.Background(), "support", "keys"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Seed("c1", "main", 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	th, _ := themes.Builtin("dark")
+	hs := &harness{t: t, m: ui.New(context.Background(), b, th, keys), msgs: make(chan tea.Msg, 1024)}
+	hs.send(tea.WindowSizeMsg{Width: 140, Height: 40})
+	hs.exec(hs.m.Init())
+	hs.settle()
+	assertContains(t, hs.screen(), "ctrl+s open · N new", "ctrl+g back")
+	hs.send(tea.KeyPressMsg{Code: 's', Mod: tea.ModCtrl})
+	hs.settle()
+	assertContains(t, hs.screen(), "╰─ ctrl+s send · ctrl+j new line · ctrl+p history", "ctrl+s send • ctrl+j new line")
+	hs.send(tea.KeyPressMsg{Code: 'g', Mod: tea.ModCtrl})
+	hs.settle()
+	assertContains(t, hs.screen(), "F fork", "up select turn")
+	assertLacks(t, hs.screen(), "f fork", "enter ")
 }

@@ -279,9 +279,10 @@ func (m *Model) inputView(r rect) []string {
 		title = " " + OneLine(m.agent.Name) + " "
 	}
 	if m.input.editTurn != "" {
-		title += "· editing: enter resubmits as a new branch, esc abandons "
+		title += "· editing: " + m.keys.Send.Help().Key + " resubmits as a new branch, " + m.keys.Cancel.Help().Key + " abandons "
 	}
-	footer := " enter send · ctrl+j new line · ctrl+p history "
+	k := m.keys
+	footer := hints(as(k.Send, "send"), k.Newline, as(k.HistoryPrev, "history"))
 	return frame(fs, ts, title, footer, m.input.view(m.st, r.w-2, r.h-2), r.w, r.h)
 }
 
@@ -301,5 +302,5 @@ func (m *Model) statusLine() string {
 
 func (m *Model) helpLine() string {
 	m.help.SetWidth(m.w)
-	return fit(m.help.ShortHelpView(m.keys.ShortHelp()), m.w)
+	return fit(m.help.ShortHelpView(m.contextHelp()), m.w)
 }
