@@ -25,6 +25,11 @@ type chatPane struct {
 	turns   []*trace.Turn // the loaded window
 	loading bool          // a page load is in flight
 	loaded  bool          // the first page arrived
+	// gen counts tail reloads; pages requested before the latest one are dropped, and
+	// the first page after it replaces the window (the old turns stay on screen until
+	// then: no "loading…" flash after undo, redo or fork)
+	gen   int
+	stale bool
 
 	sel  int // selected turn (absolute position); -1 = none
 	list vlist
@@ -100,6 +105,9 @@ func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
 func (p *chatPane) setPage(pg TurnPage) {
 	p.loading, p.loaded = false, true
 	p.total = pg.Total
+	if p.stale {
+		p.from, p.ids, p.turns, p.stale = 0, nil, nil, false
+	}
 	end := p.from + len(p.turns)
 	switch {
 	case len(p.turns) > 0 && pg.From+len(pg.Turns) == p.from:
@@ -127,7 +135,9 @@ func (p *chatPane) setPage(pg TurnPage) {
 
 // reset forgets the loaded turns (after undo, redo or a branch switch).
 func (p *chatPane) reset(branch string) {
+	gen := p.gen // pages asked for before the reset must stay stale
 	*p = *newChatPane(branch)
+	p.gen = gen
 }
 
 // missing reports a page that should be loaded for the rows now visible, if any.

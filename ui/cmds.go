@@ -32,6 +32,7 @@ type (
 	}
 	pageMsg struct {
 		pane   *chatPane
+		gen    int // the pane's generation when the page was asked for
 		branch string
 		page   TurnPage
 		err    error
@@ -110,18 +111,23 @@ func (m *Model) loadBranches() tea.Cmd {
 	}
 }
 
-// loadPage fetches a page of p's branch; from < 0 means the last page.
+// loadPage fetches a page of p's branch; from < 0 means the last page, which reloads
+// the pane: pages still in flight are dropped and the new one replaces the window.
 func (m *Model) loadPage(p *chatPane, from int) tea.Cmd {
 	if m.conv == nil {
 		return nil
 	}
-	ctx, b, conv, branch := m.ctx, m.b, m.conv.ID, p.branch
+	if from < 0 {
+		p.gen++
+		p.stale = true
+	}
+	ctx, b, conv, branch, gen := m.ctx, m.b, m.conv.ID, p.branch, p.gen
 	return func() tea.Msg {
 		f := from
 		if f < 0 {
 			head, err := b.LoadTurns(ctx, conv, branch, 0, 0)
 			if err != nil {
-				return pageMsg{pane: p, branch: branch, err: err}
+				return pageMsg{pane: p, gen: gen, branch: branch, err: err}
 			}
 			f = max(0, head.Total-pageSize)
 		}
@@ -129,7 +135,7 @@ func (m *Model) loadPage(p *chatPane, from int) tea.Cmd {
 		if err != nil {
 			err = fmt.Errorf("load branch %q: %w", branch, err)
 		}
-		return pageMsg{pane: p, branch: branch, page: pg, err: err}
+		return pageMsg{pane: p, gen: gen, branch: branch, page: pg, err: err}
 	}
 }
 

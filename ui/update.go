@@ -50,8 +50,8 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 			}
 		}
 	case pageMsg:
-		if msg.pane.branch != msg.branch {
-			return nil
+		if msg.pane.branch != msg.branch || msg.gen != msg.pane.gen {
+			return nil // the pane changed branch or reloaded since
 		}
 		if msg.err != nil {
 			msg.pane.loading = false
@@ -148,16 +148,14 @@ func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 	return tea.Batch(cmd, m.input.focus(), m.afterOpen(c.ID))
 }
 
-// reloadAll refreshes branches and every pane (after undo, redo, fork).
+// reloadAll refreshes branches and every pane (after undo, redo, fork). The panes stay
+// the same objects, so a turn running in one keeps streaming there and lands there;
+// they show their old turns until the fresh pages replace them.
 func (m *Model) reloadAll() tea.Cmd {
 	cmds := []tea.Cmd{m.loadBranches()}
-	for i, p := range m.panes {
-		np := newChatPane(p.branch)
-		np.cache, np.cacheWidth = p.cache, p.cacheWidth // turn IDs are stable: keep renders
-		np.info = p.info
-		np.loading = true
-		m.panes[i] = np
-		cmds = append(cmds, m.loadPage(np, -1))
+	for _, p := range m.panes {
+		p.loading = true
+		cmds = append(cmds, m.loadPage(p, -1))
 	}
 	m.previews = map[string]*previewResult{}
 	return tea.Batch(cmds...)
@@ -373,9 +371,19 @@ func (m *Model) fork() tea.Cmd {
 	})
 }
 
+// busy reports a running turn in the status line: undo and redo wait for it (they
+// would move the branch tip under it).
+func (m *Model) busy() bool {
+	if m.run == nil {
+		return false
+	}
+	m.setStatus("undo and redo wait for the running turn (esc cancels it)")
+	return true
+}
+
 func (m *Model) undo(cascade bool) tea.Cmd {
 	p := m.pane()
-	if p == nil || m.conv == nil || m.run != nil {
+	if p == nil || m.conv == nil || m.busy() {
 		return nil
 	}
 	conv, branch := m.conv.ID, p.branch
@@ -394,7 +402,7 @@ func (m *Model) undo(cascade bool) tea.Cmd {
 
 func (m *Model) redo() tea.Cmd {
 	p := m.pane()
-	if p == nil || m.conv == nil || m.run != nil {
+	if p == nil || m.conv == nil || m.busy() {
 		return nil
 	}
 	conv, branch := m.conv.ID, p.branch
