@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -224,16 +226,21 @@ func TestBadInvocation(t *testing.T) {
 	}
 	bin := binary(t)
 	ws := newWorkspace(t)
+	badKeys := filepath.Join(ws.dir, "badkeys.toml")
+	if err := os.WriteFile(badKeys, []byte("[keys]\nfrob = [\"x\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"unknown flag", []string{"--nope"}, 2, "flag provided but not defined: -nope"},
+		{"unknown flag", []string{"--db", ws.db, "--nope"}, 2, "flag provided but not defined: -nope"},
 		{"stray argument", []string{"--db", ws.db, "stray"}, 2, `unexpected argument "stray"`},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{"unknown theme", []string{"--db", ws.db, "--config", ws.config, "--theme", "nosuch"}, 1, `unknown theme "nosuch"`},
+		{"unknown theme", []string{"--db", ws.db, "--config", ws.config, "--theme", "nosuch"}, 2, `unknown theme "nosuch"`},
+		{"unknown key action", []string{"--db", ws.db, "--config", badKeys}, 2, `unknown action "frob"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -245,6 +252,10 @@ func TestBadInvocation(t *testing.T) {
 			}
 			if !strings.Contains(string(out), c.want) {
 				t.Errorf("output lacks %q:\n%s", c.want, out)
+			}
+			// a refused command line leaves nothing behind
+			if _, err := os.Stat(ws.db); err == nil {
+				t.Errorf("the database %s was created", ws.db)
 			}
 		})
 	}
