@@ -51,6 +51,10 @@ type Config struct {
 	Default   DefaultChoice `toml:"default"`
 	Providers []Provider    `toml:"providers"`
 	Demo      DemoConfig    `toml:"demo"`
+	// Theme and Keys belong to the workbench (ui.Config reads them from the same file);
+	// they are declared here only so they are not reported as unknown keys.
+	Theme string              `toml:"theme"`
+	Keys  map[string][]string `toml:"keys"`
 }
 
 // DefaultChoice is the [default] table.
@@ -266,7 +270,7 @@ func (c *Config) checkProvider(i int, idx keyIndex) error {
 func knownKeys(k toml.Key) string {
 	switch {
 	case len(k) == 1:
-		return " (known: [default], [[providers]], [demo])"
+		return " (known: [default], [[providers]], [demo], theme, [keys])"
 	case k[0] == "providers" && len(k) == 2:
 		return " (known: name, base_url, api_key_env, key_command, models, headers, azure, api_version, stream_usage, temperature, max_tokens, max_retries, connect_timeout, first_token_timeout, total_timeout)"
 	case k[0] == "default" && len(k) == 2:

@@ -187,3 +187,19 @@ func TestResolveReadsTheConfigFile(t *testing.T) {
 		t.Error("missing explicit file accepted")
 	}
 }
+
+// The workbench's keys (theme, [keys]) share the file; they are not unknown keys here.
+func TestConfigAcceptsWorkbenchKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	text := "theme = \"light\"\n[default]\nmodel = \"demo\"\n[keys]\nfork = [\"F\"]\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadConfig(path, true)
+	if err != nil {
+		t.Fatalf("a config with theme and [keys] is refused: %v", err)
+	}
+	if c.Default.Model != "demo" {
+		t.Errorf("default model = %q", c.Default.Model)
+	}
+}

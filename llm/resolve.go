@@ -120,7 +120,7 @@ func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Select
 	}
 	if !found {
 		if model != "" {
-			return nil, fmt.Errorf("model %q (%s): no provider for it; add it to a provider's models in %s, or set OPENAI_BASE_URL / OPENAI_API_KEY, or pass --base-url",
+			return nil, fmt.Errorf("model %q (%s): no provider for it; add it to a provider's models in %s, or set OPENAI_BASE_URL / OPENAI_API_KEY (run and ask also take --base-url)",
 				model, where, configName(cfg))
 		}
 		return demoSelection(cfg, "nothing is configured (see 'sessionbench models')"), nil
