@@ -116,27 +116,16 @@ func singleLines(st *stylesheet, strats []Strategy, rs []Rendering, w int) []str
 }
 
 // compareLines draws two renderings side by side, aligned by a line diff: lines only on
-// the left are marked as removed, lines only on the right as added.
+// the left are marked as removed, lines only on the right as added. The two headers
+// (strategy, path, tokens) always differ, so they head the columns instead of the diff.
 func compareLines(st *stylesheet, strats []Strategy, a, b Rendering, w int) []string {
 	colW := (w - 3) / 2
 	left, right := renderingText(st, strats, a), renderingText(st, strats, b)
-	ops := diffLines(plainTexts(left), plainTexts(right))
+	ops := diffLines(plainTexts(left[1:]), plainTexts(right[1:]))
 	s := st.s
 	sep := s.TreeBranch.Render(" │ ")
 	var out []string
-	for _, op := range ops {
-		var l, r []string
-		switch op.kind {
-		case diffEq:
-			l = wrapStyled(left[op.a:op.a+1], colW, nil)
-			r = wrapStyled(right[op.b:op.b+1], colW, nil)
-		case diffDel:
-			l = wrapStyled(left[op.a:op.a+1], colW, func(int) lipgloss.Style { return s.DiffDel })
-			l[0] = s.DiffDel.Render("-") + l[0]
-		case diffAdd:
-			r = wrapStyled(right[op.b:op.b+1], colW, func(int) lipgloss.Style { return s.DiffAdd })
-			r[0] = s.DiffAdd.Render("+") + r[0]
-		}
+	row := func(l, r []string) {
 		for i := 0; i < max(len(l), len(r)); i++ {
 			var x, y string
 			if i < len(l) {
@@ -146,6 +135,39 @@ func compareLines(st *stylesheet, strats []Strategy, a, b Rendering, w int) []st
 				y = r[i]
 			}
 			out = append(out, fit(x, colW)+sep+fit(y, colW))
+		}
+	}
+	row(wrapStyled(left[:1], colW, nil), wrapStyled(right[:1], colW, nil))
+	differ := 0
+	for _, op := range ops {
+		if op.kind != diffEq {
+			differ++
+		}
+	}
+	summary := fmt.Sprintf("%d line(s) differ · tokens %s vs %s", differ, humanTokens(a.Tokens), humanTokens(b.Tokens))
+	if differ == 0 {
+		summary = "identical messages under both strategies"
+	}
+	out = append(out, s.Muted.Render(fit(summary, w)))
+	marked := func(l styledLine, sign string, stl lipgloss.Style) []string {
+		ps := wrapLines(l.text, colW-1)
+		for i := range ps {
+			pre := " "
+			if i == 0 {
+				pre = sign
+			}
+			ps[i] = stl.Render(pre + ps[i])
+		}
+		return ps
+	}
+	for _, op := range ops {
+		switch op.kind {
+		case diffEq:
+			row(wrapStyled(left[op.a+1:op.a+2], colW, nil), wrapStyled(right[op.b+1:op.b+2], colW, nil))
+		case diffDel:
+			row(marked(left[op.a+1], "-", s.DiffDel), nil)
+		case diffAdd:
+			row(nil, marked(right[op.b+1], "+", s.DiffAdd))
 		}
 	}
 	return out
