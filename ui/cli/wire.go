@@ -39,11 +39,27 @@ func runWire(ctx context.Context, env Env) int {
 		sub.Args = env.Args[1:]
 		return runWireStrategies(ctx, sub)
 	}
-	if len(env.Args) != 1 || (env.Args[0] != "format" && env.Args[0] != "parse") {
-		fmt.Fprintln(env.Stderr, "wire: want 'wire format', 'wire parse' (one JSON object on stdin) or 'wire strategies' (a scenario)")
-		return wireBadInput
+	if len(env.Args) == 0 || (env.Args[0] != "format" && env.Args[0] != "parse") {
+		sub := ""
+		if len(env.Args) > 0 {
+			sub = env.Args[0]
+		}
+		if isHelp(sub) {
+			printFlagHelp(env.Stdout, newFlags("wire"))
+			return wireOK
+		}
+		return unknownSubcommand(env, "wire", sub)
 	}
 	sub := env.Args[0]
+	// format and parse take no flags and no arguments: the request is on stdin.
+	pos, code, done := parseFlags(env, newFlags("wire "+sub), env.Args[1:], false)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(env.Stderr, "sessionbench wire %s: unexpected argument %q (the request is read from standard input)\n", sub, pos[0])
+		return wireBadInput
+	}
 	bad := func(err error) int {
 		// One line: say what and where, never a multi-line dump.
 		fmt.Fprintf(env.Stderr, "wire %s: %s\n", sub, strings.ReplaceAll(err.Error(), "\n", " "))

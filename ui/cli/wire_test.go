@@ -142,7 +142,7 @@ func TestWireErrors(t *testing.T) {
 		{"bad history", "format", `{"signature":{"inputs":[{"name":"h","type":"History"}],"outputs":[{"name":"a"}]},"inputs":{"h":{"messages":[1]}}}`, 2,
 			`inputs.h: history message 0 is an int`},
 		{"missing completion", "parse", `{` + okSig + `}`, 2, "wire parse: completion: missing"},
-		{"no subcommand", "", `{}`, 2, "want 'wire format', 'wire parse'"},
+		{"no subcommand", "", `{}`, 2, "missing subcommand; want one of: format, parse, strategies"},
 		{"parse failure", "parse", `{` + okSig + `,"completion":"[[ ## a ## ]]\nforty"}`, 1,
 			"Failed to parse field a with value forty from the LM response."},
 	}
@@ -277,5 +277,27 @@ func TestWireHistoryNullAndJSONParseError(t *testing.T) {
 	want := "LM response cannot be serialized to a JSON object.\n\nAdapter JSONAdapter failed to parse the LM response. \n\nLM Response: no object here \n\nExpected to find output fields in the LM response: [a] \n\n"
 	if code != 1 || stderr != want {
 		t.Errorf("exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
+// wire format/parse answer --help and report stray flags and arguments like other commands.
+func TestWireHelpAndStrayArgs(t *testing.T) {
+	cases := []struct {
+		args     []string
+		code     int
+		out, err string
+	}{
+		{[]string{"wire", "format", "--help"}, 0, "sessionbench wire format", ""},
+		{[]string{"help", "wire", "parse"}, 0, "sessionbench wire parse", ""},
+		{[]string{"wire", "parse", "-x"}, 2, "", "flag provided but not defined: -x"},
+		{[]string{"wire", "format", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"wire", "nope"}, 2, "", `unknown subcommand "nope"; want one of: format, parse, strategies`},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), Env{Args: c.args, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+		if code != c.code || !strings.Contains(out.String(), c.out) || !strings.Contains(errb.String(), c.err) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", c.args, code, out.String(), errb.String())
+		}
 	}
 }
