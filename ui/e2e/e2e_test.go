@@ -36,9 +36,15 @@ func TestStory(t *testing.T) {
 	// offline demo model is labelled as such.
 	tm.waitFor("model: demo (offline)", "agent SupportAgent", "no turns yet")
 
+	// ? lists every key; esc closes the help. Tab first: it leaves the one-field editor
+	// for the transcript, where letters are commands (in the editor they are text).
+	tm.press("Tab", "?")
+	tm.waitFor("keys can be rebound", "undo cascading", "edit & resubmit", "new branch pane", "compare strategies")
+	tm.press("Escape")
+	tm.waitFor("no turns yet")
+
 	// A new conversation from the list, with its own title.
-	// tab leaves the one-field editor for the transcript, where letters are commands
-	tm.press("Tab", "L")
+	tm.press("L")
 	tm.waitFor("conversations (1)", "untitled")
 	tm.press("n")
 	tm.waitFor("new conversation with agent SupportAgent")
@@ -129,19 +135,29 @@ func TestStory(t *testing.T) {
 			strings.Contains(s, "I was charged twice") && strings.Contains(s, "your billing question?")
 	})
 
+	// Edit and resubmit turn 1 of main: its question comes back into the editor, enter
+	// runs it as a sibling branch that opens in a pane.
+	tm.press("g")
+	tm.waitFor("2 turns · turn 1 selected")
+	tm.press("e")
+	tm.waitFor("editing turn 1", "> How do I reset my password?")
+	tm.typeText(" Quickly")
+	tm.press("Enter")
+	tm.waitFor("turn recorded on edit-1", "edit-1 · demo (offline)", "How do I reset my password? Quickly")
+
 	// ctrl+c quits with status 0.
 	tm.press("C-c")
 	if code := tm.waitExit(); code != 0 {
 		t.Fatalf("the workbench exited with status %d; screen:\n%s", code, tm.screen())
 	}
 
-	// A second run on the same database lists both conversations; the story has two
-	// branches and three distinct turns (main: 1, 2; fork-1: 1, 3).
+	// A second run on the same database lists both conversations; the story has three
+	// branches and four distinct turns (main: 1, 2; fork-1: 1, 3; edit-1: 1').
 	tm.restart()
 	s = tm.waitFor("conversations (2)", "e2e story", "untitled")
-	row := regexp.MustCompile(`e2e story\s+SupportAgent\s+\S+\s+2\s+3\s`)
+	row := regexp.MustCompile(`e2e story\s+SupportAgent\s+\S+\s+3\s+4\s`)
 	if !row.MatchString(lineWith(s, "e2e story")) {
-		t.Errorf("the list row of the story does not say 2 branches, 3 turns: %q", lineWith(s, "e2e story"))
+		t.Errorf("the list row of the story does not say 3 branches, 4 turns: %q", lineWith(s, "e2e story"))
 	}
 	tm.press("/")
 	tm.typeText("e2e")
@@ -152,7 +168,7 @@ func TestStory(t *testing.T) {
 	tm.waitFor("e2e story · agent SupportAgent", "╰─ 2 turns", "How do I reset my password?", "I was charged twice")
 	// the branch navigator shows both branches and where they part
 	tm.press("Tab", "b")
-	s = tm.waitFor("branches · turn tree", "[main]", "[fork-1]", "Do you have a dark mode?")
+	tm.waitFor("branches · turn tree", "[main]", "[fork-1]", "[edit-1]", "Do you have a dark mode?", "How do I reset my password? Quickly")
 	tm.press("Escape")
 	tm.waitGone("branches · turn tree")
 	tm.press("n")
