@@ -101,8 +101,12 @@ func (n *navigator) flatten() {
 	type item struct{ node, indent int }
 	var stack []item
 	roots := n.children[""]
+	rootIndent := 0
+	if len(roots) > 1 {
+		rootIndent = 1 // first turns edited and resubmitted: siblings like any fork's
+	}
 	for i := len(roots) - 1; i >= 0; i-- {
-		stack = append(stack, item{roots[i], 0})
+		stack = append(stack, item{roots[i], rootIndent})
 	}
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
