@@ -93,15 +93,16 @@ func (m *Model) replayView(w, h int) []string {
 	if f.from != "" {
 		from = fmt.Sprintf("turn %d", f.fromIdx+1)
 	}
-	agent := "keep"
+	// "unchanged" rather than "keep": keep is also the name of strategy 1
+	agent := "unchanged (" + OneLine(m.agent.Name) + ")"
 	if ags := m.b.Agents(); f.agent >= 0 && f.agent < len(ags) {
 		agent = OneLine(ags[f.agent].Name)
 	}
-	strat := "keep"
+	strat := "unchanged"
 	if f.strategy > 0 {
 		strat = strategyLabel(m.strats, f.strategy)
 	}
-	f.model.SetWidth(max(w-12, 10))
+	f.model.SetWidth(max(w-16, 10)) // frame, indent, label and the "> " prompt take the rest
 	body := []string{
 		"Replay " + s.Accent.Render(OneLine(f.branch)) + " from " + from + " into a new sibling branch,",
 		"then compare both side by side, turn by turn.",

@@ -161,3 +161,15 @@ func TestReboundKeysShownWhereUsed(t *testing.T) {
 	assertContains(t, hs.screen(), "F fork", "up select turn")
 	assertLacks(t, hs.screen(), "f fork", "enter ")
 }
+
+// The replay form says "unchanged" for settings left alone ("keep" is strategy 1's name)
+// and its model field fits the frame.
+func TestReplayFormLabels(t *testing.T) {
+	hs, _ := open(t, 100, 30, 2)
+	hs.press("esc", "R")
+	s := hs.screen()
+	assertContains(t, s, "strategy (tab):      unchanged", "agent (shift+tab):   unchanged (support)", "model: > model (empty keeps")
+	assertLacks(t, s, "(tab):      keep", "…│")
+	hs.press("tab")
+	assertContains(t, hs.screen(), "strategy (tab):      1 keep")
+}
