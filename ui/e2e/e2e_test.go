@@ -96,10 +96,10 @@ func TestStory(t *testing.T) {
 	if inline[3] == keep[3] && inline[4] == keep[4] {
 		t.Errorf("inline renders the same request as keep: %q vs %q", inline[0], keep[0])
 	}
-	// c compares two strategies side by side (first keep and inherit, as a diff); a goes
-	// back to the actual request.
+	// c compares two strategies side by side (first keep and inherit); a goes back to the
+	// actual request.
 	tm.press("c")
-	tm.waitFor("wire: 1 keep vs 2 inherit", "wire · 1 keep vs 2 inherit", "-1 keep · respond", "+2 inherit · respond")
+	tm.waitFor("wire: 1 keep vs 2 inherit", "wire · 1 keep vs 2 inherit", "1 keep · respond", "2 inherit · respond")
 	tm.press("a")
 	tm.waitFor("wire: actual", "actual · respond")
 
