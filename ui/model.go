@@ -139,6 +139,10 @@ func (m *Model) setTheme(t themes.Theme) {
 	style := t.Glamour
 	if m.profile <= colorprofile.ASCII && m.profile != colorprofile.Unknown {
 		style = "notty"
+		// without colour (NO_COLOR, a dumb terminal) the selection and the focused pane
+		// need another cue: reverse video (on the focused pane's title)
+		m.st.s.Selected = m.st.s.Selected.Reverse(true)
+		m.st.s.PaneTitle = m.st.s.PaneTitle.Reverse(true)
 	}
 	m.md = newMarkdown(style)
 	m.help.Styles.ShortKey = m.st.s.HelpKey
