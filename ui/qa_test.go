@@ -173,3 +173,17 @@ func TestReplayFormLabels(t *testing.T) {
 	hs.press("tab")
 	assertContains(t, hs.screen(), "strategy (tab):      1 keep")
 }
+
+// Before sending, the wire pane's dry run under strategy 0 is titled by what it shows
+// (the request enter will send), not "actual", which means what was sent.
+func TestDryRunTitle(t *testing.T) {
+	hs, _ := open(t, 140, 40, 1)
+	hs.typeText("draft")
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "question: draft") })
+	assertContains(t, hs.screen(), "wire · dry run · as enter will send it")
+	assertLacks(t, hs.screen(), "dry run · actual")
+	hs.press("esc", "s", "esc") // leave the editor, next strategy, back
+	hs.typeText("x")
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "question: draftx") })
+	assertContains(t, hs.screen(), "wire · dry run · 1 keep")
+}

@@ -221,7 +221,12 @@ func (m *Model) wireView(r rect) []string {
 	var build func() []string
 	switch {
 	case m.showDryRun():
-		title = " wire · dry run · " + strategyLabel(m.strats, m.wire.strategy) + " "
+		// "actual" means what was sent; before sending, strategy 0 is what enter will send
+		mode := strategyLabel(m.strats, m.wire.strategy)
+		if m.wire.strategy == 0 {
+			mode = "as enter will send it"
+		}
+		title = " wire · dry run · " + mode + " "
 		d := m.dry
 		key = fmt.Sprintf("dry|%d|%d|%d|%v", d.version, d.strategy, w, d.err)
 		build = func() []string {
