@@ -11,6 +11,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui"
 )
 
 // benchTurn is turn i of the 100,000-turn fixture: one answered call with a short request.
@@ -93,13 +94,14 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 	}
 	run := func(name string, fs ...func() error) {
 		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
+			loopCPU(b, func() error {
 				for _, f := range fs {
 					if err := f(); err != nil {
-						b.Fatal(err)
+						return err
 					}
 				}
-			}
+				return nil
+			})
 		})
 	}
 	run("frame", conversations, branches, lastPage)
@@ -113,4 +115,100 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 		}
 		return err
 	})
+}
+
+// sendFixture stores a SupportAgent conversation of n turns shaped like the turns the
+// workbench records (a classify and a respond call per turn, each with its own history),
+// copied from one real Send; call histories and requests are kept to the last 4 turns so
+// the fixture builds in linear time (restoring a branch reads the values, not the texts).
+func sendFixture(b *testing.B, n int) (*storage.Store, string) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, filepath.Join(b.TempDir(), "send.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	a := New(st, demoModel(0))
+	a.SetAgentDirs()
+	c, err := a.NewConversation(ctx, "SupportAgent", "long support session")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := a.Send(ctx, ui.SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question("template")}, nil); err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := st.LoadBranch(ctx, c.ID, storage.MainBranch)
+	if err != nil || len(tmpl) != 1 {
+		b.Fatal(len(tmpl), err)
+	}
+	if _, err := a.Undo(ctx, c.ID, storage.MainBranch, 1, false); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := st.Fork(ctx, c.ID, storage.MainBranch, "scratch", 0); err != nil {
+		b.Fatal(err) // keeps the undone template reachable; main is rebuilt below
+	}
+	const batch = 1000
+	hist := map[string][]*sig.Map{}
+	for done := 0; done < n; done += batch {
+		turns := make([]*trace.Turn, 0, batch)
+		for i := done; i < min(done+batch, n); i++ {
+			t := tmpl[0].Clone()
+			q := fmt.Sprintf("question %d: why was I charged twice in month %d?", i, i%12)
+			t.Inputs.Set("question", q)
+			t.Index = i
+			for _, call := range t.Calls {
+				call.Inputs.Set("question", q)
+				h := hist[call.Path]
+				call.History = sig.History{Messages: h[max(len(h)-4, 0):]}
+				m := call.Inputs.Clone()
+				call.Outputs.Range(func(k string, v any) bool { m.Set(k, v); return true })
+				hist[call.Path] = append(h, m)
+			}
+			turns = append(turns, t)
+		}
+		if _, err := st.AppendTurns(ctx, c.ID, storage.MainBranch, turns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st, c.ID
+}
+
+// BenchmarkSendAt10k is one Send on a 10,000-turn branch through App with the demo
+// model: restoring the branch's session, running the turn, storing it. cold is a fresh
+// App per Send (the workbench's first Send on a branch); warm is consecutive Sends on
+// one App (the branch grows by one turn per Send).
+func BenchmarkSendAt10k(b *testing.B) {
+	ctx := context.Background()
+	st, conv := sendFixture(b, 10000)
+	send := func(a *App) error {
+		_, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
+		return err
+	}
+	b.Run("cold", func(b *testing.B) {
+		loopCPU(b, func() error {
+			a := New(st, demoModel(0))
+			a.SetAgentDirs()
+			return send(a)
+		})
+	})
+	b.Run("warm", func(b *testing.B) {
+		a := New(st, demoModel(0))
+		a.SetAgentDirs()
+		loopCPU(b, func() error { return send(a) })
+	})
+}
+
+// loopCPU runs f in b.Loop and reports CPU milliseconds per call beside wall time: on a
+// shared machine CPU time varies far less than wall time.
+func loopCPU(b *testing.B, f func() error) {
+	c0, n := cpuTime(), 0
+	for b.Loop() {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	if c := cpuTime() - c0; c > 0 && n > 0 {
+		b.ReportMetric(float64(c.Microseconds())/1000/float64(n), "cpu-ms/op")
+	}
 }
