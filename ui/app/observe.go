@@ -13,13 +13,18 @@ import (
 )
 
 // send delivers an event without blocking a turn on a slow reader.
-func send(ch chan<- ui.Event, e ui.Event) {
+func send(ch chan<- ui.Event, e ui.Event) { trySend(ch, e) }
+
+// trySend delivers e if the channel has room and says whether it did.
+func trySend(ch chan<- ui.Event, e ui.Event) bool {
 	if ch == nil {
-		return
+		return true
 	}
 	select {
 	case ch <- e:
+		return true
 	default:
+		return false
 	}
 }
 
@@ -42,9 +47,10 @@ type observer struct {
 
 // streaming is one call's completion so far.
 type streaming struct {
-	text strings.Builder
-	sig  *sig.Signature
-	sf   fieldStreamer
+	text   strings.Builder
+	unsent string // deltas a full channel refused: they go out with the next one
+	sig    *sig.Signature
+	sf     fieldStreamer
 }
 
 func newObserver(events chan<- ui.Event, mod core.Module) *observer {
@@ -76,17 +82,25 @@ func (o *observer) CallStarted(path string, c *trace.Call) {
 	o.calls[path] = st
 }
 
+// Delta never blocks the call on a slow reader, and loses no text either: a delta the
+// channel has no room for is merged into the next one.
 func (o *observer) Delta(path, d string) {
 	o.mu.Lock()
-	field := ""
-	if st := o.calls[path]; st != nil {
-		st.text.WriteString(d)
-		if st.sf != nil {
-			field = st.sf.StreamField(st.sig, st.text.String())
-		}
+	defer o.mu.Unlock()
+	st := o.calls[path]
+	if st == nil {
+		send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Delta: d})
+		return
 	}
-	o.mu.Unlock()
-	send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: d})
+	st.text.WriteString(d)
+	field := ""
+	if st.sf != nil {
+		field = st.sf.StreamField(st.sig, st.text.String())
+	}
+	st.unsent += d
+	if trySend(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: st.unsent}) {
+		st.unsent = ""
+	}
 }
 
 func (o *observer) Attempt(path string, at lm.Attempt) {
@@ -94,6 +108,7 @@ func (o *observer) Attempt(path string, at lm.Attempt) {
 		o.mu.Lock()
 		if st := o.calls[path]; st != nil {
 			st.text.Reset() // the next attempt writes its completion from the start
+			st.unsent = ""
 		}
 		o.mu.Unlock()
 	}

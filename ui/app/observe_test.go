@@ -123,3 +123,42 @@ func TestObserverFields(t *testing.T) {
 		})
 	}
 }
+
+// A delta refused by a full channel is not lost: it goes out merged with the next one.
+func TestObserverMergesDeltasOnFullChannel(t *testing.T) {
+	ch := make(chan ui.Event, 2)
+	o := newObserver(ch, nil)
+	o.CallStarted("p", &trace.Call{Path: "p"})
+	for _, d := range []string{"a", "b", "c", "d"} {
+		o.Delta("p", d)
+	}
+	got := (<-ch).Delta + (<-ch).Delta // a, b; c was refused
+	o.Delta("p", "e")                  // c and d and e together
+	got += (<-ch).Delta
+	if got != "abcde" {
+		t.Fatalf("streamed text %q, want abcde", got)
+	}
+}
+
+// The dry run names the first predictor by its call path, also when a session wraps it.
+func TestFirstPredictorPath(t *testing.T) {
+	p := core.MustPredict("q -> a")
+	wrapped, err := core.Sessionify(p, core.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		m    core.Module
+		want string
+	}{
+		{p, ""},
+		{&core.Program{Subs: []core.Sub{{Name: "planner", Module: p}}}, "planner"},
+		{&core.Program{Subs: []core.Sub{{Name: "planner", Module: wrapped}}}, "planner"},
+		{&core.Program{Subs: []core.Sub{{Name: "team", Module: &core.Program{Subs: []core.Sub{{Name: "lead", Module: p}}}}}}, "team.lead"},
+	}
+	for _, c := range cases {
+		if path, got := firstPredictor(c.m); got != p || path != c.want {
+			t.Errorf("firstPredictor = %q, %p; want %q", path, got, c.want)
+		}
+	}
+}

@@ -202,6 +202,9 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 			return s.Name, p
 		}
 		if path, p := firstPredictor(s.Module); p != nil {
+			if path == "" { // a session wrapping a predictor records under its own name
+				return s.Name, p
+			}
 			return s.Name + "." + path, p
 		}
 	}
