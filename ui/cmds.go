@@ -147,6 +147,7 @@ func (m *Model) startRun(p *chatPane, kind string, f func(ctx context.Context, e
 	ctx, cancel := context.WithCancel(m.ctx)
 	msgs := make(chan tea.Msg, 256)
 	m.run = &runState{id: id, cancel: cancel, msgs: msgs, pane: p, kind: kind}
+	m.runs.Add(1)
 	go func() {
 		events := make(chan Event, 64)
 		fwd := make(chan struct{})
@@ -157,6 +158,7 @@ func (m *Model) startRun(p *chatPane, kind string, f func(ctx context.Context, e
 			close(fwd)
 		}()
 		branch, turn, err := f(ctx, events)
+		m.runs.Done()
 		close(events)
 		<-fwd
 		msgs <- runDoneMsg{id: id, branch: branch, turn: turn, err: err}
@@ -221,10 +223,19 @@ func (m *Model) cancelRun() {
 	}
 	m.run.cancel()
 	if m.run.pane != nil {
+		m.giveBackInput(m.run.kind, m.run.pane.stream)
 		m.run.pane.stream = nil
 	}
 	m.run = nil
-	m.setStatus("cancelled: no turn recorded")
+	m.setStatus("cancelled: no turn recorded (your text is back in the editor)")
+}
+
+// giveBackInput puts a send's inputs back in the editor after it was cancelled or
+// failed, so nothing typed is lost; text typed meanwhile is left alone.
+func (m *Model) giveBackInput(kind string, st *streamState) {
+	if kind == "send" && st != nil && st.inputs != nil && m.input.empty() {
+		m.input.set(st.inputs)
+	}
 }
 
 func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
@@ -275,8 +286,10 @@ func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 	if p == nil {
 		return nil
 	}
+	st := p.stream
 	p.stream = nil
 	if msg.err != nil {
+		m.giveBackInput(kind, st)
 		if errors.Is(msg.err, context.Canceled) {
 			m.setStatus("cancelled: no turn recorded")
 			return nil

@@ -96,6 +96,8 @@ func TestEscCancelsAtOnceAndRecordsNothing(t *testing.T) {
 	if pg.Total != 0 {
 		t.Fatalf("a cancelled turn was recorded: %d turns", pg.Total)
 	}
+	// the cancelled text is back in the editor, ready to send again
+	assertContains(t, hs.screen(), "> one two three four five six")
 }
 
 func TestRetryCountdownShown(t *testing.T) {
@@ -115,9 +117,10 @@ func TestErrorShownWithoutBlocking(t *testing.T) {
 	hs.press("enter")
 	s := hs.screen()
 	assertContains(t, s, "✗ turn failed", "(E: details)")
-	// the editor still works, and E (from a pane) opens the detail
-	hs.typeText("next")
-	assertContains(t, hs.screen(), "> next")
+	// the failed text is back in the editor, which still works; E (from a pane) opens the detail
+	assertContains(t, s, "> boom [fail]")
+	hs.typeText(" again")
+	assertContains(t, hs.screen(), "> boom [fail] again")
 	hs.press("esc", "E")
 	assertContains(t, hs.screen(), "errors (newest first)", "no [[ ## reply ## ]] field")
 }
