@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -90,6 +91,9 @@ type Model struct {
 	autoTheme bool // no theme was named: follow the terminal's background
 
 	resume resumePrompt // interrupted turns offered for resume (resume.go)
+
+	// runs counts turn goroutines until their backend call returns (see waitRuns)
+	runs sync.WaitGroup
 }
 
 // dryState is the dry run of the text being typed.

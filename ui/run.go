@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/BurntSushi/toml"
@@ -116,6 +117,7 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	popts := append([]tea.ProgramOption{tea.WithContext(ctx)}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()
+	m.waitRuns(5 * time.Second)
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // interrupted: a normal way to leave
 	}
@@ -123,4 +125,19 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 		return fmt.Errorf("workbench: %w", err)
 	}
 	return nil
+}
+
+// waitRuns gives a turn cancelled by quitting the time to finish: the backend drops its
+// pending record when the cancelled call returns, and a process that exits first leaves
+// the turn in flight in the database. The wait is bounded in case a backend hangs.
+func (m *Model) waitRuns(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		m.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
+	}
 }

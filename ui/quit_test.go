@@ -1,0 +1,68 @@
+package ui_test
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/uitest"
+)
+
+// cleanupBackend's turns run until cancelled, then take a while to drop their pending
+// record, as the real backend does in the database.
+type cleanupBackend struct {
+	*uitest.Memory
+	once    sync.Once
+	started chan struct{}
+	cleaned atomic.Bool
+}
+
+func (b *cleanupBackend) Send(ctx context.Context, req ui.SendRequest, ev chan<- ui.Event) (*trace.Turn, error) {
+	b.once.Do(func() { close(b.started) })
+	<-ctx.Done()
+	time.Sleep(300 * time.Millisecond)
+	b.cleaned.Store(true)
+	return nil, ctx.Err()
+}
+
+// Quitting during a turn cancels it and Run returns only once the backend has cleaned
+// up, so nothing is left in flight (found end to end: ctrl+c mid-turn sometimes left a
+// pending turn, depending on whether the process exited before the backend's cleanup).
+func TestQuitDuringTurnWaitsForCleanup(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	b := &cleanupBackend{Memory: uitest.New(), started: make(chan struct{})}
+	in, keys := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- ui.Run(context.Background(), b, ui.Options{Theme: "dark", ProgramOptions: []tea.ProgramOption{
+			tea.WithInput(in), tea.WithOutput(io.Discard), tea.WithWindowSize(100, 30)}})
+	}()
+	// the first conversation opens; type a question and send it
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_, _ = keys.Write([]byte("hello\r"))
+	}()
+	select {
+	case <-b.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not start")
+	}
+	_, _ = keys.Write([]byte{0x03}) // ctrl+c
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after ctrl+c")
+	}
+	if !b.cleaned.Load() {
+		t.Error("Run returned before the cancelled turn was cleaned up")
+	}
+}
