@@ -99,10 +99,16 @@ func newWorkspace(t *testing.T) *workspace {
 		}
 	}
 	// the demo model answers at once: the tests wait for what it says, not how fast
-	if err := os.WriteFile(ws.config, []byte("[demo]\ntoken_rate = 0\n"), 0o600); err != nil {
+	ws.demoRate(t, 0)
+	return ws
+}
+
+// demoRate sets the demo model's streaming speed in tokens per second.
+func (ws *workspace) demoRate(t *testing.T, rate int) {
+	t.Helper()
+	if err := os.WriteFile(ws.config, []byte(fmt.Sprintf("[demo]\ntoken_rate = %d\n", rate)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return ws
 }
 
 // env is the whole environment of the binary and of tmux: nothing from the caller's

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,5 +275,49 @@ func TestBadInvocation(t *testing.T) {
 				t.Errorf("the database %s was created", ws.db)
 			}
 		})
+	}
+}
+
+// TestCancelAndQuitWhileRunning: esc cancels a streaming turn and nothing is recorded;
+// ctrl+c during a turn quits at once, leaving no turn in flight in the database.
+func TestCancelAndQuitWhileRunning(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t)
+	ws.demoRate(t, 15) // slow enough to act while the answer streams
+	tm := startTerm(t, ws, 100, 30)
+	tm.waitFor("no turns yet")
+	tm.typeText("How do I reset my password?")
+	tm.press("Enter")
+	tm.waitFor("● running · esc cancels", "╰─ 0 turns · running", "writing intent")
+	tm.press("Escape")
+	tm.waitFor("cancelled: no turn recorded", "no turns yet", "╰─ 0 turns ─")
+	tm.waitGone("● running")
+
+	// ctrl+p brings the question back; send it again and quit while it runs
+	tm.press("C-p")
+	tm.waitFor("> How do I reset my password?")
+	tm.press("Enter")
+	tm.waitFor("● running · esc cancels")
+	tm.press("C-c")
+	if code := tm.waitExit(); code != 0 {
+		t.Fatalf("quitting during a turn exited with status %d", code)
+	}
+
+	// the headless CLI on the same database: one conversation, no turn, none in flight
+	cmd := exec.Command(binary(t), "session", "ls", "--db", ws.db, "--json")
+	cmd.Env = ws.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("session ls: %v\n%s", err, out)
+	}
+	var convs []struct {
+		Turns   int `json:"turns"`
+		Pending int `json:"pending"`
+	}
+	if err := json.Unmarshal(out, &convs); err != nil {
+		t.Fatalf("session ls --json: %v\n%s", err, out)
+	}
+	if len(convs) != 1 || convs[0].Turns != 0 || convs[0].Pending != 0 {
+		t.Errorf("after a cancelled turn and a quit mid-turn, want 1 conversation with 0 turns, 0 pending; got %s", out)
 	}
 }
