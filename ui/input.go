@@ -163,6 +163,28 @@ func (p *inputPane) remember(m *sig.Map) {
 	p.hpos = len(p.history)
 }
 
+// atHistoryEdge says whether up (delta -1) or down (+1) should step through the input
+// history rather than move the cursor, as in a shell: only on the first (last) line of
+// the field, and only while the editor is empty or shows a recalled entry unchanged, so
+// typed text is never replaced by an arrow key.
+func (p *inputPane) atHistoryEdge(delta int) bool {
+	if len(p.history) == 0 {
+		return false
+	}
+	a := &p.areas[p.cur]
+	if delta < 0 && a.Line() != 0 || delta > 0 && a.Line() != a.LineCount()-1 {
+		return false
+	}
+	if p.empty() {
+		return delta < 0
+	}
+	if p.hpos >= len(p.history) {
+		return false
+	}
+	cur, err := p.values()
+	return err == nil && cur.Equal(p.history[p.hpos])
+}
+
 // recall steps through the history (delta -1 older, +1 newer).
 func (p *inputPane) recall(delta int) {
 	if len(p.history) == 0 {

@@ -246,3 +246,29 @@ func TestKeysRebind(t *testing.T) {
 		t.Fatalf("unknown action: %v", err)
 	}
 }
+
+// up/down step through sent inputs like a shell, but never replace typed text.
+func TestArrowKeysRecallInputs(t *testing.T) {
+	hs, _ := open(t, 100, 30, 0)
+	for _, q := range []string{"first question", "second question"} {
+		hs.typeText(q)
+		hs.press("enter")
+	}
+	steps := []struct {
+		key, want string
+	}{
+		{"up", "> second question"},
+		{"up", "> first question"},
+		{"down", "> second question"},
+	}
+	for _, st := range steps {
+		hs.press(st.key)
+		assertContains(t, hs.screen(), st.want)
+	}
+	hs.press("down") // past the newest entry: an empty editor again
+	assertLacks(t, hs.screen(), "> second question")
+	hs.typeText("typed")
+	hs.press("up")
+	assertContains(t, hs.screen(), "> typed")
+	assertLacks(t, hs.screen(), "> second question")
+}

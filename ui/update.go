@@ -212,6 +212,12 @@ func (m *Model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(k, m.keys.HistoryNext):
 			m.input.recall(1)
 			return nil
+		case k.String() == "up" && m.input.atHistoryEdge(-1):
+			m.input.recall(-1)
+			return nil
+		case k.String() == "down" && m.input.atHistoryEdge(1):
+			m.input.recall(1)
+			return nil
 		}
 		cmd := m.input.update(k)
 		return tea.Batch(cmd, m.scheduleDryRun())
