@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +17,13 @@ import (
 
 // waitLimit bounds every wait for the screen; it is never an assertion about speed.
 const waitLimit = 20 * time.Second
+
+// Commands get generous limits, so that a hung tool fails the test with its name
+// instead of stalling it until go test's own timeout.
+const (
+	buildLimit = 5 * time.Minute
+	cmdLimit   = 30 * time.Second
+)
 
 // escSettle follows a lone Escape: the workbench's terminal reader reads ESC and a byte
 // arriving within 50ms as one alt+key press, so the next key must come later. Under load
@@ -60,9 +68,14 @@ func binary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(buildDir, "sessionbench")
-		cmd := exec.Command(goTool, "build", "-o", binPath, ".")
+		ctx, cancel := context.WithTimeout(context.Background(), buildLimit)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool, "build", "-o", binPath, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("not done after %s: %w", buildLimit, err)
+			}
 			buildErr = fmt.Errorf("go build in %s: %w\n%s", root, err, out)
 		}
 	})
@@ -172,9 +185,14 @@ func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 
 // tmux runs one tmux command on the private server.
 func (tm *term) tmux(args ...string) (string, error) {
-	cmd := exec.Command("tmux", append([]string{"-u", "-S", tm.sock}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), cmdLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "tmux", append([]string{"-u", "-S", tm.sock}, args...)...)
 	cmd.Env = tm.ws.env()
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("not done after %s: %w", cmdLimit, err)
+	}
 	if err != nil {
 		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -324,6 +342,20 @@ func lineWith(screen, s string) string {
 		}
 	}
 	return ""
+}
+
+// runBinary runs the binary headless in the workspace's environment.
+func runBinary(t *testing.T, ws *workspace, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = ws.env()
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("sessionbench %s: not done after %s\n%s", strings.Join(args, " "), cmdLimit, out)
+	}
+	return out, err
 }
 
 // exitCode is the exit status of a finished command (-1 if it did not run).

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -224,6 +223,15 @@ func TestResize(t *testing.T) {
 	if strings.Contains(s, "too small") {
 		t.Errorf("60x20 is the supported minimum, yet:\n%s", s)
 	}
+	// narrow, the focused side pane takes the body: tab from the editor goes to the
+	// transcript, then the call tree, then the wire pane
+	tm.press("Tab", "Tab")
+	tm.waitFor("╭─ calls · turn 1", "classify", "respond")
+	tm.press("Tab")
+	tm.waitFor("╭─ wire · actual", "actual · classify")
+	tm.waitGone("╭─ calls")
+	tm.press("Tab") // back to the editor: the transcript returns
+	tm.waitFor("╭─ main", "technical")
 
 	tm.resize(50, 15)
 	tm.waitFor("terminal too small: 50x15", "sessionbench needs at least 60x20")
@@ -241,7 +249,6 @@ func TestBadInvocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end tests are skipped under -short")
 	}
-	bin := binary(t)
 	ws := newWorkspace(t)
 	badKeys := filepath.Join(ws.dir, "badkeys.toml")
 	if err := os.WriteFile(badKeys, []byte("[keys]\nfrob = [\"x\"]\n"), 0o600); err != nil {
@@ -261,9 +268,7 @@ func TestBadInvocation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command(bin, c.args...)
-			cmd.Env = ws.env()
-			out, err := cmd.CombinedOutput()
+			out, err := runBinary(t, ws, c.args...)
 			if got := exitCode(err); got != c.code {
 				t.Errorf("exit status %d, want %d (err %v); output:\n%s", got, c.code, err, out)
 			}
@@ -303,9 +308,7 @@ func TestCancelAndQuitWhileRunning(t *testing.T) {
 	}
 
 	// the headless CLI on the same database: one conversation, no turn, none in flight
-	cmd := exec.Command(binary(t), "session", "ls", "--db", ws.db, "--json")
-	cmd.Env = ws.env()
-	out, err := cmd.CombinedOutput()
+	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
 	if err != nil {
 		t.Fatalf("session ls: %v\n%s", err, out)
 	}
