@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,7 +60,8 @@ func binary(t *testing.T) string {
 		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			buildErr = fmt.Errorf("the go command builds the binary under test: %w", err)
+			return
 		}
 		if buildDir, err = os.MkdirTemp("", "sessionbench-e2e-bin-"); err != nil {
 			buildErr = err
