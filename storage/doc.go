@@ -23,5 +23,8 @@
 // drop it, s.DiscardTurn(ctx, p.Key, reason); a new turn on the branch also discards it.
 //
 // Listing for the UI without loading calls: ListConversations, Branches, BranchPath,
-// TurnTree. Attempts (seed 003): RecordAttempt / BestAttempt / Attempts.
+// TurnTree (TurnOutline: the same tree with one-line previews instead of values, for
+// drawing it), BranchUsage (each committed turn stores its path's running usage totals,
+// so this reads one row per branch). Attempts (seed 003): RecordAttempt / BestAttempt /
+// Attempts.
 package storage

@@ -26,13 +26,18 @@ type TurnNode struct {
 	Ended    time.Time       `json:"ended,omitempty"`
 	Reason   string          `json:"abort_reason,omitempty"`
 	Branches []string        `json:"branches,omitempty"` // branches whose tip this is (TurnTree only)
+	// InputPreview and OutputPreview are the first input and output value on one line,
+	// cut to 300 characters: what a tree row shows, without decoding Inputs/Outputs.
+	InputPreview  string `json:"input_preview,omitempty"`
+	OutputPreview string `json:"output_preview,omitempty"`
 
 	id, snapshot sql.NullInt64
 	branchID     sql.NullInt64
 }
 
 const nodeColumns = `t.id, t.parent_id, t.depth, t.state, t.inputs, t.outputs, t.score, t.explicit,
-	(SELECT count(*) FROM calls c WHERE c.turn_id = t.id), t.started_at, t.ended_at, t.abort_reason, t.snapshot_node, t.branch_id`
+	(SELECT count(*) FROM calls c WHERE c.turn_id = t.id), t.started_at, t.ended_at, t.abort_reason, t.snapshot_node, t.branch_id,
+	t.input_preview, t.output_preview`
 
 func scanNode(sc interface{ Scan(...any) error }) (*TurnNode, error) {
 	n := &TurnNode{}
@@ -41,7 +46,7 @@ func scanNode(sc interface{ Scan(...any) error }) (*TurnNode, error) {
 	var out, ended, reason sql.NullString
 	var started string
 	if err := sc.Scan(&n.id, &parent, &n.Index, &n.State, &in, &out, &n.Score, &n.Explicit, &n.Calls,
-		&started, &ended, &reason, &n.snapshot, &n.branchID); err != nil {
+		&started, &ended, &reason, &n.snapshot, &n.branchID, &n.InputPreview, &n.OutputPreview); err != nil {
 		return nil, err
 	}
 	n.Key, n.Parent = turnKey(n.id.Int64), nullKey(parent)
@@ -264,4 +269,44 @@ func (s *Store) DiscardTurn(ctx context.Context, key, reason string) error {
 		}
 		return nil
 	})
+}
+
+// TurnOutline is TurnTree for drawing the tree: each turn's key, parent, index, state,
+// previews, start time, abort reason and branch tips, without decoding or even reading
+// its inputs and outputs (Inputs, Outputs, Score and Ended stay empty) or counting its
+// calls (Calls stays 0). On a long conversation it costs a fraction of TurnTree.
+func (s *Store) TurnOutline(ctx context.Context, convID string) ([]*TurnNode, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id, depth, state, explicit, input_preview, output_preview, started_at,
+			abort_reason FROM turns WHERE conv_id = ? ORDER BY id`, convID)
+	if err != nil {
+		return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
+	}
+	defer rows.Close()
+	var out []*TurnNode
+	states := map[string]string{} // three distinct states: one string each
+	for rows.Next() {
+		n := &TurnNode{}
+		var parent sql.NullInt64
+		var state sql.RawBytes
+		var started string
+		var reason sql.NullString
+		if err := rows.Scan(&n.id, &parent, &n.Index, &state, &n.Explicit, &n.InputPreview, &n.OutputPreview, &started, &reason); err != nil {
+			return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
+		}
+		st, ok := states[string(state)]
+		if !ok {
+			st = string(state)
+			states[st] = st
+		}
+		n.Key, n.Parent, n.State = turnKey(n.id.Int64), nullKey(parent), st
+		n.Started, n.Reason = parseTime(started), reason.String
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
+	}
+	if err := s.markTips(ctx, convID, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -33,6 +33,12 @@ func loadMigrations() []string {
 	return out
 }
 
+// migrationSteps are Go steps run after a migration's SQL, in the same transaction, for
+// data SQL cannot compute; keyed by the version the migration brings the schema to.
+var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	2: backfillPreviews,
+}
+
 // SchemaVersion is the schema version this program writes.
 func SchemaVersion() int { return len(migrations) }
 
@@ -51,6 +57,11 @@ func (s *Store) migrate(ctx context.Context, version int) error {
 			}
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 				return err
+			}
+			if step := migrationSteps[v+1]; step != nil {
+				if err := step(ctx, tx); err != nil {
+					return err
+				}
 			}
 			if v == 0 {
 				if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id=%d", ApplicationID)); err != nil {

@@ -17,15 +17,17 @@ import (
 // pathCTE walks up from turn ?1 to depth ?2, carrying the columns so each turn is read
 // once and the rows come out tip first (callers reverse them; no sort).
 const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at,
-		abort_reason, snapshot_node, branch_id) AS (
-	SELECT id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at, abort_reason, snapshot_node, branch_id
+		abort_reason, snapshot_node, branch_id, input_preview, output_preview) AS (
+	SELECT id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at, abort_reason, snapshot_node, branch_id,
+		input_preview, output_preview
 		FROM turns WHERE id = ?1
 	UNION ALL
 	SELECT t.id, t.parent_id, t.depth, t.state, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
-		t.abort_reason, t.snapshot_node, t.branch_id
+		t.abort_reason, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview
 		FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
 SELECT p.id, p.parent_id, p.depth, p.state, p.inputs, p.outputs, p.score, p.explicit,
-	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.abort_reason, p.snapshot_node, p.branch_id
+	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.abort_reason, p.snapshot_node, p.branch_id,
+	p.input_preview, p.output_preview
 FROM p`
 
 // pathUp returns the turns from top (a turn at depth >= from) up to depth from, root first.

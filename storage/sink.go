@@ -75,8 +75,8 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 			if err != nil {
 				return err
 			}
-			res, err := tx.ExecContext(ctx, `UPDATE turns SET inputs = ? WHERE id = ? AND state = 'pending' AND branch_id = ?`,
-				in.String, id, br.ID)
+			res, err := tx.ExecContext(ctx, `UPDATE turns SET inputs = ?, input_preview = ? WHERE id = ? AND state = 'pending' AND branch_id = ?`,
+				in.String, preview(in), id, br.ID)
 			if err != nil {
 				return err
 			}
@@ -131,8 +131,9 @@ func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inpu
 		jump = sql.NullInt64{Int64: j, Valid: true}
 		depth, jumpDepth = p.depth+1, jd
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO turns(conv_id, parent_id, jump_id, jump_depth, depth, branch_id, state, inputs, started_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, convID, parent, jump, jumpDepth, depth, br.ID, state, inputs, fmtTime(now()))
+	res, err := tx.ExecContext(ctx, `INSERT INTO turns(conv_id, parent_id, jump_id, jump_depth, depth, branch_id, state, inputs,
+			input_preview, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, convID, parent, jump, jumpDepth, depth, br.ID, state, inputs,
+		preview(sql.NullString{String: inputs, Valid: true}), fmtTime(now()))
 	if err != nil {
 		return 0, fmt.Errorf("storage: begin turn on %q: %w", br.Name, err)
 	}
@@ -221,15 +222,15 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	if ended.IsZero() {
 		ended = now()
 	}
-	q := `UPDATE turns SET state = 'committed', outputs = ?, score = ?, snapshot_node = ?, explicit = ?, ended_at = ?`
-	args := []any{out, t.Score, snap, t.Explicit, fmtTime(ended)}
+	q := `UPDATE turns SET state = 'committed', outputs = ?, output_preview = ?, score = ?, snapshot_node = ?, explicit = ?, ended_at = ?`
+	args := []any{out, preview(out), t.Score, snap, t.Explicit, fmtTime(ended)}
 	if t.Inputs != nil {
 		in, err := jsonOf(t.Inputs)
 		if err != nil {
 			return fmt.Errorf("storage: turn inputs: %w", err)
 		}
-		q += ", inputs = ?"
-		args = append(args, in.String)
+		q += ", inputs = ?, input_preview = ?"
+		args = append(args, in.String, preview(in))
 	}
 	if !t.Started.IsZero() {
 		q += ", started_at = ?"
@@ -237,6 +238,17 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	}
 	if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id)...); err != nil {
 		return fmt.Errorf("storage: commit turn %d: %w", id, err)
+	}
+	// The running usage totals: this turn's calls (all stored now) plus its parent's
+	// totals, final because a committed turn's calls and its parent never change.
+	if _, err := tx.ExecContext(ctx, `UPDATE turns SET (cum_prompt_tokens, cum_completion_tokens, cum_cached_tokens, cum_total_tokens) =
+		(SELECT coalesce(sum(c.prompt_tokens), 0) + coalesce(p.cum_prompt_tokens, 0),
+			coalesce(sum(c.completion_tokens), 0) + coalesce(p.cum_completion_tokens, 0),
+			coalesce(sum(c.cached_tokens), 0) + coalesce(p.cum_cached_tokens, 0),
+			coalesce(sum(c.total_tokens), 0) + coalesce(p.cum_total_tokens, 0)
+		FROM (SELECT 1) LEFT JOIN calls c ON c.turn_id = ?1 LEFT JOIN turns p ON p.id = ?2)
+		WHERE id = ?1`, id, p.parent); err != nil {
+		return fmt.Errorf("storage: usage totals of turn %d: %w", id, err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM redo WHERE branch_id = ?", br.ID); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestMigrationBacksUpFirst(t *testing.T) {
 	mustConv(t, s, "c1")
 	s.Close()
 
-	saved := migrations
+	saved, base := migrations, SchemaVersion()
 	migrations = append(append([]string(nil), saved...), "ALTER TABLE conversations ADD COLUMN extra TEXT NOT NULL DEFAULT 'x';")
 	defer func() { migrations = saved }()
 
@@ -136,9 +137,9 @@ func TestMigrationBacksUpFirst(t *testing.T) {
 	if err := s.r.QueryRow("SELECT extra FROM conversations WHERE id = 'c1'").Scan(&extra); err != nil || extra != "x" {
 		t.Fatalf("migration not applied: %q %v", extra, err)
 	}
-	backups, _ := filepath.Glob(path + ".bak-v1-*")
+	backups, _ := filepath.Glob(path + fmt.Sprintf(".bak-v%d-*", base))
 	if len(backups) != 1 {
-		t.Fatalf("backups = %v, want one .bak-v1 file", backups)
+		t.Fatalf("backups = %v, want one .bak-v%d file", backups, base)
 	}
 	st, _ := os.Stat(backups[0])
 	if st.Mode().Perm() != 0o600 {
@@ -152,8 +153,8 @@ func TestMigrationBacksUpFirst(t *testing.T) {
 	var v, n int
 	old.QueryRow("PRAGMA user_version").Scan(&v)
 	old.QueryRow("SELECT count(*) FROM conversations").Scan(&n)
-	if v != 1 || n != 1 {
-		t.Errorf("backup has version %d and %d conversations, want 1 and 1", v, n)
+	if v != base || n != 1 {
+		t.Errorf("backup has version %d and %d conversations, want %d and 1", v, n, base)
 	}
 }
 

@@ -126,3 +126,71 @@ func BenchmarkBranchUsage(b *testing.B) {
 		}
 	}
 }
+
+// The totals follow the tip: a fork, undo, redo, a turn after an undo and a resumed
+// turn (whose replayed call replaces the one recorded before the crash) each leave every
+// branch's usage equal to the sum over its loaded calls.
+func TestBranchUsageFollowsTip(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "u")
+	check := func(step string, want map[string]int) {
+		t.Helper()
+		got, err := s.BranchUsage(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, prompt := range want {
+			ref := walkUsage(t, s, "u", name)
+			if got[name] != ref || ref.PromptTokens != prompt {
+				t.Errorf("%s: branch %s usage %+v, loaded calls sum to %+v (want %d prompt tokens)", step, name, got[name], ref, prompt)
+			}
+		}
+	}
+	p := func(idx ...int) int { // prompt tokens of fixture turns: 3 calls of 100+i each
+		n := 0
+		for _, i := range idx {
+			n += 3 * (100 + i)
+		}
+		return n
+	}
+	appendN(t, s, "u", MainBranch, 3)
+	check("append", map[string]int{MainBranch: p(0, 1, 2)})
+	if _, err := s.Fork(ctx, "u", MainBranch, "f", 1); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "u", "f", 1) // turn index 2 on f
+	check("fork", map[string]int{MainBranch: p(0, 1, 2), "f": p(0, 1, 2)})
+	if _, err := s.Undo(ctx, "u", MainBranch, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("undo", map[string]int{MainBranch: p(0), "f": p(0, 1, 2)})
+	if _, err := s.Redo(ctx, "u", MainBranch, 1); err != nil {
+		t.Fatal(err)
+	}
+	check("redo", map[string]int{MainBranch: p(0, 1)})
+	if _, err := s.Undo(ctx, "u", MainBranch, 1); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "u", MainBranch, 2) // turns 1 and 2 again, new ones
+	check("new turns after undo", map[string]int{MainBranch: p(0, 1, 2), "f": p(0, 1, 2)})
+
+	// A crash after the first call, then a resume that records it again.
+	tr := fixtureTurn(3, 0, false)
+	key, err := s.Sink("u", MainBranch).BeginTurn(ctx, tr.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sink("u", MainBranch).RecordCall(ctx, key, "", tr.Calls[1]); err != nil {
+		t.Fatal(err)
+	}
+	check("pending", map[string]int{MainBranch: p(0, 1, 2)})
+	sink := s.Sink("u", MainBranch)
+	if err := sink.Resume(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := runTurn(ctx, sink, tr); err != nil || k != key {
+		t.Fatalf("resumed turn %s (%v), want %s", k, err, key)
+	}
+	check("resume", map[string]int{MainBranch: p(0, 1, 2, 3), "f": p(0, 1, 2)})
+}
