@@ -127,6 +127,12 @@ type BranchPage struct {
 // LoadBranchRange loads turns [from, from+limit) of a branch with their calls and exact
 // requests (limit <= 0: up to the tip), in a fixed number of queries.
 func (s *Store) LoadBranchRange(ctx context.Context, convID, branch string, from, limit int) (*BranchPage, error) {
+	return s.LoadBranchRangeWith(ctx, convID, branch, from, limit, LoadOptions{})
+}
+
+// LoadBranchRangeWith is LoadBranchRange with options; with NoRequests and limit 0 it is
+// LoadBranchWith's restore read plus the turns' keys and nodes.
+func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, from, limit int, o LoadOptions) (*BranchPage, error) {
 	b, err := branchByName(ctx, s.r, convID, branch)
 	if err != nil {
 		return nil, err
@@ -135,7 +141,7 @@ func (s *Store) LoadBranchRange(ctx context.Context, convID, branch string, from
 	if err != nil {
 		return nil, err
 	}
-	turns, err := s.turnsOf(ctx, nodes, LoadOptions{})
+	turns, err := s.turnsOf(ctx, nodes, o)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +155,11 @@ func (s *Store) LoadBranchRange(ctx context.Context, convID, branch string, from
 // LoadTurns loads the given turns (any state) with their calls, in the order given, in a
 // fixed number of queries. An unknown key is ErrNotFound.
 func (s *Store) LoadTurns(ctx context.Context, keys []string) ([]*trace.Turn, error) {
+	return s.LoadTurnsWith(ctx, keys, LoadOptions{})
+}
+
+// LoadTurnsWith is LoadTurns with options (NoRequests: what restoring a session reads).
+func (s *Store) LoadTurnsWith(ctx context.Context, keys []string, o LoadOptions) ([]*trace.Turn, error) {
 	ids := make([]int64, len(keys))
 	for i, k := range keys {
 		id, err := parseTurnKey(k)
@@ -174,7 +185,60 @@ func (s *Store) LoadTurns(ctx context.Context, keys []string) ([]*trace.Turn, er
 			return nil, fmt.Errorf("storage: turn %s: %w", keys[i], ErrNotFound)
 		}
 	}
-	return s.turnsOf(ctx, ordered, LoadOptions{})
+	return s.turnsOf(ctx, ordered, o)
+}
+
+// Locate finds a branch whose path holds turn key and the turn's index there, trying
+// main first, then branches by creation (Branches' order). Each branch costs one
+// O(log n) ancestor lookup (jump pointers), not a walk of its path. A turn no branch
+// reaches (undone, pending, discarded, of another conversation) is ErrNotFound.
+func (s *Store) Locate(ctx context.Context, convID, key string) (string, int, error) {
+	id, err := parseTurnKey(key)
+	if err != nil {
+		return "", 0, err
+	}
+	p, err := readPos(ctx, s.r, id)
+	if err != nil {
+		return "", 0, err
+	}
+	if p.conv == convID && p.state == "committed" {
+		rows, err := s.r.QueryContext(ctx, `SELECT b.name, b.tip_id, t.depth FROM branches b JOIN turns t ON t.id = b.tip_id
+			WHERE b.conv_id = ? ORDER BY b.name <> 'main', b.created_at, b.id`, convID)
+		if err != nil {
+			return "", 0, fmt.Errorf("storage: locate turn %s: %w", key, err)
+		}
+		type tip struct {
+			name  string
+			id    int64
+			depth int
+		}
+		var tips []tip
+		for rows.Next() {
+			var t tip
+			if err := rows.Scan(&t.name, &t.id, &t.depth); err != nil {
+				rows.Close()
+				return "", 0, fmt.Errorf("storage: locate turn %s: %w", key, err)
+			}
+			tips = append(tips, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", 0, fmt.Errorf("storage: locate turn %s: %w", key, err)
+		}
+		for _, t := range tips {
+			if t.depth < p.depth {
+				continue
+			}
+			a, err := ancestorAtDepth(ctx, s.r, t.id, p.depth)
+			if err != nil {
+				return "", 0, err
+			}
+			if a == id {
+				return t.name, p.depth, nil
+			}
+		}
+	}
+	return "", 0, fmt.Errorf("storage: turn %s is on no branch of conversation %q: %w", key, convID, ErrNotFound)
 }
 
 // LoadOptions choose how much of each call LoadBranchWith reassembles.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -141,5 +143,82 @@ func TestTurnTreePages(t *testing.T) {
 	}
 	if _, _, err := s.TurnTreePage(ctx, "S", "", 0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("limit 0: %v", err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	mustConv(t, s, "other")
+	main := appendN(t, s, "c", MainBranch, 3)
+	if _, err := s.Fork(ctx, "c", MainBranch, "f", 1); err != nil {
+		t.Fatal(err)
+	}
+	own := appendN(t, s, "c", "f", 1)
+	if _, err := s.Fork(ctx, "c", "f", "g", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Undo(ctx, "c", MainBranch, 1); err != nil {
+		t.Fatal(err)
+	}
+	foreign := appendN(t, s, "other", MainBranch, 1)
+	for _, tc := range []struct {
+		name, key, branch string
+		index             int
+		err               error
+	}{
+		{"on main", main[1], MainBranch, 1, nil},
+		{"root", main[0], MainBranch, 0, nil},
+		{"a fork's own turn, found on the fork first made", own[0], "f", 2, nil},
+		{"undone", main[2], "", 0, ErrNotFound},
+		{"another conversation's", foreign[0], "", 0, ErrNotFound},
+		{"unknown", "999999", "", 0, ErrNotFound},
+		{"not a key", "x", "", 0, ErrInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, i, err := s.Locate(ctx, "c", tc.key)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Locate(%s) = %s, %d, %v; want %v", tc.key, b, i, err, tc.err)
+				}
+				return
+			}
+			if err != nil || b != tc.branch || i != tc.index {
+				t.Fatalf("Locate(%s) = %s, %d, %v; want %s, %d", tc.key, b, i, err, tc.branch, tc.index)
+			}
+		})
+	}
+}
+
+// The lean reads keep what restoring needs and drop the requests.
+func TestLoadWithNoRequests(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	keys := appendN(t, s, "c", MainBranch, 3)
+	full, err := s.LoadTurns(ctx, keys[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := s.LoadTurnsWith(ctx, keys[1:], LoadOptions{NoRequests: true})
+	if err != nil || len(lean) != 2 {
+		t.Fatal(len(lean), err)
+	}
+	page, err := s.LoadBranchRangeWith(ctx, "c", MainBranch, 0, 0, LoadOptions{NoRequests: true})
+	if err != nil || len(page.Turns) != 3 || strings.Join(page.Keys, ",") != strings.Join(keys, ",") {
+		t.Fatalf("page %+v, %v", page, err)
+	}
+	for i, l := range append(lean, page.Turns[1:]...) {
+		f := full[i%2]
+		lc, fc := l.Calls[1], f.Calls[1]
+		if lc.Messages != nil || lc.Completion != "" || len(fc.Messages) == 0 || fc.Completion == "" {
+			t.Errorf("turn %d: lean call has %d messages and completion %q; full %d, %q", i, len(lc.Messages), lc.Completion,
+				len(fc.Messages), fc.Completion)
+		}
+		if !sig.Equal(lc.Outputs, fc.Outputs) || lc.Usage != fc.Usage || !sig.Equal(l.Inputs, f.Inputs) ||
+			len(l.Calls[0].Children) != 1 {
+			t.Errorf("turn %d: lean load lost values", i)
+		}
 	}
 }
