@@ -6,10 +6,9 @@ package app
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core"
@@ -31,6 +30,9 @@ type App struct {
 	// mu serialises turns per branch: one writer per branch path at a time.
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// cache keeps recently restored branch paths (checked against the store's tip on
+	// every use), so consecutive Sends do not reload the whole branch.
+	cache branchTurns
 }
 
 // New returns a backend over an open store and a model. Agent files are looked for in
@@ -142,9 +144,11 @@ func (a *App) Branches(ctx context.Context, conv string) ([]ui.BranchInfo, error
 	return out, nil
 }
 
-// TurnTree is every committed turn, parents first.
+// TurnTree is every committed turn, parents first. Summary and Reply are the first input
+// and output value on one line, cut to 300 characters (storage keeps them as previews,
+// so a long conversation's tree decodes no JSON).
 func (a *App) TurnTree(ctx context.Context, conv string) ([]ui.TurnNode, error) {
-	nodes, err := a.store.TurnTree(ctx, conv)
+	nodes, err := a.store.TurnOutline(ctx, conv)
 	if err != nil {
 		return nil, err
 	}
@@ -154,23 +158,9 @@ func (a *App) TurnTree(ctx context.Context, conv string) ([]ui.TurnNode, error) 
 			continue
 		}
 		out = append(out, ui.TurnNode{ID: n.Key, Parent: n.Parent, Index: n.Index,
-			Summary: firstValue(n.Inputs), Reply: firstValue(n.Outputs), Started: n.Started})
+			Summary: n.InputPreview, Reply: n.OutputPreview, Started: n.Started})
 	}
 	return out, nil
-}
-
-// firstValue renders the first value of a stored JSON object on one line.
-func firstValue(raw json.RawMessage) string {
-	v, err := sig.DecodeJSON(raw)
-	if err != nil {
-		return ""
-	}
-	m, ok := v.(*sig.Map)
-	if !ok || m.Len() == 0 {
-		return ""
-	}
-	s := m.String(m.Keys()[0])
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
@@ -215,6 +205,15 @@ func (a *App) conversationAgent(ctx context.Context, conv, override string) (dem
 
 // session restores the branch's engine session, wired to store its turns.
 func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
+	path, err := a.branchPath(ctx, conv, branch)
+	if err != nil {
+		return nil, err
+	}
+	return a.sessionFrom(ctx, conv, branch, agentOverride, path.turns)
+}
+
+// sessionFrom restores the session from the branch's path turns (shared, not changed).
+func (a *App) sessionFrom(ctx context.Context, conv, branch, agentOverride string, turns []*trace.Turn) (*turnRun, error) {
 	ag, err := a.conversationAgent(ctx, conv, agentOverride)
 	if err != nil {
 		return nil, err
@@ -222,10 +221,6 @@ func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (
 	mod, opts, err := ag.Build()
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
-	}
-	turns, err := a.store.LoadBranch(ctx, conv, branch)
-	if err != nil {
-		return nil, err
 	}
 	sink := a.store.Sink(conv, branch)
 	opts.Record = core.RecordAll
@@ -265,24 +260,14 @@ func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Eve
 	return a.run(ctx, r, a.model, a.resolver, req.Inputs, events)
 }
 
-// locate finds a turn's position: a branch whose path holds it and its index there.
+// locate finds a turn's position: a branch whose path holds it (main first, then by
+// creation) and its index there, by ancestor lookups rather than walking the paths.
 func (a *App) locate(ctx context.Context, conv, turn string) (string, int, error) {
-	bs, err := a.store.Branches(ctx, conv)
-	if err != nil {
-		return "", 0, err
+	b, i, err := a.store.Locate(ctx, conv, turn)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", 0, fmt.Errorf("turn %s is on no branch of conversation %s", turn, conv)
 	}
-	for _, b := range bs {
-		path, err := a.store.BranchPath(ctx, conv, b.Name)
-		if err != nil {
-			return "", 0, err
-		}
-		for i, n := range path {
-			if n.Key == turn {
-				return b.Name, i, nil
-			}
-		}
-	}
-	return "", 0, fmt.Errorf("turn %s is on no branch of conversation %s", turn, conv)
+	return b, i, err
 }
 
 // Fork makes a branch whose tip is turn.
@@ -351,14 +336,11 @@ func (a *App) EditAndResubmit(ctx context.Context, req ui.EditRequest, events ch
 // Replay re-runs a branch from a turn on into a sibling branch, optionally with another
 // agent (compare runs).
 func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui.Event) (string, error) {
-	turns, err := a.store.LoadBranch(ctx, req.Conv, req.Branch)
+	page, err := a.store.LoadBranchRangeWith(ctx, req.Conv, req.Branch, 0, 0, storage.LoadOptions{NoRequests: true})
 	if err != nil {
 		return "", err
 	}
-	path, err := a.store.BranchPath(ctx, req.Conv, req.Branch)
-	if err != nil {
-		return "", err
-	}
+	turns, path := page.Turns, page.Nodes
 	if len(path) == 0 {
 		return "", fmt.Errorf("replay: branch %s has no turns", req.Branch)
 	}

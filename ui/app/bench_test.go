@@ -173,13 +173,16 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 	return st, c.ID
 }
 
+// sendTurns is the branch length of BenchmarkSendAt10k.
+var sendTurns = 10000
+
 // BenchmarkSendAt10k is one Send on a 10,000-turn branch through App with the demo
 // model: restoring the branch's session, running the turn, storing it. cold is a fresh
 // App per Send (the workbench's first Send on a branch); warm is consecutive Sends on
 // one App (the branch grows by one turn per Send).
 func BenchmarkSendAt10k(b *testing.B) {
 	ctx := context.Background()
-	st, conv := sendFixture(b, 10000)
+	st, conv := sendFixture(b, sendTurns)
 	send := func(a *App) error {
 		_, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui"
 )
 
@@ -53,11 +54,16 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, ag.Name)
 		return r, nil
 	}
-	own, err := a.ownHistory(ctx, req.Conv, req.Branch, req.Turn, call.Path, earlier)
+	path, err := a.branchPath(ctx, req.Conv, req.Branch)
 	if err != nil {
 		return r, err
 	}
-	outer, err := a.outerHistory(ctx, req.Conv, req.Branch, req.Turn)
+	at := path.index(req.Turn)
+	if at < 0 {
+		return r, fmt.Errorf("turn %s is not on branch %s", req.Turn, req.Branch)
+	}
+	own := ownHistory(path.turns[:at], call.Path, earlier)
+	outer, err := a.outerHistory(ctx, req.Conv, req.Branch, path.turns, at)
 	if err != nil {
 		return r, err
 	}
@@ -86,16 +92,9 @@ func render(n int, p *core.Predict, outerSig *sig.Signature, inputs *sig.Map, ow
 	return msgs, st.Adapter, hist, err
 }
 
-// ownHistory collects the predictor's own earlier calls along the branch up to turn.
-func (a *App) ownHistory(ctx context.Context, conv, branch, turn, path string, earlier []*trace.Call) (sig.History, error) {
-	turns, err := a.store.LoadBranch(ctx, conv, branch)
-	if err != nil {
-		return sig.History{}, err
-	}
-	nodes, err := a.store.BranchPath(ctx, conv, branch)
-	if err != nil {
-		return sig.History{}, err
-	}
+// ownHistory collects the predictor's own earlier calls: those of the turns before the
+// previewed one, then the turn's calls before the previewed call.
+func ownHistory(before []*trace.Turn, path string, earlier []*trace.Call) sig.History {
 	var h sig.History
 	add := func(c *trace.Call) {
 		if c.Path == path && c.Error == "" && c.Outputs != nil {
@@ -104,16 +103,13 @@ func (a *App) ownHistory(ctx context.Context, conv, branch, turn, path string, e
 			h.Messages = append(h.Messages, m)
 		}
 	}
-	for i, tr := range turns {
-		if i < len(nodes) && nodes[i].Key == turn {
-			break
-		}
+	for _, tr := range before {
 		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) { add(c) })
 	}
 	for _, c := range earlier {
 		add(c)
 	}
-	return h, nil
+	return h
 }
 
 // finish adds token counts and lint warnings to a rendering.
@@ -150,7 +146,7 @@ func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, 
 	if p == nil {
 		return nil, fmt.Errorf("agent %s has no predictor", ag.Name)
 	}
-	turns, err := a.store.LoadBranch(ctx, conv, branch)
+	turns, err := a.store.LoadBranchWith(ctx, conv, branch, storage.LoadOptions{NoRequests: true})
 	if err != nil {
 		return nil, err
 	}
@@ -211,24 +207,15 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 	return "", nil
 }
 
-// outerHistory is the history the session gave turn (derived from the branch path with the
-// agent's settings; storage keeps only explicit snapshots).
-func (a *App) outerHistory(ctx context.Context, conv, branch, turn string) (sig.History, error) {
-	r, err := a.session(ctx, conv, branch, "")
+// outerHistory is the history the session gave the turn at index at of the branch's path
+// turns (derived with the agent's settings; storage keeps only explicit snapshots).
+func (a *App) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int) (sig.History, error) {
+	r, err := a.sessionFrom(ctx, conv, branch, "", turns)
 	if err != nil {
 		return sig.History{}, err
 	}
-	s := r.s
-	nodes, err := a.store.BranchPath(ctx, conv, branch)
-	if err != nil {
-		return sig.History{}, err
+	if t := r.s.Turn(at); t != nil {
+		return t.History, nil
 	}
-	for i, n := range nodes {
-		if n.Key == turn {
-			if t := s.Turn(i); t != nil {
-				return t.History, nil
-			}
-		}
-	}
-	return sig.History{}, fmt.Errorf("turn %s is not on branch %s", turn, branch)
+	return sig.History{}, fmt.Errorf("turn %d is not on branch %s", at, branch)
 }
