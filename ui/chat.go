@@ -401,7 +401,7 @@ func (p *chatPane) title(model string) string {
 
 // statusLine is the pane's own footer: turns, selection, state.
 func (p *chatPane) statusLine() string {
-	s := fmt.Sprintf(" %d turns", p.total)
+	s := " " + count(p.total, "turn")
 	if p.sel >= 0 {
 		s += fmt.Sprintf(" · turn %d selected", p.sel+1)
 	}

@@ -265,11 +265,11 @@ func (c *compareView) view(m *Model, w, h int) []string {
 		c.build(m, bw)
 	}
 	colW := (bw - 3) / 2
-	head := fit(fmt.Sprintf("%s · %d turns · %s tok", OneLine(c.left), c.leftN, humanTokens(c.lu)), colW) + " │ " +
-		fit(fmt.Sprintf("%s · %d turns · %s tok", OneLine(c.right), c.rightN, humanTokens(c.ru)), colW)
+	head := fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.left), count(c.leftN, "turn"), humanTokens(c.lu)), colW) + " │ " +
+		fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.right), count(c.rightN, "turn"), humanTokens(c.ru)), colW)
 	body := []string{s.Title.Render(head)}
 	c.top = max(0, min(c.top, len(c.rows)-(bh-1)))
 	body = append(body, c.rows[c.top:min(len(c.rows), c.top+bh-1)]...)
-	footer := fmt.Sprintf(" %d differing turns ·", c.differing) + hints(as(m.keys.Down, "scroll"), as(m.keys.Cancel, "back"))
+	footer := " "+count(c.differing, "differing turn")+" ·" + hints(as(m.keys.Down, "scroll"), as(m.keys.Cancel, "back"))
 	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", footer, body, w, h)
 }

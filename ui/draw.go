@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"strconv"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -132,4 +133,12 @@ func trimZero(f float64) string {
 		s += "." + itoa(tenths%10)
 	}
 	return s
+}
+
+// count is "1 turn", "2 turns": a number with its noun, pluralised the English way.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

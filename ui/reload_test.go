@@ -26,7 +26,7 @@ func TestForkWhileRunningKeepsTheTurn(t *testing.T) {
 	hs.settle()
 	s := hs.screen()
 	assertContains(t, s, "turn recorded on main", "second question")
-	if bottom := lineWith(s, "╰─ 2 turns"); !strings.HasPrefix(bottom, "╰─ 2 turns") || !strings.Contains(bottom, "╯╰─ 1 turns") {
+	if bottom := lineWith(s, "╰─ 2 turns"); !strings.HasPrefix(bottom, "╰─ 2 turns") || !strings.Contains(bottom, "╯╰─ 1 turn ") {
 		t.Errorf("main should show 2 turns and fork-1 1 turn:\n%s", s)
 	}
 }

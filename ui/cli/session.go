@@ -293,7 +293,7 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 			if len(keys) < a.steps {
 				n = fmt.Sprintf("%d of the %d requested", len(keys), a.steps) // as dspy-session: up to steps
 			}
-			fmt.Fprintf(w, "%s %s turn(s) on %q: now %d turns, %d to redo\n", verb, n, a.branch, b.Length, b.Redo)
+			fmt.Fprintf(w, "%s %s turn(s) on %q: now %d turn(s), %d to redo\n", verb, n, a.branch, b.Length, b.Redo)
 		}), nil
 	case "branches":
 		bs, err := s.Branches(ctx, pos[0])

@@ -56,7 +56,7 @@ func TestStory(t *testing.T) {
 	// Two turns; the demo model answers from the support agent's script.
 	tm.typeText("How do I reset my password?")
 	tm.press("Enter")
-	s := tm.waitFor("turn recorded on main", "╰─ 1 turns", "choose 'Forgot")
+	s := tm.waitFor("turn recorded on main", "╰─ 1 turn ", "choose 'Forgot")
 	for _, want := range []string{"main · demo (offline)", "#1 you", "How do I reset my password?", "intent:", "technical", "calls · turn 1", "classify", "respond"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("after the first turn, %q is not on screen:\n%s", want, s)
@@ -110,7 +110,7 @@ func TestStory(t *testing.T) {
 	tm.waitFor("forked fork-1 at turn 1", "fork-1 · demo (offline)")
 	// both panes reload; then main (2 turns) and fork-1 (1 turn) stand side by side
 	tm.waitUntil("main and fork-1 side by side", func(s string) bool {
-		return strings.HasPrefix(lineWith(s, "╰─ 2 turns"), "╰─ 2 turns") && strings.Contains(lineWith(s, "╰─ 2 turns"), "╯╰─ 1 turns")
+		return strings.HasPrefix(lineWith(s, "╰─ 2 turns"), "╰─ 2 turns") && strings.Contains(lineWith(s, "╰─ 2 turns"), "╯╰─ 1 turn ")
 	})
 	// The fork pane has the focus; tab goes on through the tree and the wire pane to the
 	// editor (focus order: editor, main, fork-1, tree, wire), and the turn goes to fork-1,
@@ -125,7 +125,7 @@ func TestStory(t *testing.T) {
 	tm.waitFor("undid 1 turn(s) on main · r redoes")
 	// main reloads: it ends with one turn, and the second turn's text is nowhere
 	tm.waitUntil("main with 1 turn", func(s string) bool {
-		return strings.HasPrefix(lineWith(s, "╰─ 1 turns"), "╰─ 1 turns") && strings.Contains(s, "#1 you") &&
+		return strings.HasPrefix(lineWith(s, "╰─ 1 turn "), "╰─ 1 turn ") && strings.Contains(s, "#1 you") &&
 			!strings.Contains(s, "I was charged twice") && !strings.Contains(s, "your billing question?")
 	})
 	tm.press("r")
@@ -197,7 +197,7 @@ func TestResize(t *testing.T) {
 		if len(rows) != 20 || !strings.HasPrefix(rows[0], " sessionbench · model: demo (offline)") {
 			return false
 		}
-		for _, pair := range [][2]string{{"╭─ main", "╰─ 1 turns"}, {"╭─ SupportAgent", "╰─ enter send"}} {
+		for _, pair := range [][2]string{{"╭─ main", "╰─ 1 turn "}, {"╭─ SupportAgent", "╰─ enter send"}} {
 			top, bottom := lineWith(s, pair[0]), lineWith(s, pair[1])
 			if !strings.HasSuffix(top, "╮") || !strings.HasSuffix(bottom, "╯") || len([]rune(top)) != 60 || len([]rune(bottom)) != 60 {
 				return false
