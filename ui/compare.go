@@ -270,6 +270,6 @@ func (c *compareView) view(m *Model, w, h int) []string {
 	body := []string{s.Title.Render(head)}
 	c.top = max(0, min(c.top, len(c.rows)-(bh-1)))
 	body = append(body, c.rows[c.top:min(len(c.rows), c.top+bh-1)]...)
-	footer := " "+count(c.differing, "differing turn")+" ·" + hints(as(m.keys.Down, "scroll"), as(m.keys.Cancel, "back"))
+	footer := " " + count(c.differing, "differing turn") + " ·" + hints(as(m.keys.Down, "scroll"), as(m.keys.Cancel, "back"))
 	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", footer, body, w, h)
 }
