@@ -105,6 +105,7 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
+	llm.PreloadEncodings(sel.LM.Name())
 	a := app.New(store, sel.LM)
 	a.SetModelResolver(demo.NamedModels(ctx, config, os.Getenv))
 	return ui.Run(ctx, a, uiOpts)

@@ -90,3 +90,14 @@ func CountTokens(model string, msgs []lm.Message) (perMessage []int, total int, 
 	}
 	return perMessage, total + TokensReplyPrime, nil
 }
+
+// PreloadEncodings builds the encoders for these models in the background, so the first
+// count (the wire pane, the demo model's usage, hence its recorded latency) does not pay
+// for parsing a BPE table.
+func PreloadEncodings(models ...string) {
+	go func() {
+		for _, m := range models {
+			_, _ = encoder(EncodingFor(m))
+		}
+	}()
+}

@@ -137,6 +137,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	}
 	fmt.Fprintln(env.Stderr, note)
 
+	llm.PreloadEncodings(model.Name())
 	a := app.New(s, model)
 	if conv == nil {
 		title := o.title
