@@ -139,6 +139,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := app.New(s, model)
+	a.SetModelResolver(demo.NamedModels(ctx, o.model.ConfigPath, os.Getenv))
 	if conv == nil {
 		title := o.title
 		if title == "" {
