@@ -77,7 +77,7 @@ type Clock func() time.Time
 // Agents lists the built-in demo agents in the order the UI shows them.
 func Agents() []Agent {
 	return []Agent{
-		supportAgent(), translateAgent("French"), retryAgent(), stepAgent(time.Now), ragAgent(), orchestratorAgent(),
+		supportAgent(), translateAgent("French"), retryAgent(), stepAgent(time.Now), ragAgent(), orchestratorAgent(), researchAgent(),
 	}
 }
 

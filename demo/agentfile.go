@@ -93,6 +93,7 @@ type stepSpec struct {
 	Summarize   bool              `toml:"summarize"`
 	SummaryTo   string            `toml:"summary_to"`
 	Loop        *loopSpec         `toml:"loop"`
+	Module      string            `toml:"module"`
 }
 
 type loopSpec struct {

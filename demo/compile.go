@@ -27,6 +27,12 @@ type compiler struct {
 	seen  map[string]bool
 	preds map[string]*predInfo
 	order []string
+
+	// module steps (module_step.go)
+	module        string                 // path of the module step being compiled ("" at the top)
+	modules       map[string]*moduleInfo // by path
+	uses          []predUse
+	parallelDepth int
 }
 
 type predInfo struct {
@@ -74,7 +80,7 @@ func displayKey(key string) string {
 
 // compile checks the file and builds a fresh workflow and its session options.
 func (c *compiler) compile(now Clock) (*Workflow, core.Options, FileErrors) {
-	c.seen, c.preds = map[string]bool{}, map[string]*predInfo{}
+	c.seen, c.preds, c.modules = map[string]bool{}, map[string]*predInfo{}, map[string]*moduleInfo{}
 	s := c.spec
 	avail := map[string]bool{}
 	params := sig.NewMap()
@@ -109,6 +115,7 @@ func (c *compiler) compile(now Clock) (*Workflow, core.Options, FileErrors) {
 		c.errf("steps", "the agent has no steps")
 	}
 	steps := c.steps(s.Steps, "steps", avail, "", nil)
+	c.checkModules()
 	for _, out := range s.Outputs {
 		if !avail[out] {
 			c.errf("outputs", "output %q is not produced by any step (available: %s)", out, fieldList(avail))
@@ -129,6 +136,7 @@ func (c *compiler) compile(now Clock) (*Workflow, core.Options, FileErrors) {
 	for _, n := range c.order {
 		w.preds = append(w.preds, namedPredict{n, c.preds[n].p})
 	}
+	c.attachModules(w)
 	return w, opts, nil
 }
 
@@ -147,15 +155,7 @@ func (c *compiler) options() core.Options {
 	check("session.inner_scope", ss.InnerScope, "cross_turn", "per_turn", "stateless")
 	for _, n := range c.order {
 		pi := c.preds[n]
-		var cc core.ChildConfig
-		switch pi.mode {
-		case "isolated":
-			cc.Nested, cc.Scope = core.Keep, core.PerTurn
-		case "shared":
-			cc.Nested = core.Inherit
-		case "inherited":
-			cc.Nested, cc.Scope = core.Keep, core.CrossTurn
-		}
+		cc := modeConfig(pi.mode)
 		if v := pi.spec.NestedSessions; v != "" {
 			cc.Nested = core.NestedPolicy(v)
 		}
@@ -173,6 +173,7 @@ func (c *compiler) options() core.Options {
 			o.ChildConfigs[n] = cc
 		}
 	}
+	c.moduleOptions(&o)
 	return o
 }
 

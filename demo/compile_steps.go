@@ -73,7 +73,7 @@ func (c *compiler) step(ss *stepSpec, key string, avail map[string]bool, mode st
 	}
 	compound := ss.Workflow != "" || ss.Steps != nil
 	if !compound {
-		for k, set := range map[string]bool{"context_mode": ss.ContextMode != "", "parallel": ss.Parallel, "summarize": ss.Summarize} {
+		for k, set := range map[string]bool{"context_mode": ss.ContextMode != "", "parallel": ss.Parallel, "summarize": ss.Summarize, "module": ss.Module != ""} {
 			if set {
 				c.errf(key+"."+k, "%s applies to compound steps (steps or workflow) only", k)
 			}
@@ -96,7 +96,7 @@ func (c *compiler) step(ss *stepSpec, key string, avail map[string]bool, mode st
 			writes = append(writes, to)
 		}
 	default:
-		return st, c.compoundStep(ss, st, key, avail, stack)
+		return st, c.compoundStep(ss, st, key, avail, mode, stack)
 	}
 	// A leaf loop or retry sees its own writes on later attempts; its checks and meta
 	// fields live in the same scope.
@@ -114,6 +114,7 @@ func (c *compiler) predictorStep(ss *stepSpec, st *step, key string, avail map[s
 		return nil
 	}
 	st.pred = pi.p
+	c.uses = append(c.uses, predUse{pred: ss.Predictor, module: c.module, key: key})
 	switch {
 	case pi.mode == "-":
 		pi.mode, pi.modeKey = mode, key
@@ -216,8 +217,13 @@ func (c *compiler) bind(to, from, key string, avail map[string]bool) binding {
 var fieldRefRe = regexp.MustCompile(`^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}$`)
 
 // compoundStep compiles sub-steps in a child scope according to the context mode.
-func (c *compiler) compoundStep(ss *stepSpec, st *step, key string, avail map[string]bool, stack []string) []string {
+func (c *compiler) compoundStep(ss *stepSpec, st *step, key string, avail map[string]bool, mode string, stack []string) []string {
 	st.kind = kindCompound
+	if path := c.moduleStep(ss, st, key, mode); path != "" {
+		outer := c.module
+		c.module = path
+		defer func() { c.module = outer }()
+	}
 	st.parallel = ss.Parallel
 	st.mode = ss.ContextMode
 	if st.mode == "" {
@@ -306,6 +312,8 @@ func (c *compiler) compoundStep(ss *stepSpec, st *step, key string, avail map[st
 // parallel compiles branches that all start from the same fields; two branches may
 // not write the same field or share a predictor (its history would depend on timing).
 func (c *compiler) parallel(sub []stepSpec, key string, child map[string]bool, mode string, stack []string, st *step) {
+	c.parallelDepth++
+	defer func() { c.parallelDepth-- }()
 	writer := map[string]string{}
 	user := map[string]string{}
 	var all []string

@@ -107,6 +107,7 @@ func TestDemoAgentConversations(t *testing.T) {
 				t.Error("answerer got no documents")
 			}
 		},
+		"ResearchAgent": checkResearchConversation,
 		"Orchestrator": func(t *testing.T, s *core.Session, turns []*trace.Turn) {
 			if !reflect.DeepEqual(paths(turns[1]), []string{"planner", "researcher", "writer"}) {
 				t.Fatalf("calls = %v", paths(turns[1]))
@@ -172,7 +173,7 @@ func TestRegistry(t *testing.T) {
 	if _, ok := Lookup("supportagent"); !ok {
 		t.Error("lookup must ignore case")
 	}
-	if len(names) != 6 {
-		t.Errorf("want 6 demo agents, have %d", len(names))
+	if len(names) != 7 {
+		t.Errorf("want 7 demo agents, have %d", len(names))
 	}
 }

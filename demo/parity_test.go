@@ -26,6 +26,7 @@ var conversations = []struct {
 	{"StepAgent", "step.toml", []string{"What is 17 * 23 + 4?", "What is our refund policy?", "What day is it today?"}},
 	{"RAGAgent", "rag.toml", []string{"How long do refunds take?", "How do I enable two-factor authentication?"}},
 	{"Orchestrator", "orchestrator.toml", []string{"Plan a team offsite for 12 people", "Now write the invitation email"}},
+	{"ResearchAgent", "research.toml", []string{"How long do refunds take?", "When can I talk to a human?", "What's the weather like?"}},
 }
 
 func demoCtx(a Agent) context.Context {

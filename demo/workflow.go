@@ -22,6 +22,7 @@ type Workflow struct {
 	preds   []namedPredict
 	steps   []*step
 	now     Clock
+	subs    []core.Sub // the module tree, when built at compile time (moduleTree)
 }
 
 type namedPredict struct {
@@ -69,6 +70,9 @@ type step struct {
 	bestTo     string
 	statusTo   string
 	summaryTo  string // "" when not summarising
+
+	module  *stepModule // module steps: called through core.Call
+	modType string
 }
 
 // TypeName is the agent's name, shown in traces.
@@ -77,6 +81,9 @@ func (w *Workflow) TypeName() string { return w.name }
 // Submodules lists the predictors; dotted names ("researcher.summarizer") become
 // nested groups so that paths match a Go agent built the same way.
 func (w *Workflow) Submodules() []core.Sub {
+	if w.subs != nil {
+		return w.subs
+	}
 	root := &group{}
 	for _, np := range w.preds {
 		root.add(strings.Split(np.name, "."), np.p)
@@ -325,35 +332,18 @@ func (w *Workflow) loop(sc *scope, st *step, body func(stop func() bool) (bool, 
 // runCompound runs sub-steps in a child scope chosen by the context mode, then hands
 // the mapped outputs and the summary to the parent.
 func (w *Workflow) runCompound(ctx context.Context, parent *scope, st *step) error {
-	var child *scope
-	switch st.mode {
-	case "shared":
-		child = parent
-	case "inherited":
-		child = newScope(parent)
-	default: // isolated
-		child = newScope(nil)
-	}
+	seed := sig.NewMap()
 	for _, b := range st.inputs {
 		v, err := resolve(parent, b)
 		if err != nil {
 			return err
 		}
-		child.set(b.to, v)
+		seed.Set(b.to, v)
 	}
-	start := len(child.written)
-	run := func(stop func() bool) (bool, error) {
-		if st.parallel && gateFrom(ctx) == nil {
-			return false, w.runParallel(ctx, child, st.sub)
-		}
-		return w.runSteps(ctx, child, st.sub, stop)
+	if st.module != nil {
+		return w.runModule(ctx, parent, st, seed)
 	}
-	var err error
-	if st.loopMax > 0 {
-		err = w.loop(child, st, run)
-	} else {
-		_, err = run(nil)
-	}
+	child, start, err := w.runChild(ctx, parent, st, seed)
 	if err != nil {
 		return err
 	}
@@ -368,6 +358,36 @@ func (w *Workflow) runCompound(ctx context.Context, parent *scope, st *step) err
 		parent.set(st.summaryTo, summarize(st.name, child, start))
 	}
 	return nil
+}
+
+// runChild runs a compound step's sub-steps (all iterations when it loops) in a child
+// scope chosen by the context mode and seeded with seed; it returns the child and how
+// many fields it had written before the sub-steps ran (for summaries).
+func (w *Workflow) runChild(ctx context.Context, parent *scope, st *step, seed *sig.Map) (*scope, int, error) {
+	var child *scope
+	switch st.mode {
+	case "shared":
+		child = parent
+	case "inherited":
+		child = newScope(parent)
+	default: // isolated
+		child = newScope(nil)
+	}
+	seed.Range(func(k string, v any) bool { child.set(k, v); return true })
+	start := len(child.written)
+	run := func(stop func() bool) (bool, error) {
+		if st.parallel && gateFrom(ctx) == nil {
+			return false, w.runParallel(ctx, child, st.sub)
+		}
+		return w.runSteps(ctx, child, st.sub, stop)
+	}
+	var err error
+	if st.loopMax > 0 {
+		err = w.loop(child, st, run)
+	} else {
+		_, err = run(nil)
+	}
+	return child, start, err
 }
 
 // summarize is seed 002's string feedback: what the child wrote, one line.
