@@ -6,8 +6,10 @@
 // Agents() lists them: SupportAgent (classify -> respond), CorrectThenTranslate
 // (corrector -> translator), RetryAgent (planner + validator, up to 3 attempts, best
 // attempt per seed 003), StepAgent (thinker loop over safe built-in tools), RAGAgent
-// (retriever without history, answerer with documents kept out of history) and
-// Orchestrator (planner, researcher, writer in a core.Container). Each Agent gives a
+// (retriever without history, answerer with documents kept out of history),
+// Orchestrator (planner, researcher, writer in a core.Container) and ResearchAgent
+// (plan, a nested research module of two queries and a summary, answer: the one
+// whose call records nest). Each Agent gives a
 // fresh module and the session options the seed recommends (New), and the scripts that
 // make the offline demo model follow the seed's dialogues (Scripts; llm.DemoOptions).
 // The same agents ship as agent files (ExampleFiles) that record identical calls.
@@ -69,6 +71,14 @@
 // declaration order. Calls of parallel branches are started round-robin (branch 0,
 // 1, 2, then their second calls ...), so the recorded order never depends on timing;
 // two branches may not write the same field or call the same predictor.
+//
+// module = "TypeName" makes a compound step a sub-module, as a Go agent calling a
+// nested module through core.Call: the session records one module-level call (path =
+// the step's name, under any enclosing module step; type = TypeName) whose children are
+// the calls made inside, and the module keeps a turn of its own. Predictors called
+// inside are named under its path ("research.query" inside step "research"), the
+// step's outputs are the module's outputs, and a module step may not sit inside a
+// parallel step or summarize. A file with module steps is recursive over modules.
 //
 // # Context modes and the session engine
 //

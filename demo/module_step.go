@@ -165,8 +165,8 @@ func (c *compiler) moduleStep(ss *stepSpec, st *step, key, mode string) string {
 	}
 	path := joinDots(c.module, ss.Name)
 	if prev, dup := c.modules[path]; dup {
-		c.errf(key+".name", "module step path %q is used twice (also at %s)", path, displayKey(prev.key))
-		return ""
+		c.errf(key+".name", "module step path %q is used twice (also at %s; a workflow holding a module step can be used once)", path, displayKey(prev.key))
+		return path // still the sub-steps' module, so their predictors are not reported too
 	}
 	st.modType = ss.Module
 	c.modules[path] = &moduleInfo{key: key, mode: mode, st: st}
@@ -197,7 +197,7 @@ func (c *compiler) checkModules() {
 	}
 	for _, u := range c.uses {
 		if _, clash := c.modules[u.pred]; clash {
-			c.errf(u.key+".predictor", "predictor %q has the path of a module step; name it under the module (%q)", u.pred, u.pred+"."+"name")
+			c.errf(u.key+".predictor", "predictor %q has the path of a module step; name it under the module (%s.<name>)", u.pred, u.pred)
 			continue
 		}
 		switch o := owner(u.pred); {

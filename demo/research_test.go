@@ -64,3 +64,25 @@ func checkResearchConversation(t *testing.T, s *core.Session, turns []*trace.Tur
 		t.Errorf("research module kept %d turns, want %d", n, len(turns))
 	}
 }
+
+// A ResearchAgent session rebuilt from its recorded turns (as the workbench does from
+// storage) runs the next turn exactly as the live session does: plan and answer are
+// restored from their top-level records, and the research predictors start afresh
+// every turn (per_turn), so nothing of theirs needs restoring.
+func TestResearchAgentRestoredRunsLikeLive(t *testing.T) {
+	a, _ := Lookup("ResearchAgent")
+	qs := []string{"How long do refunds take?", "How do I export my data?", "When can I talk to a human?"}
+	_, live := runConversation(t, a, qs)
+	m, o := a.New()
+	s, err := core.Restore(m, o, live[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, next, err := s.Run(demoCtx(a), sig.NewMap("question", qs[2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := stable(t, []*trace.Turn{next}), stable(t, live[2:]); g != w {
+		t.Fatalf("restored run differs:\n--- restored\n%s\n--- live\n%s", g, w)
+	}
+}
