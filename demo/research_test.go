@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -85,4 +86,65 @@ func TestResearchAgentRestoredRunsLikeLive(t *testing.T) {
 	if g, w := stable(t, []*trace.Turn{next}), stable(t, live[2:]); g != w {
 		t.Fatalf("restored run differs:\n--- restored\n%s\n--- live\n%s", g, w)
 	}
+}
+
+// Any question gets a deterministic answer from the demo model: cited from the
+// knowledge base, or saying it is not covered.
+func TestResearchScriptsAnswerAnyQuestion(t *testing.T) {
+	a, _ := Lookup("ResearchAgent")
+	cases := []struct{ q, want string }{
+		{"How do I enable two-factor authentication?", "[Two-factor authentication]"},
+		{"invoice", "[Billing cycle]"},
+		{"Plan a team offsite", "[Team offsites]"},
+		{"What's the weather like?", "does not cover this"},
+		{"", "does not cover this"},
+		{"  \n\n", "does not cover this"},
+		{"Où est ma facture ? 請幫忙", "does not cover this"},
+		{strings.Repeat("refund ", 200), "[Refund policy]"},
+	}
+	for _, c := range cases {
+		_, first := runConversation(t, a, []string{c.q})
+		_, again := runConversation(t, a, []string{c.q})
+		got := first[0].Outputs.String("answer")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%q: answer %q, want %q in it", c.q, got, c.want)
+		}
+		if stable(t, first) != stable(t, again) {
+			t.Errorf("%q: two runs differ", c.q)
+		}
+		if n := len(first[0].Calls[1].Children); n != 3 {
+			t.Errorf("%q: research made %d calls", c.q, n)
+		}
+	}
+}
+
+// The scripts answer only the ResearchAgent's predictors: another agent's "answer"
+// predictor with other inputs is left to the demo model's default.
+func TestResearchScriptsStayOwn(t *testing.T) {
+	for _, s := range researchScripts() {
+		if sc := s.(script); sc.inputs == nil {
+			t.Errorf("script %s matches any inputs", sc.pred)
+		}
+	}
+	ans := researchScripts()[3].(script)
+	if _, ok := ans.Answer(lmMeta("answer", []string{"answer"}, "question"), nil); ok {
+		t.Error("the answer script answered a question -> answer predictor")
+	}
+	if _, ok := ans.Answer(lmMeta("answer", []string{"answer"}, "question", "findings"), nil); !ok {
+		t.Error("the answer script did not answer its own predictor")
+	}
+}
+
+// lmMeta is a request's metadata for a Predict at path with the given outputs and inputs.
+func lmMeta(path string, outputs []string, inputs ...string) lm.Meta {
+	var in, out []sig.Field
+	vals := sig.NewMap()
+	for _, n := range inputs {
+		in = append(in, str(n, ""))
+		vals.Set(n, "x")
+	}
+	for _, n := range outputs {
+		out = append(out, str(n, ""))
+	}
+	return lm.Meta{Path: path, PredictorType: "Predict", Signature: sig.New("S", "", in, out), Inputs: vals}
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -18,6 +19,7 @@ type script struct {
 	pred    string   // last path segment
 	typ     string   // "Predict" or "ChainOfThought"
 	outputs []string // the signature's outputs, in order
+	inputs  []string // when set, the call's inputs must be exactly these, in order
 	answer  func(in *sig.Map) (*sig.Map, bool)
 }
 
@@ -37,6 +39,9 @@ func (s script) Answer(meta lm.Meta, _ []lm.Message) (*sig.Map, bool) {
 		if f.Name != s.outputs[i] {
 			return nil, false
 		}
+	}
+	if s.inputs != nil && !slices.Equal(meta.Inputs.Keys(), s.inputs) {
+		return nil, false
 	}
 	return s.answer(meta.Inputs)
 }

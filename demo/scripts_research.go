@@ -22,19 +22,21 @@ var (
 )
 
 func researchScripts() []llm.Script {
+	// The demo model shares every agent's scripts, and "plan", "query", "summarize" and
+	// "answer" are common names: each script also wants exactly its own inputs.
 	return scripts(
-		script{pred: "plan", typ: "Predict", outputs: []string{"plan"}, answer: func(in *sig.Map) (*sig.Map, bool) {
+		script{pred: "plan", typ: "Predict", outputs: []string{"plan"}, inputs: []string{"question"}, answer: func(in *sig.Map) (*sig.Map, bool) {
 			a, b := researchTopics(in.String("question"))
 			return sig.NewMap("plan", "1. "+researchPlanPrefix+a+"\n2. "+researchPlanPrefix+b+
 				"\n3. Answer from the findings, citing each source."), true
 		}},
-		script{pred: "query", typ: "Predict", outputs: []string{"query"}, answer: func(in *sig.Map) (*sig.Map, bool) {
+		script{pred: "query", typ: "Predict", outputs: []string{"query"}, inputs: []string{"question", "plan", "notes"}, answer: func(in *sig.Map) (*sig.Map, bool) {
 			return sig.NewMap("query", nextQuery(in.String("question"), in.String("plan"), in.String("notes"))), true
 		}},
-		script{pred: "summarize", typ: "Predict", outputs: []string{"findings"}, answer: func(in *sig.Map) (*sig.Map, bool) {
+		script{pred: "summarize", typ: "Predict", outputs: []string{"findings"}, inputs: []string{"question", "notes"}, answer: func(in *sig.Map) (*sig.Map, bool) {
 			return sig.NewMap("findings", summarizeNotes(in.String("notes"))), true
 		}},
-		script{pred: "answer", typ: "Predict", outputs: []string{"answer"}, answer: func(in *sig.Map) (*sig.Map, bool) {
+		script{pred: "answer", typ: "Predict", outputs: []string{"answer"}, inputs: []string{"question", "findings"}, answer: func(in *sig.Map) (*sig.Map, bool) {
 			return sig.NewMap("answer", answerFromFindings(in.String("question"), in.String("findings"))), true
 		}},
 	)
@@ -148,7 +150,7 @@ func answerFromFindings(question, findings string) string {
 	}
 	b.WriteString(cite(fs[0]))
 	if len(fs) > 1 {
-		b.WriteString("\n\nAlso relevant:")
+		b.WriteString("\n\nSee also:")
 		for _, f := range fs[1:] {
 			b.WriteString("\n- " + cite(f))
 		}
