@@ -81,6 +81,16 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 // finishCall files a finished call record: into the current collector (trace), to the
 // observer, the on_call hook and the durable sink. Record mode "calls" drops the bulky
 // request and raw answer.
+// callID is a call's ID: its sequence number, under its parent call's ID when nested
+// ("c2.c3").
+func callID(ctx context.Context, seq int64) string {
+	id := fmt.Sprintf("c%d", seq)
+	if pc := parentCallFrom(ctx); pc != nil {
+		id = pc.ID + "." + id
+	}
+	return id
+}
+
 func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.Call) {
 	if !f.record {
 		if obs := observerFrom(ctx); obs != nil {
@@ -91,10 +101,7 @@ func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.
 	if f.root.opts.Record == RecordCalls {
 		c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
 	}
-	c.ID = fmt.Sprintf("c%d", seq)
-	if pc := parentCallFrom(ctx); pc != nil {
-		c.ID = pc.ID + "." + c.ID
-	}
+	c.ID = callID(ctx, seq)
 	collectorFrom(ctx).add(seq, c)
 	if obs := observerFrom(ctx); obs != nil {
 		obs.CallFinished(c.Path, c)
@@ -198,6 +205,9 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 	if !single {
 		seq = f.next()
 		rec = &trace.Call{Path: joinPath(f.prefix, path), PredictorType: TypeName(cs.module), Inputs: inputs.Clone(), Started: time.Now().UTC()}
+		// The inner calls finish first and take their IDs ("c2.c3") and the sink's parent
+		// ID from this record, so it needs its ID now (finishCall gives it the same one).
+		rec.ID = callID(ctx, seq)
 		inner = withCollector(withParentCall(ctx, rec), &collector{})
 	}
 	finish := func(p *Prediction, err error, children []*trace.Call) (*Prediction, error) {
