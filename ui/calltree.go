@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -136,7 +138,7 @@ func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
 				mark = "▸ "
 			}
 		}
-		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), humanTokens(c.Usage.TotalTokens))
+		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), humanTokens(callUsage(c).TotalTokens))
 		if len(c.Attempts) > 1 {
 			meta += fmt.Sprintf("  ×%d", len(c.Attempts))
 		}
@@ -161,6 +163,27 @@ func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
 	return out
 }
 
+// isModuleRecord: the engine's record of a nested module, which holds its inner calls
+// and sends no request itself (no adapter), unlike a predictor call.
+func isModuleRecord(c *trace.Call) bool { return len(c.Children) > 0 && c.Adapter == "" }
+
+// callUsage is a call's own usage, or for a module record (which sends nothing itself)
+// the sum over its inner calls, so the tree shows what the module cost.
+func callUsage(c *trace.Call) lm.Usage {
+	if len(c.Children) == 0 || c.Usage != (lm.Usage{}) {
+		return c.Usage
+	}
+	var u lm.Usage
+	for _, ch := range c.Children {
+		cu := callUsage(ch)
+		u.PromptTokens += cu.PromptTokens
+		u.CompletionTokens += cu.CompletionTokens
+		u.CachedTokens += cu.CachedTokens
+		u.TotalTokens += cu.TotalTokens
+	}
+	return u
+}
+
 // footer summarises the tree.
 func (t *callTree) footer() string {
 	n := 0
@@ -180,10 +203,19 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	kv := func(k, v string) {
 		out = append(out, wrapLines(s.Muted.Render(k+": ")+Sanitize(v), w)...)
 	}
-	out = append(out, s.Title.Render(OneLine(c.Path))+s.Muted.Render("  "+OneLine(c.PredictorType)+" · "+OneLine(c.Adapter)+" adapter · "+OneLine(c.Model)))
+	if isModuleRecord(c) {
+		out = append(out, s.Title.Render(OneLine(c.Path))+s.Muted.Render("  "+OneLine(c.PredictorType)+" · module: "+
+			count(len(c.Children), "inner call")+", no request of its own"))
+	} else {
+		out = append(out, s.Title.Render(OneLine(c.Path))+s.Muted.Render("  "+OneLine(c.PredictorType)+" · "+OneLine(c.Adapter)+" adapter · "+OneLine(c.Model)))
+	}
 	kv("id", c.ID)
 	kv("latency", fmtDuration(c.Latency))
-	kv("usage", fmt.Sprintf("%d prompt + %d completion = %d tokens (%d cached)", c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.TotalTokens, c.Usage.CachedTokens))
+	u, of := callUsage(c), ""
+	if u != c.Usage {
+		of = " (sum of its inner calls)"
+	}
+	kv("usage", fmt.Sprintf("%d prompt + %d completion = %d tokens (%d cached)%s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedTokens, of))
 	if c.Error != "" {
 		out = append(out, wrapLines(s.Error.Render("error: ")+Sanitize(c.Error), w)...)
 	}

@@ -350,8 +350,8 @@ func (m *Model) wantedPreviews() []PreviewRequest {
 		return nil
 	}
 	c := m.tree.selected()
-	if c == nil {
-		return nil // the turn made no calls: nothing was sent
+	if c == nil || isModuleRecord(c) {
+		return nil // no calls, or a module record: it sent nothing itself
 	}
 	call := c.ID
 	base := PreviewRequest{Conv: m.conv.ID, Branch: p.branch, Turn: id, Call: call}

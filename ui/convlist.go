@@ -184,7 +184,7 @@ func (m *Model) convView(w, h int) []string {
 	c := m.cl
 	bw, bh := w-2, h-2
 	var body []string
-	hdr := fmt.Sprintf("%-*s %-12s %-11s %4s %6s  %s", max(bw-48, 10), "title", "agent", "status", "br", "turns", "updated")
+	hdr := fmt.Sprintf("%-*s %-14s %-11s %4s %6s  %s", max(bw-50, 10), "title", "agent", "status", "br", "turns", "updated")
 	body = append(body, s.Muted.Render(fit(hdr, bw)))
 	rows := bh - 2
 	if c.sel < c.top {
@@ -198,8 +198,8 @@ func (m *Model) convView(w, h int) []string {
 	}
 	for i := c.top; i < len(c.shown) && len(body) < rows+1; i++ {
 		cv := c.all[c.shown[i]]
-		line := fmt.Sprintf("%-*s %-12s %-11s %4d %6d  %s", max(bw-48, 10), fit(OneLine(cv.Title), max(bw-48, 10)),
-			fit(OneLine(cv.Agent), 12), fit(OneLine(cv.Status), 11), cv.Branches, cv.Turns, ago(cv.Updated))
+		line := fmt.Sprintf("%-*s %-14s %-11s %4d %6d  %s", max(bw-50, 10), fit(OneLine(cv.Title), max(bw-50, 10)),
+			fit(OneLine(cv.Agent), 14), fit(OneLine(cv.Status), 11), cv.Branches, cv.Turns, ago(cv.Updated))
 		if i == c.sel {
 			line = s.Selected.Render(fit(line, bw))
 		}

@@ -187,3 +187,29 @@ func TestDryRunTitle(t *testing.T) {
 	hs.pump(func() bool { return strings.Contains(hs.screen(), "question: draftx") })
 	assertContains(t, hs.screen(), "wire · dry run · 1 keep")
 }
+
+// A module record (a nested session around several predictors) sends nothing itself: the
+// tree shows what its inner calls cost and the wire pane says to pick one of them.
+func TestModuleRecordInTreeAndWire(t *testing.T) {
+	b := uitest.New()
+	c, err := b.NewConversation(context.Background(), "support", "nested")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := func(id, path string, tok int) *trace.Call {
+		return &trace.Call{ID: id, Path: path, PredictorType: "Predict", Adapter: "chat",
+			Inputs: sig.NewMap("q", "x"), Outputs: sig.NewMap("a", "y"), Usage: lm.Usage{TotalTokens: tok},
+			Messages: []lm.Message{{Role: "user", Content: "hi"}}}
+	}
+	mod := &trace.Call{ID: "c1", Path: "research", PredictorType: "Research", Inputs: sig.NewMap("q", "x"),
+		Children: []*trace.Call{inner("c1.c2", "research.query", 1200), inner("c1.c3", "research.summarize", 300)}}
+	if _, err := b.AddTurn(c.ID, "main", &trace.Turn{Inputs: sig.NewMap("question", "q"), Outputs: sig.NewMap("reply", "r"),
+		Calls: []*trace.Call{mod}}); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, b, 140, 36)
+	hs.press("enter")
+	s := hs.screen()
+	assertContains(t, s, "research  Research", "1.5k tok", "research is a module: it sends no request itself")
+	assertLacks(t, s, "has no call")
+}

@@ -242,7 +242,10 @@ func (m *Model) wireView(r rect) []string {
 		reqs := m.wantedPreviews()
 		if len(reqs) == 0 {
 			msg := "select a turn to see its request"
-			if _, t := m.selectedTurn(); t != nil {
+			if c := m.tree.selected(); c != nil && isModuleRecord(c) {
+				msg = fmt.Sprintf("%s is a module: it sends no request itself; select one of its %s in the call tree",
+					OneLine(c.Path), count(len(c.Children), "inner call"))
+			} else if _, t := m.selectedTurn(); t != nil {
 				msg = fmt.Sprintf("turn %d made no model calls: nothing was sent", t.Index+1)
 			}
 			return frame(fs, ts, title, "", wrapLines(m.st.s.Muted.Render(msg), w), r.w, r.h)
