@@ -9,8 +9,9 @@ import (
 
 // Restore rebuilds a session from recorded turns (for example one branch's path loaded from
 // storage), oldest first. Keep-children need nothing stored of their own: a child's turns are
-// its top-level call records along the path (DESIGN.md), so they are replayed from each
-// turn's calls (per_turn children included; their history resets per outer turn anyway).
+// its call records along the path (DESIGN.md), so they are replayed from each turn's calls,
+// down into nested modules (per_turn children included; their history resets per outer
+// turn anyway).
 // Turn indices and explicit snapshots are kept as recorded; other snapshots are derived
 // from the path with the session's settings, as Load does.
 //
@@ -23,26 +24,12 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	byPath := map[string]*child{}
-	for _, ch := range s.children {
-		if ch.session != nil && ch.kind != childSession {
-			byPath[ch.path] = ch
-		}
-	}
 	log := newHistoryLog(s)
 	for i, t := range turns {
 		if t == nil {
 			return nil, fmt.Errorf("restore %s: turn %d is nil", s.name, i)
 		}
-		for _, c := range t.Calls {
-			ch, ok := byPath[c.Path]
-			if !ok || c.Error != "" || c.Outputs == nil || ch.nested != Keep || ch.scope == Stateless {
-				continue
-			}
-			ch.session.pushNode(&trace.Turn{Inputs: c.Inputs, Outputs: c.Outputs, History: c.History,
-				Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency)}, nil)
-			fixIndex(ch.session.tip)
-		}
+		restoreChildren(s, "", t.Calls)
 		nt := *t // the session's own record: its History may differ from the caller's
 		if !nt.Explicit {
 			// Storage keeps only explicit snapshots; the rest derive from the path.
@@ -52,6 +39,40 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 		log.add(s.tip.msg)
 	}
 	return s, nil
+}
+
+// restoreChildren replays one outer turn's call records into the keep-children of s
+// whose calls they are (prefix is s's own call path, "" for the root). A child that is
+// itself a session or a module (a nested session around several predictors, or
+// recursive="modules") recorded a module-level call whose Children are its inner calls:
+// those go to its own children first, so its turn remembers their tips, as it does live.
+func restoreChildren(s *Session, prefix string, calls []*trace.Call) {
+	for _, c := range calls {
+		var ch *child
+		for _, cand := range s.children {
+			if cand.session != nil && joinPath(prefix, cand.path) == c.Path {
+				ch = cand
+				break
+			}
+		}
+		if ch == nil || c.Error != "" || c.Outputs == nil {
+			continue
+		}
+		switch {
+		case len(c.Children) == 0:
+		case ch.kind == childModule:
+			// recursive="modules": the parent session routes the module's inner calls too
+			restoreChildren(s, prefix, c.Children)
+		default:
+			restoreChildren(ch.session, c.Path, c.Children)
+		}
+		if ch.nested != Keep || ch.scope == Stateless {
+			continue // an inheriting or stateless child keeps no turns of its own
+		}
+		ch.session.pushNode(&trace.Turn{Inputs: c.Inputs, Outputs: c.Outputs, History: c.History,
+			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency)}, nil)
+		fixIndex(ch.session.tip)
+	}
 }
 
 // historyLog derives, in O(1) per turn, the history buildHistory(nil) would give the next
