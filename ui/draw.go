@@ -76,15 +76,22 @@ func hjoin(blocks ...[]string) []string {
 		return nil
 	}
 	h := 0
-	for _, b := range blocks {
+	widths := make([]int, len(blocks))
+	for j, b := range blocks {
 		h = max(h, len(b))
+		for _, l := range b {
+			widths[j] = max(widths[j], ansi.StringWidth(l))
+		}
 	}
 	out := make([]string, h)
 	for i := range out {
 		var sb strings.Builder
-		for _, b := range blocks {
+		for j, b := range blocks {
 			if i < len(b) {
 				sb.WriteString(b[i])
+			} else if j < len(blocks)-1 {
+				// a shorter block keeps its column, so the blocks right of it stay aligned
+				sb.WriteString(strings.Repeat(" ", widths[j]))
 			}
 		}
 		out[i] = sb.String()
