@@ -41,3 +41,39 @@ func FindPredictor(m Module, path string) *Predict {
 // WithHistoryField is the signature a session gives a predictor: the history input
 // appended last (description "Conversation history") unless it already has one.
 func WithHistoryField(s *sig.Signature, name string) *sig.Signature { return withHistoryField(s, name) }
+
+// Where a predictor's history comes from in a session (HistorySource).
+const (
+	HistoryOwn   = "own"   // keep: its own earlier calls
+	HistoryOuter = "outer" // inherit or unwrap: the outer conversation
+	HistoryNone  = ""      // nothing injected: excluded, stateless, or not a child
+)
+
+// HistorySource tells where the predictor (or module) recorded under a call path takes
+// its history from in this session, so a preview can tell the history a call really
+// saw (own or outer) from a what-if under another strategy.
+func (s *Session) HistorySource(path string) string {
+	return historySource(s, "", path)
+}
+
+func historySource(s *Session, prefix, path string) string {
+	for _, ch := range s.children {
+		full := joinPath(prefix, ch.path)
+		if full != path {
+			if ch.kind == childSession && strings.HasPrefix(path, full+".") {
+				return historySource(ch.session, full, path)
+			}
+			continue
+		}
+		switch {
+		case ch.kind == childExcluded || ch.session == nil:
+			return HistoryNone
+		case ch.nested == Inherit || ch.nested == Unwrap:
+			return HistoryOuter
+		case ch.scope == Stateless:
+			return HistoryNone
+		}
+		return HistoryOwn
+	}
+	return HistoryNone
+}

@@ -39,3 +39,18 @@ func TestFindPredictor(t *testing.T) {
 		}
 	}
 }
+
+// HistorySource follows each child's policy, also inside nested sessions.
+func TestHistorySource(t *testing.T) {
+	inner := MustSessionify(&Program{Name: "Inner", Subs: []Sub{{"a", MustPredict("q -> x")}}}, Options{Recursive: Predictors})
+	root := &Program{Name: "Root", Subs: []Sub{{"keep", MustPredict("q -> a")}, {"inh", MustPredict("q -> b")},
+		{"gone", MustPredict("q -> c")}, {"none", MustPredict("q -> d")}, {"inner", inner}}}
+	s := MustSessionify(root, Options{Recursive: Predictors, Exclude: []string{"gone"},
+		ChildConfigs: map[string]ChildConfig{"inh": {Nested: Inherit}, "none": {Scope: Stateless}}})
+	for path, want := range map[string]string{"keep": HistoryOwn, "inh": HistoryOuter, "gone": HistoryNone,
+		"none": HistoryNone, "inner.a": HistoryOwn, "nope": HistoryNone} {
+		if got := s.HistorySource(path); got != want {
+			t.Errorf("HistorySource(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -62,10 +62,15 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 	if at < 0 {
 		return r, fmt.Errorf("turn %s is not on branch %s", req.Turn, req.Branch)
 	}
-	own := ownHistory(path.turns[:at], call.Path, earlier)
-	outer, err := a.outerHistory(ctx, req.Conv, req.Branch, path.turns, at)
+	outer, source, err := a.outerHistory(ctx, req.Conv, req.Branch, path.turns, at, call.Path)
 	if err != nil {
 		return r, err
+	}
+	own := ownHistory(path.turns[:at], call.Path, earlier)
+	if source == core.HistoryOwn {
+		// The call ran keeping its own history: what it saw, with the agent's filters,
+		// window and scope applied, is recorded; re-deriving it would lose those.
+		own = call.History
 	}
 	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(ag).Signature, call.Inputs, own, outer)
 	if err != nil {
@@ -208,14 +213,15 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 }
 
 // outerHistory is the history the session gave the turn at index at of the branch's path
-// turns (derived with the agent's settings; storage keeps only explicit snapshots).
-func (a *App) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int) (sig.History, error) {
+// turns (derived with the agent's settings; storage keeps only explicit snapshots), and
+// where the predictor at callPath takes its history from in that session.
+func (a *App) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int, callPath string) (sig.History, string, error) {
 	r, err := a.sessionFrom(ctx, conv, branch, "", turns)
 	if err != nil {
-		return sig.History{}, err
+		return sig.History{}, "", err
 	}
 	if t := r.s.Turn(at); t != nil {
-		return t.History, nil
+		return t.History, r.s.HistorySource(callPath), nil
 	}
-	return sig.History{}, fmt.Errorf("turn %d is not on branch %s", at, branch)
+	return sig.History{}, "", fmt.Errorf("turn %d is not on branch %s", at, branch)
 }
