@@ -57,23 +57,59 @@ func (s *Session) HistorySource(path string) string {
 }
 
 func historySource(s *Session, prefix, path string) string {
-	for _, ch := range s.children {
-		full := joinPath(prefix, ch.path)
-		if full != path {
-			if ch.kind == childSession && strings.HasPrefix(path, full+".") {
-				return historySource(ch.session, full, path)
-			}
-			continue
-		}
-		switch {
-		case ch.kind == childExcluded || ch.session == nil:
-			return HistoryNone
-		case ch.nested == Inherit || ch.nested == Unwrap:
-			return HistoryOuter
-		case ch.scope == Stateless:
-			return HistoryNone
-		}
-		return HistoryOwn
+	if ch := findChild(s, prefix, path); ch != nil {
+		return sourceOf(ch)
 	}
 	return HistoryNone
+}
+
+func sourceOf(ch *child) string {
+	switch {
+	case ch.kind == childExcluded || ch.session == nil:
+		return HistoryNone
+	case ch.nested == Inherit || ch.nested == Unwrap:
+		return HistoryOuter
+	case ch.scope == Stateless:
+		return HistoryNone
+	}
+	return HistoryOwn
+}
+
+// findChild is the child recorded under a call path, looking inside nested sessions.
+func findChild(s *Session, prefix, path string) *child {
+	for _, ch := range s.children {
+		full := joinPath(prefix, ch.path)
+		if full == path {
+			return ch
+		}
+		if ch.kind == childSession && strings.HasPrefix(path, full+".") {
+			return findChild(ch.session, full, path)
+		}
+	}
+	return nil
+}
+
+// NextHistory is the history the predictor at path would receive as the first call of
+// the next turn, with the session's settings (filters, windows, scope) applied, and
+// where it comes from. Dry runs use it to show what would be sent.
+func (s *Session) NextHistory(path string) (sig.History, string) {
+	ch := findChild(s, "", path)
+	if ch == nil {
+		return sig.History{}, HistoryNone
+	}
+	switch src := sourceOf(ch); src {
+	case HistoryOwn:
+		cs := ch.session
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.opts.InnerScope == PerTurn {
+			return cs.buildHistory(orSentinel(cs.tip)), src // a turn starts afresh
+		}
+		return cs.buildHistory(nil), src
+	case HistoryOuter:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.buildHistory(nil), src
+	}
+	return sig.History{}, HistoryNone
 }

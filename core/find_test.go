@@ -1,6 +1,11 @@
 package core
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+)
 
 // FindPredictor reaches predictors through programs, sessions and containers.
 func TestFindPredictor(t *testing.T) {
@@ -52,5 +57,37 @@ func TestHistorySource(t *testing.T) {
 		if got := s.HistorySource(path); got != want {
 			t.Errorf("HistorySource(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// NextHistory is what each predictor would see first in the next turn.
+func TestNextHistory(t *testing.T) {
+	keep, win, perTurn, inh := MustPredict("q -> a"), MustPredict("q -> b"), MustPredict("q -> c"), MustPredict("q -> d")
+	root := &Program{Name: "Root", Subs: []Sub{{"keep", keep}, {"win", win}, {"per", perTurn}, {"inh", inh}},
+		Fn: func(ctx context.Context, in *sig.Map) (*Prediction, error) {
+			for _, p := range []*Predict{keep, win, perTurn, inh} {
+				if _, err := p.Forward(ctx, in); err != nil {
+					return nil, err
+				}
+			}
+			return &Prediction{Fields: sig.NewMap("out", "o")}, nil
+		}}
+	s := MustSessionify(root, Options{Recursive: Predictors, ChildConfigs: map[string]ChildConfig{
+		"keep": {ExcludeFields: []string{"q"}}, "win": {MaxTurns: Int(1)}, "per": {Scope: PerTurn}, "inh": {Nested: Inherit}}})
+	for _, q := range []string{"one", "two"} {
+		mustRun(t, ctxWith(echoLM()), s, "q", q)
+	}
+	cases := []struct {
+		path, src string
+		n         int
+	}{{"keep", HistoryOwn, 2}, {"win", HistoryOwn, 1}, {"per", HistoryOwn, 0}, {"inh", HistoryOuter, 2}, {"nope", HistoryNone, 0}}
+	for _, c := range cases {
+		h, src := s.NextHistory(c.path)
+		if src != c.src || len(h.Messages) != c.n {
+			t.Errorf("NextHistory(%q) = %d messages from %q, want %d from %q", c.path, len(h.Messages), src, c.n, c.src)
+		}
+	}
+	if h, _ := s.NextHistory("keep"); h.Messages[0].Has("q") {
+		t.Errorf("excluded field in history: %v", h.Messages[0])
 	}
 }

@@ -461,3 +461,58 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 		})
 	}
 }
+
+// The dry run under the strategy an agent uses is exactly the first request enter then
+// sends: same history (filters, windows, scopes applied), byte for byte.
+func TestDryRunIsWhatEnterSends(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		agent string
+		field string
+		texts []string
+	}{
+		{"SupportAgent", "question", []string{questions[0], questions[1], questions[2]}},
+		{"CorrectThenTranslate", "text", []string{"i has a apple", "she go home yesterday", "they was late"}},
+		{"ResearchAgent", "question", []string{"How long do refunds take?", "When can I talk to a human?", "How do I export my data?"}},
+		// an agent file whose session keeps a window of one turn: the dry run must apply it
+		{"windowed", "question", []string{questions[0], questions[1], questions[2]}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.agent, func(t *testing.T) {
+			a, _, _, _ := newWorkbench(t)
+			if tc.agent == "windowed" {
+				dir := t.TempDir()
+				a.SetAgentDirs(dir)
+				writeAgent(t, dir, "windowed.toml", "support.toml", func(s string) string {
+					s = strings.Replace(s, `name = "support"`, `name = "windowed"`, 1)
+					return strings.Replace(s, "[[predictors]]", "[session]\nmax_turns = 1\n\n[[predictors]]", 1)
+				})
+			}
+			conv := mustConversation(t, a, tc.agent)
+			last := len(tc.texts) - 1
+			for _, text := range tc.texts[:last] {
+				mustSend(t, a, conv, "main", sig.NewMap(tc.field, text))
+			}
+			next := sig.NewMap(tc.field, tc.texts[last])
+			rs, err := a.DryRun(ctx, conv, "main", next, 1)
+			if err != nil || len(rs) != 1 || rs[0].Err != "" {
+				t.Fatalf("dry run: %v %+v", err, rs)
+			}
+			mustSend(t, a, conv, "main", next)
+			pg := pageOf(t, a, conv, "main")
+			sent := leafCalls(pg.Turns[len(pg.Turns)-1])[0]
+			if sent.Path != rs[0].Path {
+				t.Fatalf("dry run of %q, first call sent %q", rs[0].Path, sent.Path)
+			}
+			var dry []lm.Message
+			for _, m := range rs[0].Messages {
+				dry = append(dry, m.Message)
+			}
+			g, _ := json.Marshal(dry)
+			w, _ := json.Marshal(sent.Messages)
+			if string(g) != string(w) {
+				t.Errorf("dry run differs from what was sent:\n dry  %s\n sent %s", g, w)
+			}
+		})
+	}
+}

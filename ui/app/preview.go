@@ -12,7 +12,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
-	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui"
 )
 
@@ -151,22 +150,22 @@ func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, 
 	if p == nil {
 		return nil, fmt.Errorf("agent %s has no predictor", ag.Name)
 	}
-	turns, err := a.store.LoadBranchWith(ctx, conv, branch, storage.LoadOptions{NoRequests: true})
+	bp, err := a.branchPath(ctx, conv, branch)
 	if err != nil {
 		return nil, err
 	}
-	var own, outer sig.History
-	for _, t := range turns {
-		m := t.Inputs.Clone()
-		t.Outputs.Range(func(k string, v any) bool { m.Set(k, v); return true })
-		outer.Messages = append(outer.Messages, m)
-		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-			if c.Path == path && c.Outputs != nil {
-				om := c.Inputs.Clone()
-				c.Outputs.Range(func(k string, v any) bool { om.Set(k, v); return true })
-				own.Messages = append(own.Messages, om)
-			}
-		})
+	turns := bp.turns
+	// The histories the next turn would really give: the restored session applies the
+	// agent's filters, windows and scopes (keep strategies), and the outer history is
+	// what the session would pass down (inherit strategies).
+	run, err := a.sessionFrom(ctx, conv, branch, "", turns)
+	if err != nil {
+		return nil, err
+	}
+	outer := run.s.History()
+	own, src := run.s.NextHistory(path)
+	if src != core.HistoryOwn {
+		own = ownHistory(turns, path, nil) // a what-if: the predictor keeps no history of its own
 	}
 	in := sig.NewMap()
 	for _, f := range p.Signature.Inputs {
