@@ -298,6 +298,22 @@ func BenchmarkListing100k(b *testing.B) {
 			return nil
 		})
 	})
+	b.Run("TurnOutline", func(b *testing.B) {
+		loopCPU(b, func() error {
+			if l, err := s.TurnOutline(ctx, "big"); err != nil || len(l) != 100000 {
+				return fmt.Errorf("outline: %d %v", len(l), err)
+			}
+			return nil
+		})
+	})
+	b.Run("BranchUsage", func(b *testing.B) {
+		loopCPU(b, func() error {
+			if u, err := s.BranchUsage(ctx, "big"); err != nil || len(u) != 21 {
+				return fmt.Errorf("usage: %d %v", len(u), err)
+			}
+			return nil
+		})
+	})
 	b.Run("TurnTreePage1000", func(b *testing.B) {
 		loopCPU(b, func() error {
 			if l, next, err := s.TurnTreePage(ctx, "big", "", 1000); err != nil || len(l) != 1000 || next == "" {

@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -277,7 +279,7 @@ func (s *Store) DiscardTurn(ctx context.Context, key, reason string) error {
 // calls (Calls stays 0). On a long conversation it costs a fraction of TurnTree.
 func (s *Store) TurnOutline(ctx context.Context, convID string) ([]*TurnNode, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id, depth, state, explicit, input_preview, output_preview, started_at,
-			abort_reason FROM turns WHERE conv_id = ? ORDER BY id`, convID)
+			abort_reason FROM turns WHERE conv_id = ?`, convID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
 	}
@@ -305,6 +307,9 @@ func (s *Store) TurnOutline(ctx context.Context, convID string) ([]*TurnNode, er
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
 	}
+	// In key order, so parents come first. The rows arrive in index order (by state,
+	// then key): three sorted runs, which sorting here merges faster than SQLite's sort.
+	slices.SortFunc(out, func(a, b *TurnNode) int { return cmp.Compare(a.id.Int64, b.id.Int64) })
 	if err := s.markTips(ctx, convID, out); err != nil {
 		return nil, err
 	}

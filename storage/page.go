@@ -301,13 +301,16 @@ func (s *Store) markTips(ctx context.Context, convID string, nodes []*TurnNode) 
 	if err != nil {
 		return err
 	}
-	byKey := make(map[string]*TurnNode, len(nodes))
-	for _, n := range nodes {
-		byKey[n.Key] = n
-	}
+	// A map of the few tips, not of the (maybe 100,000) nodes.
+	tips := map[string][]string{}
 	for _, b := range bs {
-		if n, ok := byKey[b.Tip]; ok {
-			n.Branches = append(n.Branches, b.Name)
+		if b.Tip != "" {
+			tips[b.Tip] = append(tips[b.Tip], b.Name)
+		}
+	}
+	for _, n := range nodes {
+		if names, ok := tips[n.Key]; ok {
+			n.Branches = append([]string(nil), names...)
 		}
 	}
 	return nil

@@ -179,7 +179,7 @@ var sendTurns = 10000
 // BenchmarkSendAt10k is one Send on a 10,000-turn branch through App with the demo
 // model: restoring the branch's session, running the turn, storing it. cold is a fresh
 // App per Send (the workbench's first Send on a branch); warm is consecutive Sends on
-// one App (the branch grows by one turn per Send).
+// one App (the branch grows by one turn per Send); session-* restore the session alone.
 func BenchmarkSendAt10k(b *testing.B) {
 	ctx := context.Background()
 	st, conv := sendFixture(b, sendTurns)
@@ -187,6 +187,27 @@ func BenchmarkSendAt10k(b *testing.B) {
 		_, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 		return err
 	}
+	// The session a Send restores, alone (the Send's own work is mostly the model's and
+	// the request's, which grow with the history as they must).
+	b.Run("session-cold", func(b *testing.B) {
+		loopCPU(b, func() error {
+			a := New(st, demoModel(0))
+			a.SetAgentDirs()
+			_, err := a.session(ctx, conv, storage.MainBranch, "")
+			return err
+		})
+	})
+	b.Run("session-warm", func(b *testing.B) {
+		a := New(st, demoModel(0))
+		a.SetAgentDirs()
+		if _, err := a.session(ctx, conv, storage.MainBranch, ""); err != nil { // what the first Send did
+			b.Fatal(err)
+		}
+		loopCPU(b, func() error {
+			_, err := a.session(ctx, conv, storage.MainBranch, "")
+			return err
+		})
+	})
 	b.Run("cold", func(b *testing.B) {
 		loopCPU(b, func() error {
 			a := New(st, demoModel(0))
@@ -197,6 +218,9 @@ func BenchmarkSendAt10k(b *testing.B) {
 	b.Run("warm", func(b *testing.B) {
 		a := New(st, demoModel(0))
 		a.SetAgentDirs()
+		if _, err := a.session(ctx, conv, storage.MainBranch, ""); err != nil { // what the first Send did
+			b.Fatal(err)
+		}
 		loopCPU(b, func() error { return send(a) })
 	})
 }
