@@ -10,30 +10,16 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// restoreByWalk is Restore as it was before historyLog: every derived snapshot walks back
-// from the tip (buildHistory) and every turn is deep-copied. The reference outputs.
+// restoreByWalk is Restore with snapshots derived as before historyLog: each one walks
+// back from the tip (buildHistory), and every turn is deep-copied. The reference outputs.
 func restoreByWalk(module Module, opts Options, turns []*trace.Turn) (*Session, error) {
 	s, err := Sessionify(module, opts)
 	if err != nil {
 		return nil, err
 	}
-	byPath := map[string]*child{}
-	for _, ch := range s.children {
-		if ch.session != nil && ch.kind != childSession {
-			byPath[ch.path] = ch
-		}
-	}
 	for _, t := range turns {
-		for _, c := range t.Calls {
-			ch, ok := byPath[c.Path]
-			if !ok || c.Error != "" || c.Outputs == nil || ch.nested != Keep || ch.scope == Stateless {
-				continue
-			}
-			ch.session.pushNode(&trace.Turn{Inputs: c.Inputs.Clone(), Outputs: c.Outputs.Clone(), History: c.History.Clone(),
-				Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency)}, nil)
-			fixIndex(ch.session.tip)
-		}
 		nt := t.Clone()
+		restoreChildren(s, "", nt.Calls)
 		if !nt.Explicit {
 			nt.History = s.buildHistory(nil)
 		}
