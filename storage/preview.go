@@ -47,6 +47,12 @@ func backfillPreviews(ctx context.Context, tx *sql.Tx) error {
 		id      int64
 		in, out sql.NullString
 	}
+	// One prepared statement: parsing the UPDATE per turn would cost more than the turn.
+	upd, err := tx.PrepareContext(ctx, "UPDATE turns SET input_preview = ?, output_preview = ? WHERE id = ?")
+	if err != nil {
+		return fmt.Errorf("backfill turn previews: %w", err)
+	}
+	defer upd.Close()
 	var after int64
 	for {
 		rows, err := tx.QueryContext(ctx, "SELECT id, inputs, outputs FROM turns WHERE id > ? ORDER BY id LIMIT 1000", after)
@@ -70,8 +76,7 @@ func backfillPreviews(ctx context.Context, tx *sql.Tx) error {
 			return nil
 		}
 		for _, r := range batch {
-			if _, err := tx.ExecContext(ctx, "UPDATE turns SET input_preview = ?, output_preview = ? WHERE id = ?",
-				preview(r.in), preview(r.out), r.id); err != nil {
+			if _, err := upd.ExecContext(ctx, preview(r.in), preview(r.out), r.id); err != nil {
 				return fmt.Errorf("backfill preview of turn %d: %w", r.id, err)
 			}
 		}
