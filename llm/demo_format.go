@@ -37,10 +37,6 @@ func detectFormat(meta lm.Meta, msgs []lm.Message) demoFormat {
 	} else {
 		f.inputs, f.outputs = fieldsFromMessages(msgs)
 	}
-	all := ""
-	for _, m := range msgs {
-		all += m.Content + "\n"
-	}
 	switch meta.Adapter {
 	case "chat":
 		f.kind = formatChat
@@ -59,9 +55,9 @@ func detectFormat(meta lm.Meta, msgs []lm.Message) demoFormat {
 		}
 	default:
 		switch {
-		case strings.Contains(all, "Outputs will be a JSON object") || strings.Contains(all, "Respond with a JSON object"):
+		case anyContains(msgs, "Outputs will be a JSON object", "Respond with a JSON object"):
 			f.kind = formatJSON
-		case strings.Contains(all, "[[ ## completed ## ]]"):
+		case anyContains(msgs, "[[ ## completed ## ]]"):
 			f.kind = formatChat
 		case meta.Signature != nil:
 			f.kind = formatChat // DSPy's default adapter
@@ -74,6 +70,19 @@ func detectFormat(meta lm.Meta, msgs []lm.Message) demoFormat {
 		f.kind = formatJSON
 	}
 	return f
+}
+
+// anyContains says whether a message contains one of subs (no joined copy of a long
+// conversation: that made each demo call quadratic in the history's length).
+func anyContains(msgs []lm.Message, subs ...string) bool {
+	for _, m := range msgs {
+		for _, sub := range subs {
+			if strings.Contains(m.Content, sub) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var fieldLine = regexp.MustCompile("^\\d+\\. `([^`]+)` \\((.*)$")
