@@ -85,7 +85,7 @@ func (m *Model) convKey(k tea.KeyPressMsg) tea.Cmd {
 			return m.openConversation(*cv)
 		}
 	case key.Matches(k, m.keys.New):
-		c.startEdit(editNew, "untitled")
+		c.startEdit(editNew, "")
 	case key.Matches(k, m.keys.Rename):
 		if cv := c.selected(); cv != nil {
 			c.startEdit(editRename, cv.Title)
@@ -102,6 +102,10 @@ func (m *Model) convKey(k tea.KeyPressMsg) tea.Cmd {
 
 func (c *convList) startEdit(mode editMode, value string) {
 	c.editing = mode
+	c.field.Placeholder = ""
+	if mode == editNew {
+		c.field.Placeholder = "untitled" // typing replaces it; enter on nothing keeps it
+	}
 	c.field.SetValue(value)
 	c.field.CursorEnd()
 	c.field.Focus()
@@ -150,6 +154,9 @@ func (m *Model) convEditKey(k tea.KeyPressMsg) tea.Cmd {
 			agent := ""
 			if ags := m.b.Agents(); len(ags) > 0 {
 				agent = ags[c.agentIdx%len(ags)].Name
+			}
+			if strings.TrimSpace(val) == "" {
+				val = "untitled"
 			}
 			return m.newConversation(agent, val)
 		case editRename:

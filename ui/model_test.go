@@ -223,9 +223,10 @@ func TestConversationListNewRenameDeleteFilter(t *testing.T) {
 	}
 	hs.press("/", "esc")
 	hs.press("n")
-	hs.typeText("-new")
+	hs.typeText("billing dispute") // the title field starts empty: typing is the title
 	hs.press("enter")
-	assertContains(t, hs.screen(), "untitled-new", "no turns yet")
+	assertContains(t, hs.screen(), "billing dispute", "no turns yet")
+	assertLacks(t, hs.screen(), "untitledbilling")
 }
 
 func TestNarrowShowsOnePaneAtATime(t *testing.T) {
