@@ -103,8 +103,11 @@ func (m *Model) convKey(k tea.KeyPressMsg) tea.Cmd {
 func (c *convList) startEdit(mode editMode, value string) {
 	c.editing = mode
 	c.field.Placeholder = ""
+	c.field.SetWidth(0)
 	if mode == editNew {
 		c.field.Placeholder = "untitled" // typing replaces it; enter on nothing keeps it
+		// textinput shows only the placeholder's first letter when it has no width
+		c.field.SetWidth(40)
 	}
 	c.field.SetValue(value)
 	c.field.CursorEnd()
