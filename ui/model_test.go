@@ -224,7 +224,7 @@ func TestConversationListNewRenameDeleteFilter(t *testing.T) {
 	hs.press("/", "esc")
 	hs.press("n")
 	assertContains(t, hs.screen(), "title: > untitled") // the placeholder, shown whole
-	hs.typeText("billing dispute") // the title field starts empty: typing is the title
+	hs.typeText("billing dispute")                      // the title field starts empty: typing is the title
 	hs.press("enter")
 	assertContains(t, hs.screen(), "billing dispute", "no turns yet")
 	assertLacks(t, hs.screen(), "untitledbilling")
