@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -25,6 +26,26 @@ type Strategy struct {
 	Name    string
 	Policy  Policy
 	Adapter adapter.Adapter
+}
+
+// History picks the history the predictor's history field receives under the strategy's
+// policy: its own calls, or the outer session's history under inherit.
+func (st Strategy) History(own, outer sig.History) sig.History {
+	if st.Policy == PolicyInherit {
+		return outer
+	}
+	return own
+}
+
+// Render formats one call of a predictor (eff: its signature with the history field)
+// under the strategy, given both histories; it returns the messages and the history put
+// in the history field. Previews, dry runs and `wire strategies` all render through it.
+func (st Strategy) Render(eff *sig.Signature, demos []*sig.Map, inputs *sig.Map, own, outer sig.History) ([]lm.Message, sig.History, error) {
+	hist := st.History(own, outer)
+	in := inputs.Clone()
+	in.Set(eff.HistoryField(), hist)
+	msgs, err := st.Adapter.Format(adapter.Request{Signature: eff, Demos: demos, Inputs: in, OuterHistory: &outer})
+	return msgs, hist, err
 }
 
 // Mapping is strategy 4's choice of what an OUTER history entry shows as the user and

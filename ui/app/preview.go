@@ -65,11 +65,12 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 	if err != nil {
 		return r, err
 	}
-	own := ownHistory(path.turns[:at], call.Path, earlier)
-	if source == core.HistoryOwn {
-		// The call ran keeping its own history: what it saw, with the agent's filters,
-		// window and scope applied, is recorded; re-deriving it would lose those.
-		own = call.History
+	// A call that ran keeping its own history recorded what it saw, with the agent's
+	// filters, window and scope applied; re-deriving it would lose those. Otherwise keep
+	// strategies are a what-if over its earlier calls.
+	own := call.History
+	if source != core.HistoryOwn {
+		own = ownHistory(path.turns[:at], call.Path, earlier)
 	}
 	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(ag).Signature, call.Inputs, own, outer)
 	if err != nil {
@@ -86,13 +87,7 @@ func render(n int, p *core.Predict, outerSig *sig.Signature, inputs *sig.Map, ow
 	if err != nil {
 		return nil, nil, sig.History{}, err
 	}
-	hist := own
-	if st.Policy == template.PolicyInherit {
-		hist = outer
-	}
-	in := inputs.Clone()
-	in.Set(eff.HistoryField(), hist)
-	msgs, err := st.Adapter.Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: in, OuterHistory: &outer})
+	msgs, hist, err := st.Render(eff, p.Demos, inputs, own, outer)
 	return msgs, st.Adapter, hist, err
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/template"
@@ -331,8 +330,8 @@ func renderScenario(ctx context.Context, sc *scenario) (out strategiesOut, faile
 	return out, failed, nil
 }
 
-// renderStrategy formats one predictor call under strategy n (ui/app's preview does the
-// same for a recorded call), then counts tokens and lints the result.
+// renderStrategy formats one predictor call under strategy n (template.Strategy.Render, as
+// ui/app's preview does for a recorded call), then counts tokens and lints the result.
 func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signature, h histories, inputs *sig.Map, missing []string) (strategyOut, error) {
 	so := strategyOut{Number: n, Name: template.StrategyName(n), Messages: []messageOut{}, Lint: []lintOut{}}
 	st, err := template.Preset(n, eff, template.PresetOptions{Outer: sc.Outer, Mapping: p.Mapping, TemplateForKeep: sc.TemplateForKeep})
@@ -350,10 +349,7 @@ func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signatur
 		so.History.Source = "own+outer"
 	}
 	so.History.Turns, so.History.Truncated = len(hist.Messages), cut
-	in := inputs.Clone()
-	in.Set(eff.HistoryField(), hist)
-	outer := h.outer
-	msgs, err := st.Adapter.Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: in, OuterHistory: &outer})
+	msgs, _, err := st.Render(eff, p.Demos, inputs, h.own, h.outer)
 	if err != nil {
 		return so, fmt.Errorf("rendering: %w", err)
 	}
