@@ -74,35 +74,31 @@ func translateLM() *lm.Scripted {
 	}}
 }
 
-// referenceMessages loads one case's messages from shared/wire/chat-adapter-examples.json.
+// referenceMessages loads one case's messages from the DSPy reference cases kept in
+// core/adapter/testdata (one copy for every package that checks against them).
 func referenceMessages(t *testing.T, name string) []lm.Message {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		p := filepath.Join(dir, "..", "shared", "wire", "chat-adapter-examples.json")
-		if data, err := os.ReadFile(p); err == nil {
-			var doc struct {
-				FormatCases []struct {
-					Name     string       `json:"name"`
-					Messages []lm.Message `json:"messages"`
-				} `json:"format_cases"`
-			}
-			if err := json.Unmarshal(data, &doc); err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range doc.FormatCases {
-				if c.Name == name {
-					return c.Messages
-				}
-			}
-			t.Fatalf("case %s not in %s", name, p)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("shared/wire/chat-adapter-examples.json not found beside the repository")
-		}
-		dir = parent
+	const p = "adapter/testdata/chat-adapter-examples.json"
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	var doc struct {
+		FormatCases []struct {
+			Name     string       `json:"name"`
+			Messages []lm.Message `json:"messages"`
+		} `json:"format_cases"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	for _, c := range doc.FormatCases {
+		if c.Name == name {
+			return c.Messages
+		}
+	}
+	t.Fatalf("case %s not in %s", name, p)
+	return nil
 }
 
 func requestFor(m *lm.Scripted, path string, n int) []lm.Message {

@@ -1,6 +1,6 @@
 // Package adapter turns a signature plus values into chat messages and parses a model's
 // completion back into typed output values. ChatAdapter and JSONAdapter reproduce DSPy
-// 3.3.1 byte for byte (see shared/wire/chat-adapter-format.md).
+// 3.3.1 byte for byte (see docs/wire/chat-adapter-format.md).
 package adapter
 
 import (

@@ -17,7 +17,7 @@ var _ Adapter = Chat{}
 // Name implements Adapter.
 func (Chat) Name() string { return "chat" }
 
-// Format implements Adapter (see shared/wire/chat-adapter-format.md §1-7).
+// Format implements Adapter (see docs/wire/chat-adapter-format.md §1-7).
 func (Chat) Format(req Request) ([]lm.Message, error) { return formatMessages(chatStyle{}, req) }
 
 // Parse implements Adapter (§8).

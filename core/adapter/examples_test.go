@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,27 +11,10 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// examplesPath finds shared/wire/chat-adapter-examples.json by walking up from the test's
-// directory (CI has ../shared beside the repository).
-func examplesPath(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		p := filepath.Join(dir, "shared", "wire", "chat-adapter-examples.json")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("shared/wire/chat-adapter-examples.json not found in any parent of the test directory; " +
-				"check out the shared spec directory beside the repository (../shared)")
-		}
-		dir = parent
-	}
-}
+// examplesPath is the DSPy 3.3.1 reference cases (format and parse), recorded from the
+// Python library; docs/wire/chat-adapter-format.md explains them. The core and ui/cli
+// tests read the same file, so there is one copy of the reference.
+const examplesPath = "testdata/chat-adapter-examples.json"
 
 type exampleFile struct {
 	FormatCases []json.RawMessage `json:"format_cases"`
@@ -50,7 +32,7 @@ type exampleCase struct {
 
 func loadExamples(t testing.TB) (format []exampleCase, parse []*sig.Map) {
 	t.Helper()
-	data, err := os.ReadFile(examplesPath(t))
+	data, err := os.ReadFile(examplesPath)
 	if err != nil {
 		t.Fatal(err)
 	}

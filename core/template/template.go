@@ -2,7 +2,7 @@
 // {field} variables, template functions ({inputs()}, {outputs()}, {demos()}, {history()},
 // registered helpers) and directives ({"role":"demos"}, {"role":"history"}), as in the
 // dspy-template-adapter 0.2.2 reference, plus the project's extensions (see
-// shared/wire/template-language.md): user/assistant mapping on the history directive, the
+// docs/wire/template-language.md): user/assistant mapping on the history directive, the
 // built-in {outer_history()} helper, clear brace errors and streaming field detection.
 package template
 

@@ -32,7 +32,7 @@ const (
 const strategiesHelp = `usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]
 
 Renders, without calling any model, the messages each predictor of an agent would send
-for the next turn under each of the five history strategies (shared/wire/template-language.md):
+for the next turn under each of the five history strategies (docs/wire/template-language.md):
 
   1 per-predictor               keep        ChatAdapter over the predictor's own calls
   2 outer, signature-filtered   inherit     ChatAdapter over the outer turns

@@ -20,30 +20,26 @@ func runWireCLI(t *testing.T, stdin string, args ...string) (code int, stdout, s
 	return code, out.String(), errb.String()
 }
 
-// sharedExamples finds shared/wire/chat-adapter-examples.json in a parent directory.
-func sharedExamples(t *testing.T) *sig.Map {
+// referenceExamples reads the DSPy reference cases kept in core/adapter/testdata (one copy
+// for every package that checks against them).
+func referenceExamples(t *testing.T) *sig.Map {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		p := filepath.Join(dir, "shared", "wire", "chat-adapter-examples.json")
-		if data, err := os.ReadFile(p); err == nil {
-			v, err := sig.DecodeJSON(data)
-			if err != nil {
-				t.Fatalf("%s: %v", p, err)
-			}
-			return v.(*sig.Map)
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("shared/wire/chat-adapter-examples.json not found above the test directory (check out ../shared beside the repository)")
-		}
-		dir = filepath.Dir(dir)
+	p := filepath.Join("..", "..", "core", "adapter", "testdata", "chat-adapter-examples.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
 	}
+	v, err := sig.DecodeJSON(data)
+	if err != nil {
+		t.Fatalf("%s: %v", p, err)
+	}
+	return v.(*sig.Map)
 }
 
 // TestWireFormatExamples runs `wire format` end to end on every format case and compares
 // stdout byte for byte with the expected messages encoded the same way.
 func TestWireFormatExamples(t *testing.T) {
-	ex := sharedExamples(t)
+	ex := referenceExamples(t)
 	raw, _ := ex.Get("format_cases")
 	cases := raw.([]any)
 	if len(cases) == 0 {
@@ -86,7 +82,7 @@ func TestWireFormatExamples(t *testing.T) {
 }
 
 func TestWireParseExamples(t *testing.T) {
-	ex := sharedExamples(t)
+	ex := referenceExamples(t)
 	raw, _ := ex.Get("parse_cases")
 	for _, e := range raw.([]any) {
 		c := e.(*sig.Map)
