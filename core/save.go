@@ -127,6 +127,7 @@ func Load(data []byte, module Module, opts Options) (*Session, error) {
 	}
 	version, _ := doc.Get("version")
 	if version != int64(1) && version != int64(2) {
+		//lint:ignore ST1005 the Python library's exact message, which callers match
 		return nil, fmt.Errorf("Unsupported session state version: %s", sig.PyStr(version))
 	}
 	if err := applyFileOptions(doc, &opts); err != nil {

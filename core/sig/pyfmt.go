@@ -89,10 +89,9 @@ func PyFloat(f float64) string {
 }
 
 // jsonMode selects separators: jsonStd is Go/compact JSON, jsonPy is Python's default
-// json.dumps (", " and ": "), jsonIndent is json.dumps(indent=N).
+// json.dumps (", " and ": "); indented output is writeJSONIndent.
 type jsonMode struct {
-	py     bool
-	indent int
+	py bool
 }
 
 var (

@@ -30,17 +30,10 @@ type fmtValue struct {
 
 func strValue(s string) fmtValue { return fmtValue{Str: s} }
 
-// formatMap is Python's str.format_map(mapping): "{{" and "}}" are literal braces,
-// "{name[idx]!conv:spec}" fields are looked up, and a lone brace is an error. Missing
-// keys resolve to "{key}" (the reference's _SafeDict), so unknown variables pass through.
-func formatMap(s string, lookup lookupFunc) (string, error) {
-	out, err := vformat(s, lookup, 2, 0)
-	if err != nil {
-		return "", err
-	}
-	return out, nil
-}
-
+// vformat is Python's str.format_map(mapping) (called with depth 2 and base 0): "{{" and
+// "}}" are literal braces, "{name[idx]!conv:spec}" fields are looked up, and a lone brace is
+// an error. Missing keys resolve to "{key}" (the reference's _SafeDict), so unknown
+// variables pass through. base is the offset of s in the outer string, for error positions.
 func vformat(s string, lookup lookupFunc, depth, base int) (string, *formatError) {
 	if depth <= 0 {
 		return "", &formatError{base, "Max string recursion exceeded"}

@@ -181,12 +181,3 @@ func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\n* = used when no --model is given. Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SESSIONBENCH_MODEL.")
 }
-
-func firstSet(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}

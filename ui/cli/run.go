@@ -59,12 +59,12 @@ func (f *runInputFlag) Set(s string) error {
 }
 
 type runOptions struct {
-	sf                    storeFlags
-	model                 llm.Flags
-	agent, conv, branch   string
-	title, script         string
-	inputs                runInputFlag
-	scriptGiven, newConvo bool
+	sf                  storeFlags
+	model               llm.Flags
+	agent, conv, branch string
+	title, script       string
+	inputs              runInputFlag
+	newConvo            bool
 }
 
 func runRunCommand(ctx context.Context, env Env) int {

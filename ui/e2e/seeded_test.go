@@ -88,7 +88,7 @@ func TestHostileOutputAndNestedCalls(t *testing.T) {
 	}
 
 	// The call tree: the module call with its two inner calls, unfolded.
-	s = tm.waitFor("▾ pipeline", "pipeline.classify", "pipeline.respond", "1/3 · 3 calls")
+	tm.waitFor("▾ pipeline", "pipeline.classify", "pipeline.respond", "1/3 · 3 calls")
 	tm.press("Tab", "Enter") // transcript, then the tree
 	tm.press("h")            // collapse the selected module call
 	s = tm.waitFor("▸ pipeline", "1/1 · 3 calls")
