@@ -126,23 +126,6 @@ func (c *Container) Save(dir string) error {
 	return nil
 }
 
-// LoadContainer reads dir/<name>.json for every named module.
-func LoadContainer(dir string, names []string, modules []Module, opts []Options) (*Container, error) {
-	sessions := make([]*Session, len(names))
-	for i, n := range names {
-		var o Options
-		if i < len(opts) {
-			o = opts[i]
-		}
-		s, err := LoadFile(filepath.Join(dir, n+".json"), modules[i], o)
-		if err != nil {
-			return nil, fmt.Errorf("container load %q: %w", n, err)
-		}
-		sessions[i] = s
-	}
-	return NewContainer(names, sessions)
-}
-
 // Fork forks every session (cascading).
 func (c *Container) Fork() *Container {
 	names := c.Names()
@@ -224,25 +207,6 @@ func (c *Container) ShareHistory(names ...string) error {
 		s.mu.Unlock()
 	}
 	return nil
-}
-
-// BatchRun runs each conversation (a list of turn inputs) in a fresh session over the same
-// module and returns the sessions in order. It stops at the first failing turn.
-func BatchRun(ctx context.Context, module Module, opts Options, conversations [][]*sig.Map) ([]*Session, error) {
-	out := make([]*Session, 0, len(conversations))
-	for ci, conv := range conversations {
-		s, err := Sessionify(module, opts)
-		if err != nil {
-			return out, err
-		}
-		for ti, in := range conv {
-			if _, err := s.Forward(ctx, in); err != nil {
-				return out, fmt.Errorf("batch conversation %d, turn %d: %w", ci, ti, err)
-			}
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // Replay re-runs this session's turn inputs with another module into a new session with

@@ -134,9 +134,9 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 	x := exchange{p: p, model: model, eff: eff, in: in, path: path, callIn: callIn}
 	err := x.run(ctx, c, ad)
 	if err != nil && x.stage != stageCall && p.fallsBack(ad) {
-		failed := c.Attempts
+		failed := c.Tries
 		if len(failed) == 0 {
-			failed = []lm.Attempt{{N: 1}}
+			failed = []lm.Try{{N: 1}}
 		}
 		last := &failed[len(failed)-1]
 		last.Err, last.Retrying = err.Error(), true
@@ -149,10 +149,10 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 			Params: c.Params, Started: c.Started}
 		c.Adapter = adapter.JSON{}.Name()
 		err2 := x.run(ctx, c, adapter.JSON{})
-		for i := range c.Attempts {
-			c.Attempts[i].N += len(failed)
+		for i := range c.Tries {
+			c.Tries[i].N += len(failed)
 		}
-		c.Attempts = append(failed, c.Attempts...)
+		c.Tries = append(failed, c.Tries...)
 		c.Usage = addUsage(usage, c.Usage)
 		if err2 != nil {
 			err = fmt.Errorf("%w (after the JSON adapter fallback, which also failed: %w)", err, err2)
@@ -224,11 +224,11 @@ func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) e
 	if obs := observerFrom(ctx); obs != nil {
 		obs.CallStarted(path, c)
 		req.OnDelta = func(d string) { obs.Delta(path, d) }
-		req.OnAttempt = func(a lm.Attempt) { obs.Attempt(path, a) }
+		req.OnTry = func(t lm.Try) { obs.Try(path, t) }
 	}
 	x.stage = stageCall
 	resp, err := x.model.Call(ctx, req)
-	c.Attempts = resp.Attempts
+	c.Tries = resp.Tries
 	c.Usage = resp.Usage
 	c.RawRequest = string(resp.RequestBody)
 	c.RawResponse = string(resp.ResponseBody)
@@ -264,7 +264,7 @@ func displayPath(path string) string {
 type Observer interface {
 	CallStarted(path string, c *trace.Call)
 	Delta(path, delta string)
-	Attempt(path string, a lm.Attempt)
+	Try(path string, t lm.Try)
 	CallFinished(path string, c *trace.Call)
 }
 

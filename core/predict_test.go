@@ -73,16 +73,16 @@ func TestJSONFallback(t *testing.T) {
 				}
 			}
 			if tc.wantCalls == 2 {
-				if len(c.Attempts) != 2 {
-					t.Fatalf("attempts = %+v, want the failed chat one and the json one", c.Attempts)
+				if len(c.Tries) != 2 {
+					t.Fatalf("attempts = %+v, want the failed chat one and the json one", c.Tries)
 				}
-				first := c.Attempts[0]
+				first := c.Tries[0]
 				if first.Adapter != "chat" || first.Completion != "just 4" || !first.Retrying || first.Err == "" ||
 					!equalMessages(first.Messages, m.Calls[0].Messages) {
 					t.Errorf("failed chat attempt not kept: %+v", first)
 				}
-				if c.Attempts[1].N != 2 {
-					t.Errorf("json attempt numbered %d, want 2", c.Attempts[1].N)
+				if c.Tries[1].N != 2 {
+					t.Errorf("json attempt numbered %d, want 2", c.Tries[1].N)
 				}
 			}
 		})

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -36,7 +37,7 @@ func PrintTraceTree(w io.Writer, t *trace.Turn, name string) {
 			pad := strings.Repeat(" ", max(width-len(indent)-len(label), 0))
 			result := "→ " + kvLine(c.Outputs)
 			if c.Error != "" {
-				result = "✗ " + truncate(c.Error, 60)
+				result = "✗ " + strconv.Quote(truncate(c.Error, 60)) // quoted: server text reaches a terminal
 			}
 			fmt.Fprintf(w, "  %s%s%s%s  %s\n", indent, branch, label, pad, result)
 			rec(c.Children, indent+next)

@@ -66,8 +66,8 @@ func stable(t *testing.T, turns []*trace.Turn) string {
 		c.Started, c.Ended = time.Time{}, time.Time{}
 		trace.WalkCalls(c.Calls, func(cl *trace.Call, _ int) {
 			cl.Started, cl.Latency = time.Time{}, 0
-			for i := range cl.Attempts {
-				cl.Attempts[i].Latency = 0
+			for i := range cl.Tries {
+				cl.Tries[i].Latency = 0
 			}
 		})
 		cp = append(cp, c)

@@ -90,11 +90,11 @@ func (d *Demo) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 			req.OnDelta(piece)
 		}
 	}
-	att := lm.Attempt{N: 1, Latency: time.Since(start)}
-	if req.OnAttempt != nil {
-		req.OnAttempt(att)
+	att := lm.Try{N: 1, Latency: time.Since(start)}
+	if req.OnTry != nil {
+		req.OnTry(att)
 	}
-	resp := lm.Response{Text: text, Model: DemoName, FinishReason: "stop", Attempts: []lm.Attempt{att}}
+	resp := lm.Response{Text: text, Model: DemoName, FinishReason: "stop", Tries: []lm.Try{att}}
 	if _, prompt, err := CountTokens("demo", req.Messages); err == nil {
 		completion, _ := CountText("demo", text)
 		resp.Usage = lm.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}

@@ -187,7 +187,7 @@ func TestDemoStreamsAndCancels(t *testing.T) {
 	if !strings.Contains(resp.Text, "demo model") || !strings.Contains(resp.Text, "streaming") {
 		t.Errorf("plain reply = %q", resp.Text)
 	}
-	if resp.Model != DemoName || resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens == 0 || len(resp.Attempts) != 1 {
+	if resp.Model != DemoName || resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens == 0 || len(resp.Tries) != 1 {
 		t.Errorf("response = %+v", resp)
 	}
 

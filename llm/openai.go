@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -24,8 +25,8 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Timeouts bound one call. A zero field means no limit.
 type Timeouts struct {
-	Connect time.Duration // TCP connect plus TLS handshake, per attempt
-	// FirstToken bounds, per attempt, the wait from sending the request to the first
+	Connect time.Duration // TCP connect plus TLS handshake, per try
+	// FirstToken bounds, per try, the wait from sending the request to the first
 	// streamed text. It applies to streaming calls only: a non-streaming server sends
 	// nothing until it is done, so there the total timeout is the bound.
 	FirstToken time.Duration
@@ -103,8 +104,8 @@ func (o *OpenAI) Name() string { return o.opts.Model }
 func (o *OpenAI) Options() OpenAIOptions { return o.opts }
 
 // Call sends the request, streaming when req.OnDelta is set, retrying per the policy.
-// On failure the returned Response still carries the last attempt's RequestBody,
-// ResponseBody and all Attempts (Text stays empty); a failure after text arrived is an
+// On failure the returned Response still carries the last try's RequestBody,
+// ResponseBody and all Tries (Text stays empty); a failure after text arrived is an
 // *lm.PartialError.
 func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	model := o.opts.Model
@@ -124,16 +125,16 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	var out lm.Response
 	for n := 1; ; n++ {
 		start := time.Now()
-		attemptCtx, cancelAttempt := context.WithCancelCause(callCtx)
-		res, x, err := o.attempt(attemptCtx, cancelAttempt, chatReq, extra, req.OnDelta)
-		cancelAttempt(nil)
+		tryCtx, cancelTry := context.WithCancelCause(callCtx)
+		res, x, err := o.try(tryCtx, cancelTry, chatReq, extra, req.OnDelta)
+		cancelTry(nil)
 		out.RequestBody = x.reqBody
 		_, _, out.ResponseBody = x.response()
-		att := lm.Attempt{N: n, Latency: time.Since(start)}
+		att := lm.Try{N: n, Latency: time.Since(start)}
 		if err == nil {
 			att.Status = res.status
-			out.Attempts = append(out.Attempts, att)
-			report(req.OnAttempt, att)
+			out.Tries = append(out.Tries, att)
+			report(req.OnTry, att)
 			out.Text, out.Model, out.FinishReason, out.Usage = res.text, res.model, res.finish, res.usage
 			return out, nil
 		}
@@ -150,7 +151,7 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 		case context.Cause(callCtx) == errTotal:
 			e = &Error{Message: fmt.Sprintf("no complete answer within the total timeout of %s", o.timeouts.Total), Err: context.DeadlineExceeded,
 				Hint: "raise the total timeout if the model is just slow"}
-		case context.Cause(attemptCtx) == errFirstToken:
+		case context.Cause(tryCtx) == errFirstToken:
 			e = &Error{Message: fmt.Sprintf("no first token within %s", o.timeouts.FirstToken), Err: context.DeadlineExceeded, Retryable: true}
 		case res.httpErr:
 			e = classifyHTTP(status, raw, err, tgt)
@@ -175,18 +176,18 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 			}
 			if dl, ok := callCtx.Deadline(); retrying && ok && time.Until(dl) < wait {
 				retrying = false
-				e.Hint = joinHint(e.Hint, "no time left for another attempt within the total timeout")
+				e.Hint = joinHint(e.Hint, "no time left for another try within the total timeout")
 				att.Err = e.Error()
 			}
 		}
 		if retrying {
 			att.Wait, att.Retrying = wait, true
 		}
-		out.Attempts = append(out.Attempts, att)
-		report(req.OnAttempt, att)
+		out.Tries = append(out.Tries, att)
+		report(req.OnTry, att)
 		if !retrying {
 			if e != nil && n > 1 {
-				failure = fmt.Errorf("%s: gave up after %d attempts: %w", name, n, e)
+				failure = fmt.Errorf("%s: gave up after %d tries: %w", name, n, e)
 			} else if e != nil {
 				failure = fmt.Errorf("%s: %w", name, e)
 			}
@@ -215,10 +216,27 @@ func joinHint(a, b string) string {
 	return a + "; " + b
 }
 
-func report(f func(lm.Attempt), a lm.Attempt) {
+func report(f func(lm.Try), a lm.Try) {
 	if f != nil {
 		f(a)
 	}
+}
+
+// usesMaxCompletionTokens reports whether the token limit is sent as
+// max_completion_tokens. OpenAI and Azure OpenAI take it for every model (max_tokens is
+// deprecated there and refused by reasoning models); other OpenAI-compatible servers
+// (llama.cpp, Ollama, older vLLM) may know only max_tokens, except for reasoning models,
+// whose servers follow OpenAI.
+func usesMaxCompletionTokens(baseURL string, azure bool, model string) bool {
+	if azure || reasoningModel(model) {
+		return true
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	return host == "api.openai.com" || strings.HasSuffix(host, ".openai.azure.com")
 }
 
 // reasoningModel reports OpenAI models that take max_completion_tokens, not max_tokens.
@@ -273,10 +291,11 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 		}
 	}
 	if maxTok != nil && *maxTok > 0 {
-		if reasoningModel(model) {
+		if usesMaxCompletionTokens(o.opts.BaseURL, o.opts.Azure, model) {
 			r.MaxCompletionTokens = *maxTok
 		} else {
-			r.MaxTokens = *maxTok
+			// go-openai's MaxTokens field is deprecated; the member is written directly.
+			extra = append(extra, fmt.Sprintf(`"max_tokens":%d`, *maxTok))
 		}
 	}
 	r.Stop = stop
@@ -312,7 +331,7 @@ func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []str
 	return openai.NewClientWithConfig(cfg)
 }
 
-// result is one attempt's outcome. text may be set on failure (the partial answer).
+// result is one try's outcome. text may be set on failure (the partial answer).
 type result struct {
 	text, model, finish string
 	usage               lm.Usage
@@ -320,7 +339,7 @@ type result struct {
 	httpErr             bool // the server answered with an error status
 }
 
-func (o *OpenAI) attempt(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
+func (o *OpenAI) try(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
 	extra []string, onDelta func(string)) (result, *exchange, error) {
 	x := &exchange{}
 	c := o.client(r, x, extra)

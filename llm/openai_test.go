@@ -79,8 +79,8 @@ func TestOpenAINonStreaming(t *testing.T) {
 	if h.Get("Authorization") != "Bearer sk-test" || h.Get("X-Title") != "sessionbench-test" {
 		t.Errorf("headers = %v", h)
 	}
-	if len(resp.Attempts) != 1 || resp.Attempts[0].Status != 200 || resp.Attempts[0].Err != "" {
-		t.Errorf("attempts = %+v", resp.Attempts)
+	if len(resp.Tries) != 1 || resp.Tries[0].Status != 200 || resp.Tries[0].Err != "" {
+		t.Errorf("tries = %+v", resp.Tries)
 	}
 }
 
@@ -153,8 +153,8 @@ func TestOpenAIRetriesThenSucceeds(t *testing.T) {
 				}
 			})
 			m := newTestLM(t, s, nil)
-			var seen []lm.Attempt
-			req := lm.Request{Messages: twoMessages, OnAttempt: func(a lm.Attempt) { seen = append(seen, a) }}
+			var seen []lm.Try
+			req := lm.Request{Messages: twoMessages, OnTry: func(a lm.Try) { seen = append(seen, a) }}
 			if tc.stream {
 				req.OnDelta = func(string) {}
 			}
@@ -162,20 +162,20 @@ func TestOpenAIRetriesThenSucceeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Text != "ok" || len(resp.Attempts) != 3 || len(seen) != 3 || s.requests() != 3 {
-				t.Fatalf("text %q attempts %+v seen %d requests %d", resp.Text, resp.Attempts, len(seen), s.requests())
+			if resp.Text != "ok" || len(resp.Tries) != 3 || len(seen) != 3 || s.requests() != 3 {
+				t.Fatalf("text %q tries %+v seen %d requests %d", resp.Text, resp.Tries, len(seen), s.requests())
 			}
-			for i, a := range resp.Attempts[:2] {
+			for i, a := range resp.Tries[:2] {
 				if a.N != i+1 || a.Status != status || !a.Retrying || !strings.Contains(a.Err, "try later") {
-					t.Errorf("attempt %d = %+v", i, a)
+					t.Errorf("try %d = %+v", i, a)
 				}
 			}
-			if last := resp.Attempts[2]; last.Retrying || last.Err != "" || last.Status != 200 {
-				t.Errorf("last attempt = %+v", last)
+			if last := resp.Tries[2]; last.Retrying || last.Err != "" || last.Status != 200 {
+				t.Errorf("last try = %+v", last)
 			}
-			// Every attempt sends the same body; the recorded one is what went out.
+			// Every try sends the same body; the recorded one is what went out.
 			if string(s.body(0)) != string(s.body(2)) || string(resp.RequestBody) != string(s.body(2)) {
-				t.Error("request bodies differ between attempts or from the recorded one")
+				t.Error("request bodies differ between tries or from the recorded one")
 			}
 		})
 	}
@@ -196,8 +196,8 @@ func TestOpenAIHonoursRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := resp.Attempts[0]; a.Wait != time.Second || a.Status != 429 || !a.Retrying {
-		t.Errorf("first attempt = %+v, want a 1s wait", a)
+	if a := resp.Tries[0]; a.Wait != time.Second || a.Status != 429 || !a.Retrying {
+		t.Errorf("first try = %+v, want a 1s wait", a)
 	}
 	if time.Since(start) < time.Second {
 		t.Error("the retry did not wait for Retry-After")
@@ -208,11 +208,11 @@ func TestOpenAIGivesUpAfterMaxRetries(t *testing.T) {
 	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeError(w, 503, "overloaded") })
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Retry = fastRetry(2) })
 	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
-	if err == nil || !strings.Contains(err.Error(), "gave up after 3 attempts") || !strings.Contains(err.Error(), "overloaded") {
+	if err == nil || !strings.Contains(err.Error(), "gave up after 3 tries") || !strings.Contains(err.Error(), "overloaded") {
 		t.Fatalf("err = %v", err)
 	}
-	if s.requests() != 3 || len(resp.Attempts) != 3 || resp.Attempts[2].Retrying {
-		t.Errorf("requests %d attempts %+v", s.requests(), resp.Attempts)
+	if s.requests() != 3 || len(resp.Tries) != 3 || resp.Tries[2].Retrying {
+		t.Errorf("requests %d tries %+v", s.requests(), resp.Tries)
 	}
 	var e *Error
 	if !errors.As(err, &e) || e.Status != 503 {
@@ -251,7 +251,7 @@ func TestOpenAINonRetryable(t *testing.T) {
 			if !errors.As(err, &e) || e.Status != c.status || !strings.Contains(e.Hint, c.wantHint) || !strings.Contains(err.Error(), c.wantInErrorMsg) {
 				t.Errorf("err = %v (hint %q)", err, e.Hint)
 			}
-			if s.requests() != 1 || len(resp.Attempts) != 1 {
+			if s.requests() != 1 || len(resp.Tries) != 1 {
 				t.Errorf("retried a non-retryable error: %d requests", s.requests())
 			}
 			if !strings.Contains(string(resp.ResponseBody), c.msg[:5]) {
@@ -270,11 +270,11 @@ func TestOpenAIConnectionResetIsRetried(t *testing.T) {
 	})
 	m := newTestLM(t, s, nil)
 	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
-	if err != nil || resp.Text != "fine" || len(resp.Attempts) != 2 {
-		t.Fatalf("text %q err %v attempts %+v", resp.Text, err, resp.Attempts)
+	if err != nil || resp.Text != "fine" || len(resp.Tries) != 2 {
+		t.Fatalf("text %q err %v tries %+v", resp.Text, err, resp.Tries)
 	}
-	if !strings.Contains(resp.Attempts[0].Err, "connection reset") {
-		t.Errorf("first attempt = %+v", resp.Attempts[0])
+	if !strings.Contains(resp.Tries[0].Err, "connection reset") {
+		t.Errorf("first try = %+v", resp.Tries[0])
 	}
 }
 
@@ -338,8 +338,8 @@ func TestOpenAIFirstTokenTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no first token within 100ms") || lm.IsCancelled(err) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(resp.Attempts) != 2 || !resp.Attempts[0].Retrying {
-		t.Errorf("attempts = %+v, want one retry", resp.Attempts)
+	if len(resp.Tries) != 2 || !resp.Tries[0].Retrying {
+		t.Errorf("tries = %+v, want one retry", resp.Tries)
 	}
 	for i := 0; i < 2; i++ {
 		select {
@@ -355,8 +355,8 @@ func TestOpenAITotalTimeout(t *testing.T) {
 	s.handle = func(w http.ResponseWriter, r *http.Request, n int) { s.waitGone(r, n) }
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Timeouts.Total = 150 * time.Millisecond })
 	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
-	if err == nil || !strings.Contains(err.Error(), "total timeout of 150ms") || len(resp.Attempts) != 1 {
-		t.Fatalf("err = %v attempts %+v", err, resp.Attempts)
+	if err == nil || !strings.Contains(err.Error(), "total timeout of 150ms") || len(resp.Tries) != 1 {
+		t.Fatalf("err = %v tries %+v", err, resp.Tries)
 	}
 	select {
 	case <-s.gone:
@@ -401,7 +401,7 @@ func TestOpenAICancelDuringBackoff(t *testing.T) {
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Timeouts.Total = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := m.Call(ctx, lm.Request{Messages: twoMessages, OnAttempt: func(a lm.Attempt) {
+	_, err := m.Call(ctx, lm.Request{Messages: twoMessages, OnTry: func(a lm.Try) {
 		if a.Retrying && a.Wait == 30*time.Second {
 			cancel()
 		}
@@ -435,8 +435,8 @@ func TestOpenAIConnectionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
-	if err == nil || !strings.Contains(err.Error(), "is the server running") || len(resp.Attempts) != 1 {
-		t.Fatalf("err = %v attempts %d", err, len(resp.Attempts))
+	if err == nil || !strings.Contains(err.Error(), "is the server running") || len(resp.Tries) != 1 {
+		t.Fatalf("err = %v tries %d", err, len(resp.Tries))
 	}
 }
 

@@ -18,12 +18,12 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// RetryPolicy says how often and how patiently a failed attempt is repeated. Attempts
+// RetryPolicy says how often and how patiently a failed try is repeated. Tries
 // are retried on HTTP 429, 500, 502, 503 and 504, on connection resets before any text
 // arrived, on connect timeouts and on a missed first token; never after text was
 // delivered (a mid-stream failure is reported with its partial text instead).
 type RetryPolicy struct {
-	MaxRetries int           // retries after the first attempt; 0 means none
+	MaxRetries int           // retries after the first try; 0 means none
 	BaseDelay  time.Duration // backoff before retry n is BaseDelay*2^(n-1) with jitter
 	MaxDelay   time.Duration // cap of the computed backoff
 	// MaxRetryAfter is the longest server-requested wait (Retry-After) honoured; a server
@@ -79,7 +79,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// Error is a failed attempt or call against an OpenAI-compatible server: what went wrong
+// Error is a failed try or call against an OpenAI-compatible server: what went wrong
 // in the server's own words plus a hint at the likely cause.
 type Error struct {
 	Status    int    // HTTP status; 0 when the failure was below HTTP

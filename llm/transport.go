@@ -30,9 +30,9 @@ func newHTTPClient(connect time.Duration) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// exchange is what one attempt put on the wire and got back. go-openai hides both the
+// exchange is what one try put on the wire and got back. go-openai hides both the
 // body it marshals and the response headers (Retry-After) behind its own types, so every
-// attempt runs through a captureDoer that keeps them.
+// try runs through a captureDoer that keeps them.
 type exchange struct {
 	mu      sync.Mutex
 	reqBody []byte
@@ -47,7 +47,7 @@ func (x *exchange) response() (status int, header http.Header, raw []byte) {
 	return x.status, x.header, bytes.Clone(x.raw.Bytes())
 }
 
-// captureDoer is go-openai's HTTPDoer for one attempt: it adds the configured headers,
+// captureDoer is go-openai's HTTPDoer for one try: it adds the configured headers,
 // appends body fields go-openai cannot express, and records the exchange.
 type captureDoer struct {
 	client  *http.Client

@@ -138,8 +138,8 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 		return fmt.Errorf("storage: call %s params: %w", key, err)
 	}
 	var attempts sql.NullString
-	if len(c.Attempts) > 0 {
-		b, err := json.Marshal(c.Attempts)
+	if len(c.Tries) > 0 {
+		b, err := json.Marshal(c.Tries)
 		if err != nil {
 			return fmt.Errorf("storage: call %s attempts: %w", key, err)
 		}
@@ -239,7 +239,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 			c.Params, err = dec.paramsOf(params)
 		}
 		if err == nil && attempts.Valid {
-			err = json.Unmarshal([]byte(attempts.String), &c.Attempts)
+			err = json.Unmarshal([]byte(attempts.String), &c.Tries)
 		}
 		if err != nil {
 			rows.Close()

@@ -119,7 +119,7 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 			h.resp.ResponseBody = []byte(bodies[h.raw.Int64])
 		}
 		if h.attempts.Valid {
-			if err := json.Unmarshal([]byte(h.attempts.String), &h.resp.Attempts); err != nil {
+			if err := json.Unmarshal([]byte(h.attempts.String), &h.resp.Tries); err != nil {
 				return lm.Response{}, false, fmt.Errorf("storage: replay: attempts of call %d are corrupt: %w", h.id, err)
 			}
 		}

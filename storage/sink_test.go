@@ -28,7 +28,7 @@ func TestSinkRoundTrip(t *testing.T) {
 			tr.Score = nil
 			tr.Calls[1].Error = "model refused"
 			tr.Calls[1].Outputs = nil
-			tr.Calls[1].Attempts = []lm.Attempt{{N: 1, Status: 429, Err: "rate limited", Wait: 1e9, Retrying: true}, {N: 2, Status: 200}}
+			tr.Calls[1].Tries = []lm.Try{{N: 1, Status: 429, Err: "rate limited", Wait: 1e9, Retrying: true}, {N: 2, Status: 200}}
 			tr.Calls[1].Messages[1].Content += "\x00 byte <&> \xff invalid utf-8"
 			tr.Calls[1].RawRequest = rawBody(tr.Calls[1].Messages, tr.Calls[1].Params)
 		}

@@ -18,7 +18,6 @@ type Styles struct {
 	TreeBranch, TreePath, TreeMeta         lipgloss.Style
 	DiffAdd, DiffDel                       lipgloss.Style
 	Tip                                    lipgloss.Style
-	Toast                                  lipgloss.Style
 }
 
 // Styles derives the element styles from t's palette.
@@ -57,6 +56,5 @@ func (t Theme) Styles() Styles {
 		DiffAdd:        lipgloss.NewStyle().Foreground(C(p.DiffAdd)),
 		DiffDel:        lipgloss.NewStyle().Foreground(C(p.DiffDel)),
 		Tip:            lipgloss.NewStyle().Foreground(C(p.Tip)).Bold(true),
-		Toast:          border.BorderForeground(C(p.Error)).Padding(0, 1),
 	}
 }

@@ -217,21 +217,21 @@ type Lint struct {
 type EventKind int
 
 const (
-	EventDelta   EventKind = iota // Delta: text arrived for Field of call Path
-	EventAttempt                  // Attempt: a try finished; Retrying with Wait before the next
-	EventCall                     // Call: an inner call finished
-	EventTurn                     // Turn: the turn finished and was recorded
-	EventBranch                   // Branch: a new branch was created (edit, replay)
+	EventDelta  EventKind = iota // Delta: text arrived for Field of call Path
+	EventTry                     // Try: an HTTP try finished; Retrying with Wait before the next
+	EventCall                    // Call: an inner call finished
+	EventTurn                    // Turn: the turn finished and was recorded
+	EventBranch                  // Branch: a new branch was created (edit, replay)
 )
 
 // Event is streamed progress of Send, EditAndResubmit and Replay.
 type Event struct {
-	Kind    EventKind
-	Path    string // predictor path of the call in flight
-	Field   string // output field being written, when the adapter can tell
-	Delta   string
-	Attempt lm.Attempt
-	Call    *trace.Call
-	Turn    *trace.Turn
-	Branch  string
+	Kind   EventKind
+	Path   string // predictor path of the call in flight
+	Field  string // output field being written, when the adapter can tell
+	Delta  string
+	Try    lm.Try
+	Call   *trace.Call
+	Turn   *trace.Turn
+	Branch string
 }

@@ -139,8 +139,8 @@ func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
 			}
 		}
 		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), humanTokens(callUsage(c).TotalTokens))
-		if len(c.Attempts) > 1 {
-			meta += fmt.Sprintf("  ×%d", len(c.Attempts))
+		if len(c.Tries) > 1 {
+			meta += fmt.Sprintf("  ×%d", len(c.Tries))
 		}
 		path := OneLine(c.Path)
 		line := s.TreeBranch.Render(r.prefix+mark) + s.TreePath.Render(path) + s.TreeMeta.Render(meta)
@@ -238,9 +238,9 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 		out = append(out, roleStyle(st, m.Role).Render("── "+OneLine(m.Role)+" ──"))
 		out = append(out, wrapLines(Sanitize(m.Content), w)...)
 	}
-	if len(c.Attempts) > 0 {
-		sec("Attempts")
-		for _, a := range c.Attempts {
+	if len(c.Tries) > 0 {
+		sec("Tries")
+		for _, a := range c.Tries {
 			line := fmt.Sprintf("#%d  status %d  %s", a.N, a.Status, fmtDuration(a.Latency))
 			if a.Err != "" {
 				line += "  " + a.Err

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,15 +47,14 @@ type chatPane struct {
 
 // streamState is a turn being written.
 type streamState struct {
-	inputs   *sig.Map
-	path     string
-	field    string
-	texts    map[string]*strings.Builder // completion so far per call path (parallel calls interleave)
-	attempt  lm.Attempt
-	retryAt  time.Time // when the next attempt starts, if retrying
-	started  time.Time
-	calls    int
-	canceled bool
+	inputs  *sig.Map
+	path    string
+	field   string
+	texts   map[string]*strings.Builder // completion so far per call path (parallel calls interleave)
+	try     lm.Try
+	retryAt time.Time // when the next try starts, if retrying
+	started time.Time
+	calls   int
 }
 
 // write appends a delta to path's completion.
@@ -276,7 +276,7 @@ func fmtDuration(d time.Duration) string {
 	case d <= 0:
 		return "0s"
 	case d < time.Second:
-		return itoa(int(d/time.Millisecond)) + "ms"
+		return strconv.Itoa(int(d/time.Millisecond)) + "ms"
 	case d < time.Minute:
 		return trimZero(d.Seconds()) + "s"
 	default:
@@ -310,10 +310,10 @@ func (p *chatPane) streamLines(r renderer, w int) []string {
 			out = append(out, indent(wrapLines(Sanitize(sec.text), w-2), "  ")...)
 		}
 	}
-	if st.attempt.Retrying {
+	if st.try.Retrying {
 		left := time.Until(st.retryAt).Round(time.Second)
-		out = append(out, s.Warning.Render(fmt.Sprintf("  attempt %d failed: %s · retrying in %s",
-			st.attempt.N, OneLine(st.attempt.Err), fmtDuration(max(left, 0)))))
+		out = append(out, s.Warning.Render(fmt.Sprintf("  try %d failed: %s · retrying in %s",
+			st.try.N, OneLine(st.try.Err), fmtDuration(max(left, 0)))))
 	}
 	out = append(out, s.Muted.Render("  … esc cancels"), "")
 	return out

@@ -255,12 +255,12 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 	case EventDelta:
 		st.path, st.field = ev.Path, ev.Field
 		st.write(ev.Path, ev.Delta)
-		st.attempt.Retrying = false
-	case EventAttempt:
-		st.attempt = ev.Attempt
-		if ev.Attempt.Retrying {
-			st.retryAt = time.Now().Add(ev.Attempt.Wait)
-			delete(st.texts, ev.Path) // the next attempt writes its completion from the start
+		st.try.Retrying = false
+	case EventTry:
+		st.try = ev.Try
+		if ev.Try.Retrying {
+			st.retryAt = time.Now().Add(ev.Try.Wait)
+			delete(st.texts, ev.Path) // the next try writes its completion from the start
 			return tea.Batch(next, m.retryTick(msg.id))
 		}
 	case EventCall:

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,9 +257,9 @@ func ago(t time.Time) string {
 	case d < time.Minute:
 		return "just now"
 	case d < time.Hour:
-		return itoa(int(d/time.Minute)) + "m ago"
+		return strconv.Itoa(int(d/time.Minute)) + "m ago"
 	case d < 24*time.Hour:
-		return itoa(int(d/time.Hour)) + "h ago"
+		return strconv.Itoa(int(d/time.Hour)) + "h ago"
 	}
 	return t.Format("2006-01-02")
 }

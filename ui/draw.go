@@ -103,7 +103,7 @@ func hjoin(blocks ...[]string) []string {
 func humanTokens(n int) string {
 	switch {
 	case n < 1000:
-		return itoa(n)
+		return strconv.Itoa(n)
 	case n < 1_000_000:
 		return trimZero(float64(n)/1000) + "k"
 	default:
@@ -111,33 +111,11 @@ func humanTokens(n int) string {
 	}
 }
 
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	var buf [20]byte
-	i := len(buf)
-	for n > 0 {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		buf[i] = '-'
-	}
-	return string(buf[i:])
-}
-
 func trimZero(f float64) string {
 	tenths := int(f*10 + 0.5)
-	s := itoa(tenths / 10)
+	s := strconv.Itoa(tenths / 10)
 	if tenths%10 != 0 {
-		s += "." + itoa(tenths%10)
+		s += "." + strconv.Itoa(tenths%10)
 	}
 	return s
 }

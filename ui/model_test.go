@@ -106,7 +106,7 @@ func TestRetryCountdownShown(t *testing.T) {
 	hs.typeText("hello [retry]")
 	hs.send(keyMsg("enter"))
 	hs.pump(func() bool { return strings.Contains(hs.screen(), "retrying in") })
-	assertContains(t, hs.screen(), "attempt 1 failed: rate limited")
+	assertContains(t, hs.screen(), "try 1 failed: rate limited")
 	hs.send(keyMsg("esc"))
 	hs.settle()
 }

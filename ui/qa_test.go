@@ -82,7 +82,7 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 		Inputs: sig.NewMap("question", "q"), Outputs: sig.NewMap("reply", "ok"),
 		Messages:   []lm.Message{{Role: "system", Content: "json system prompt"}},
 		Completion: `{"reply": "ok"}`,
-		Attempts: []lm.Attempt{
+		Tries: []lm.Try{
 			{N: 1, Err: "Adapter ChatAdapter failed to parse the LM response", Adapter: "chat",
 				Messages:   []lm.Message{{Role: "system", Content: "chat system prompt"}, {Role: "user", Content: "[[ ## question ## ]]\nq"}},
 				Completion: "no headers at all"},
@@ -96,7 +96,7 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 	hs.press("enter")                 // open
 	hs.press("esc", "enter", "enter") // chat pane, tree, detail
 	s := hs.screen()
-	assertContains(t, s, "Attempts", "chat adapter, given up", "request sent (2 messages, chat adapter)",
+	assertContains(t, s, "Tries", "chat adapter, given up", "request sent (2 messages, chat adapter)",
 		"chat system prompt", "completion received:", "no headers at all", "json system prompt")
 }
 

@@ -68,7 +68,7 @@ func (m *Model) handleResult(msg tea.Msg) tea.Cmd {
 	case retryTickMsg:
 		if m.run != nil && m.run.id == msg.id && m.run.pane.stream != nil {
 			st := m.run.pane.stream
-			if st.attempt.Retrying && time.Now().Before(st.retryAt) {
+			if st.try.Retrying && time.Now().Before(st.retryAt) {
 				return m.retryTick(msg.id)
 			}
 		}

@@ -45,8 +45,8 @@ type Request struct {
 	Meta     Meta
 	// OnDelta, when set, asks for streaming: it receives each text fragment as it arrives.
 	OnDelta func(delta string)
-	// OnAttempt, when set, is told about every attempt (retries included) as it happens.
-	OnAttempt func(Attempt)
+	// OnTry, when set, is told about every HTTP try (retries included) as it happens.
+	OnTry func(Try)
 }
 
 // Usage is the token accounting a server reports.
@@ -57,15 +57,17 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
-// Attempt is one try at a request.
-type Attempt struct {
+// Try is one HTTP try at a request (retries are further tries). It is not seed 003's
+// scored attempt of a workflow step (storage.Attempt); the JSON key stays "attempts" for
+// the save files and the database.
+type Try struct {
 	N        int           `json:"n"`                  // 1-based
 	Status   int           `json:"status,omitempty"`   // HTTP status, 0 when none
 	Err      string        `json:"error,omitempty"`    // why it failed; "" for the successful one
-	Wait     time.Duration `json:"wait,omitempty"`     // backoff before the next attempt
-	Latency  time.Duration `json:"latency,omitempty"`  // time this attempt took
-	Retrying bool          `json:"retrying,omitempty"` // another attempt follows
-	// Adapter, Messages and Completion are set on the attempts of a request the call
+	Wait     time.Duration `json:"wait,omitempty"`     // backoff before the next try
+	Latency  time.Duration `json:"latency,omitempty"`  // time this try took
+	Retrying bool          `json:"retrying,omitempty"` // another try follows
+	// Adapter, Messages and Completion are set on the tries of a request the call
 	// gave up on (DSPy's ChatAdapter -> JSONAdapter fallback): the call's own Messages
 	// and Completion describe the request that answered, these keep the failed one.
 	Adapter    string    `json:"adapter,omitempty"`
@@ -75,13 +77,13 @@ type Attempt struct {
 
 // Response is a model's answer.
 type Response struct {
-	Text         string    `json:"text"`
-	Model        string    `json:"model,omitempty"`
-	FinishReason string    `json:"finish_reason,omitempty"`
-	Usage        Usage     `json:"usage"`
-	RequestBody  []byte    `json:"-"` // the exact HTTP body sent, when there was one
-	ResponseBody []byte    `json:"-"` // the raw response (for streams: the SSE text)
-	Attempts     []Attempt `json:"attempts,omitempty"`
+	Text         string `json:"text"`
+	Model        string `json:"model,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        Usage  `json:"usage"`
+	RequestBody  []byte `json:"-"` // the exact HTTP body sent, when there was one
+	ResponseBody []byte `json:"-"` // the raw response (for streams: the SSE text)
+	Tries        []Try  `json:"attempts,omitempty"`
 }
 
 // LM is a language model.

@@ -39,7 +39,7 @@ func (s *Scripted) Call(ctx context.Context, req Request) (Response, error) {
 		req.OnDelta(text)
 	}
 	return Response{Text: text, Model: "scripted", Usage: Usage{CompletionTokens: len(text) / 4, TotalTokens: len(text) / 4},
-		Attempts: []Attempt{{N: 1}}}, nil
+		Tries: []Try{{N: 1}}}, nil
 }
 
 func (s *Scripted) answer(req Request) (string, error) {

@@ -29,7 +29,7 @@ type Call struct {
 	Started       time.Time     `json:"started"`
 	Latency       time.Duration `json:"latency"`
 	Error         string        `json:"error,omitempty"`
-	Attempts      []lm.Attempt  `json:"attempts,omitempty"`
+	Tries         []lm.Try      `json:"attempts,omitempty"`
 	Score         *float64      `json:"score,omitempty"`
 	Children      []*Call       `json:"children,omitempty"` // calls made inside this one
 	// RawRequest and RawResponse are the HTTP bodies when a network model was used.
@@ -59,7 +59,7 @@ func (c *Call) Clone() *Call {
 	out.Outputs = c.Outputs.Clone()
 	out.History = c.History.Clone()
 	out.Messages = append([]lm.Message(nil), c.Messages...)
-	out.Attempts = append([]lm.Attempt(nil), c.Attempts...)
+	out.Tries = append([]lm.Try(nil), c.Tries...)
 	out.Children = make([]*Call, len(c.Children))
 	for i, ch := range c.Children {
 		out.Children[i] = ch.Clone()

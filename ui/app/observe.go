@@ -103,16 +103,16 @@ func (o *observer) Delta(path, d string) {
 	}
 }
 
-func (o *observer) Attempt(path string, at lm.Attempt) {
+func (o *observer) Try(path string, at lm.Try) {
 	if at.Retrying {
 		o.mu.Lock()
 		if st := o.calls[path]; st != nil {
-			st.text.Reset() // the next attempt writes its completion from the start
+			st.text.Reset() // the next try writes its completion from the start
 			st.unsent = ""
 		}
 		o.mu.Unlock()
 	}
-	send(o.events, ui.Event{Kind: ui.EventAttempt, Path: path, Attempt: at})
+	send(o.events, ui.Event{Kind: ui.EventTry, Path: path, Try: at})
 }
 
 func (o *observer) CallFinished(path string, c *trace.Call) {

@@ -105,7 +105,7 @@ func TestObserverFields(t *testing.T) {
 			o.CallStarted(tc.path, &trace.Call{Path: tc.path, Adapter: tc.adapter})
 			for i, d := range tc.deltas {
 				if tc.retryAfter > 0 && i == tc.retryAfter {
-					o.Attempt(tc.path, lm.Attempt{N: 1, Retrying: true})
+					o.Try(tc.path, lm.Try{N: 1, Retrying: true})
 				}
 				o.Delta(tc.path, d)
 			}

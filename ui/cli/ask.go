@@ -125,9 +125,9 @@ func runAsk(ctx context.Context, env Env) int {
 		msgs = append(msgs, lm.Message{Role: "system", Content: *system})
 	}
 	msgs = append(msgs, lm.Message{Role: "user", Content: text})
-	req := lm.Request{Messages: msgs, OnAttempt: func(a lm.Attempt) {
+	req := lm.Request{Messages: msgs, OnTry: func(a lm.Try) {
 		if a.Retrying {
-			fmt.Fprintf(env.Stderr, "attempt %d failed: %s; retrying in %s\n", a.N, a.Err, a.Wait.Round(100*time.Millisecond))
+			fmt.Fprintf(env.Stderr, "try %d failed: %s; retrying in %s\n", a.N, a.Err, a.Wait.Round(100*time.Millisecond))
 		}
 	}}
 	streamed := false
@@ -168,7 +168,7 @@ func runAsk(ctx context.Context, env Env) int {
 	if *asJSON {
 		err := writeJSONOut(env.Stdout, askOut{Text: resp.Text, Model: model, Provider: sel.Provider, Demo: sel.Demo,
 			Usage:     askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens},
-			LatencyMS: elapsed.Milliseconds(), Attempts: len(resp.Attempts)})
+			LatencyMS: elapsed.Milliseconds(), Tries: len(resp.Tries)})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "ask: %v\n", err)
 			return askFailed
@@ -183,8 +183,8 @@ func runAsk(ctx context.Context, env Env) int {
 	if u.CachedTokens > 0 {
 		cached = fmt.Sprintf(", %d cached", u.CachedTokens)
 	}
-	fmt.Fprintf(env.Stderr, "[%s · %d prompt + %d completion tokens%s · %s · %d attempt(s)]\n",
-		model, u.PromptTokens, u.CompletionTokens, cached, elapsed.Round(time.Millisecond), len(resp.Attempts))
+	fmt.Fprintf(env.Stderr, "[%s · %d prompt + %d completion tokens%s · %s · %d tries]\n",
+		model, u.PromptTokens, u.CompletionTokens, cached, elapsed.Round(time.Millisecond), len(resp.Tries))
 	return askOK
 }
 
@@ -196,7 +196,7 @@ type askOut struct {
 	Demo      bool        `json:"demo"`
 	Usage     askUsageOut `json:"usage"`
 	LatencyMS int64       `json:"latency_ms"`
-	Attempts  int         `json:"attempts"`
+	Tries     int         `json:"tries"`
 }
 
 type askUsageOut struct {

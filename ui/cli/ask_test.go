@@ -196,7 +196,7 @@ func TestAskAndModelsFlagsAndJSON(t *testing.T) {
 	code, out, errOut := run(t, "", "ask", "--json", "--base-url", s.URL+"/v1", "--api-key-env", "LOCAL_KEY", "--model", "tiny", "say", "hi")
 	var a askOut
 	if err := json.Unmarshal([]byte(out), &a); err != nil || code != 0 || a.Text != "Hi from the server" || a.Model != "tiny" ||
-		a.Usage.Prompt != 9 || a.Usage.Completion != 3 || a.Attempts != 1 {
+		a.Usage.Prompt != 9 || a.Usage.Completion != 3 || a.Tries != 1 {
 		t.Errorf("ask --json: exit %d %v\nstdout: %s\nstderr: %s", code, err, out, errOut)
 	}
 	path := writeConfig(t, dir, "[default]\nprovider = \"local\"\n\n[[providers]]\nname = \"local\"\nbase_url = \"http://localhost:1/v1\"\napi_key_env = \"LOCAL_KEY\"\nmodels = [\"m1\", \"m2\"]\n")

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
@@ -22,7 +23,8 @@ func init() {
 		Name: "session",
 		Usage: []string{
 			"session ls                   list stored conversations (all session commands take --db PATH, --json)",
-			"session show ID [--branch B] a conversation, its branches and the turns of a branch",
+			"session show ID [--branch B] [--tree]   a conversation, its branches and the turns of a branch",
+			"                             (--tree: each turn as the tree of its inner calls)",
 			"session fork ID --at N --name B [--from SRC]   new branch sharing turns 0..N of SRC (main)",
 			"session undo ID [--branch B] [--steps N]       move the tip back (redo keeps the turns)",
 			"session redo ID [--branch B] [--steps N]       move the tip forward again",
@@ -95,6 +97,7 @@ type sessionArgs struct {
 	name   string
 	from   string
 	recurs bool
+	tree   bool
 }
 
 func runSession(ctx context.Context, env Env) int {
@@ -111,6 +114,7 @@ func runSession(ctx context.Context, env Env) int {
 	case "show":
 		a.names = []string{"ID"}
 		fs.StringVar(&a.branch, "branch", storage.MainBranch, "branch whose turns to list")
+		fs.BoolVar(&a.tree, "tree", false, "print each turn as the tree of its inner calls (text output)")
 	case "fork":
 		a.names = []string{"ID"}
 		fs.IntVar(&a.at, "at", -1, "index of the last shared turn (required)")
@@ -255,7 +259,19 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 			turns = []*storage.TurnNode{}
 		}
 		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns}
-		return pick(v, func() { printShow(w, c, bs, a.branch, turns) }), nil
+		var trees []*trace.Turn
+		if a.tree && !asJSON {
+			if trees, err = s.LoadBranch(ctx, pos[0], a.branch); err != nil {
+				return nil, err
+			}
+		}
+		return pick(v, func() {
+			printShow(w, c, bs, a.branch, turns)
+			for _, t := range trees {
+				fmt.Fprintln(w)
+				core.PrintTraceTree(w, t, c.Agent)
+			}
+		}), nil
 	case "fork":
 		b, err := s.Fork(ctx, pos[0], a.from, a.name, a.at)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -405,13 +406,11 @@ func TestWireStrategiesReadable(t *testing.T) {
 	out := runStrategiesJSON(t, "", "testdata/strategies/support_agent.json", "--strategies", "1,4", "--model", "gpt-4")
 	so := findStrategy(t, findPredictor(t, out, "classify"), 4)
 	checkTokens(t, so, messagesOf(so), "gpt-4")
-	line := "request: " + itoa(so.Tokens) + " tokens ("
+	line := "request: " + strconv.Itoa(so.Tokens) + " tokens ("
 	if !strings.Contains(stdout, line) {
 		t.Errorf("readable output lacks %q", line)
 	}
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestWireStrategiesChainOfThoughtAndDefaults(t *testing.T) {
 	in := `{"agent": {"signature": {"inputs": [{"name": "question"}], "outputs": [{"name": "answer", "type": "int"}]},

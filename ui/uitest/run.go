@@ -14,7 +14,7 @@ import (
 )
 
 // The echo model: the reply to a question is "echo: <question>", streamed word by word.
-// An input containing "[retry]" makes the first attempt fail with a 429 and a backoff;
+// An input containing "[retry]" makes the first try fail with a 429 and a backoff;
 // "[fail]" makes the turn fail.
 
 func (m *Memory) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
@@ -66,18 +66,18 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 			return ctx.Err()
 		}
 	}
-	var attempts []lm.Attempt
+	var tries []lm.Try
 	if strings.Contains(question, "[retry]") {
-		a := lm.Attempt{N: 1, Status: 429, Err: "rate limited", Wait: m.RetryWait, Retrying: true}
-		attempts = append(attempts, a)
-		if err := send(ui.Event{Kind: ui.EventAttempt, Path: "respond", Attempt: a}); err != nil {
+		a := lm.Try{N: 1, Status: 429, Err: "rate limited", Wait: m.RetryWait, Retrying: true}
+		tries = append(tries, a)
+		if err := send(ui.Event{Kind: ui.EventTry, Path: "respond", Try: a}); err != nil {
 			return nil, err
 		}
 		if err := sleep(m.RetryWait); err != nil {
 			return nil, err
 		}
 	}
-	attempts = append(attempts, lm.Attempt{N: len(attempts) + 1, Status: 200})
+	tries = append(tries, lm.Try{N: len(tries) + 1, Status: 200})
 	classify := &trace.Call{ID: fmt.Sprintf("t%d.c1", index), Path: "classify", PredictorType: "Predict", Adapter: "chat",
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("intent", "question"), History: history, Model: model,
 		Messages: render(agent, inputs, history, 1), Completion: "[[ ## intent ## ]]\nquestion",
@@ -103,7 +103,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("reasoning", "The user asked.", "reply", reply), History: history, Model: model,
 		Messages: render(agent, inputs, history, 1), Completion: "[[ ## reasoning ## ]]\nThe user asked.\n\n[[ ## reply ## ]]\n" + reply,
 		Usage:   lm.Usage{PromptTokens: 60 + 10*len(history.Messages), CompletionTokens: len(strings.Fields(reply)), TotalTokens: 60 + 10*len(history.Messages) + len(strings.Fields(reply))},
-		Latency: 300 * time.Millisecond, Started: start, Attempts: attempts}
+		Latency: 300 * time.Millisecond, Started: start, Tries: tries}
 	if strings.Contains(question, "[fail]") {
 		return nil, errors.New("respond: the model's answer has no [[ ## reply ## ]] field")
 	}
