@@ -17,8 +17,8 @@ import (
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui"
-	"github.com/sessionbench/sessionbench/ui/app"
 	"github.com/sessionbench/sessionbench/ui/cli"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 func main() {
@@ -106,7 +106,7 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
 	llm.PreloadEncodings(sel.LM.Name())
-	a := app.New(store, sel.LM)
+	a := sessions.New(store, sel.LM)
 	a.SetModelResolver(demo.NamedModels(ctx, config, os.Getenv))
 	return ui.Run(ctx, a, uiOpts)
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"strconv"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ const pageSize = 200
 // frame renders only the turns on screen and re-renders nothing that has not changed.
 type chatPane struct {
 	branch  string
-	info    BranchInfo
+	info    sessions.BranchInfo
 	total   int           // turns on the path
 	from    int           // position of turns[0]
 	ids     []string      // TurnIDs of the loaded window
@@ -102,7 +103,7 @@ func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
 
 // setPage merges a loaded page into the window. Pages adjacent to the window extend it;
 // anything else replaces it (the window stays one contiguous run).
-func (p *chatPane) setPage(pg TurnPage) {
+func (p *chatPane) setPage(pg sessions.TurnPage) {
 	p.loading, p.loaded = false, true
 	p.total = pg.Total
 	if p.stale {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"sort"
 	"time"
 
@@ -16,30 +17,30 @@ import (
 // applies these results.
 type (
 	convsMsg struct {
-		list  []ConversationInfo
+		list  []sessions.ConversationInfo
 		err   error
 		start bool // the first load: open something
 	}
 	convOpenedMsg struct {
-		conv     ConversationInfo
-		branches []BranchInfo
+		conv     sessions.ConversationInfo
+		branches []sessions.BranchInfo
 		err      error
 	}
 	branchesMsg struct {
 		conv string
-		list []BranchInfo
+		list []sessions.BranchInfo
 		err  error
 	}
 	pageMsg struct {
 		pane   *chatPane
 		gen    int // the pane's generation when the page was asked for
 		branch string
-		page   TurnPage
+		page   sessions.TurnPage
 		err    error
 	}
 	runEventMsg struct {
 		id int
-		ev Event
+		ev sessions.Event
 	}
 	runDoneMsg struct {
 		id     int
@@ -50,13 +51,13 @@ type (
 	retryTickMsg struct{ id int }
 	previewMsg   struct {
 		key string
-		r   Rendering
+		r   sessions.Rendering
 		err error
 	}
 	dryTickMsg struct{ version int }
 	dryMsg     struct {
 		version, strategy int
-		rs                []Rendering
+		rs                []sessions.Rendering
 		err               error
 	}
 	// opMsg is the result of fork, undo, redo, rename, delete...
@@ -77,7 +78,7 @@ func (m *Model) loadConversations(start bool) tea.Cmd {
 	}
 }
 
-func (m *Model) openConversation(c ConversationInfo) tea.Cmd {
+func (m *Model) openConversation(c sessions.ConversationInfo) tea.Cmd {
 	ctx, b := m.ctx, m.b
 	return func() tea.Msg {
 		br, err := b.Branches(ctx, c.ID)
@@ -141,7 +142,7 @@ func (m *Model) loadPage(p *chatPane, from int) tea.Cmd {
 
 // startRun runs f (Send, EditAndResubmit or Replay) in the background, turning its events
 // into messages; Esc cancels ctx.
-func (m *Model) startRun(p *chatPane, kind string, f func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error)) tea.Cmd {
+func (m *Model) startRun(p *chatPane, kind string, f func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error)) tea.Cmd {
 	m.runSeq++
 	id := m.runSeq
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -149,7 +150,7 @@ func (m *Model) startRun(p *chatPane, kind string, f func(ctx context.Context, e
 	m.run = &runState{id: id, cancel: cancel, msgs: msgs, pane: p, kind: kind}
 	m.runs.Add(1)
 	go func() {
-		events := make(chan Event, 64)
+		events := make(chan sessions.Event, 64)
 		fwd := make(chan struct{})
 		go func() {
 			for e := range events {
@@ -204,14 +205,14 @@ func (m *Model) send() tea.Cmd {
 	p.list.follow = true
 	if edit != "" {
 		m.setStatus("resubmitting as a new branch…")
-		return m.startRun(p, "edit", func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error) {
-			return b.EditAndResubmit(ctx, EditRequest{Conv: conv, Turn: edit, Inputs: inputs}, ev)
+		return m.startRun(p, "edit", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
+			return b.EditAndResubmit(ctx, sessions.EditRequest{Conv: conv, Turn: edit, Inputs: inputs}, ev)
 		})
 	}
 	branch := p.branch
 	m.setStatus("sending on " + OneLine(branch))
-	return m.startRun(p, "send", func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error) {
-		t, err := b.Send(ctx, SendRequest{Conv: conv, Branch: branch, Inputs: inputs, Strategy: strategy}, ev)
+	return m.startRun(p, "send", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
+		t, err := b.Send(ctx, sessions.SendRequest{Conv: conv, Branch: branch, Inputs: inputs, Strategy: strategy}, ev)
 		return branch, t, err
 	})
 }
@@ -244,7 +245,7 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 	}
 	next := waitRun(m.run.msgs)
 	ev := msg.ev
-	if m.run.kind == "replay" && ev.Kind == EventTurn && ev.Turn != nil {
+	if m.run.kind == "replay" && ev.Kind == sessions.EventTurn && ev.Turn != nil {
 		m.setStatus(fmt.Sprintf("replayed turn %d…", ev.Turn.Index+1))
 	}
 	if m.run.pane == nil || m.run.pane.stream == nil {
@@ -252,21 +253,21 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 	}
 	st := m.run.pane.stream
 	switch ev.Kind {
-	case EventDelta:
+	case sessions.EventDelta:
 		st.path, st.field = ev.Path, ev.Field
 		st.write(ev.Path, ev.Delta)
 		st.try.Retrying = false
-	case EventTry:
+	case sessions.EventTry:
 		st.try = ev.Try
 		if ev.Try.Retrying {
 			st.retryAt = time.Now().Add(ev.Try.Wait)
 			delete(st.texts, ev.Path) // the next try writes its completion from the start
 			return tea.Batch(next, m.retryTick(msg.id))
 		}
-	case EventCall:
+	case sessions.EventCall:
 		st.calls++
 		delete(st.texts, ev.Path) // a loop calls the same path again: start its text afresh
-	case EventBranch:
+	case sessions.EventBranch:
 		m.setStatus("new branch " + OneLine(ev.Branch))
 	}
 	return next
@@ -338,12 +339,12 @@ func (m *Model) op(f func(ctx context.Context, b Backend) opMsg) tea.Cmd {
 	return func() tea.Msg { return f(ctx, b) }
 }
 
-func previewKey(req PreviewRequest) string {
+func previewKey(req sessions.PreviewRequest) string {
 	return fmt.Sprintf("%s|%s|%s|%s|%d", req.Conv, req.Branch, req.Turn, req.Call, req.Strategy)
 }
 
 // wantedPreviews are the renderings the wire pane shows now.
-func (m *Model) wantedPreviews() []PreviewRequest {
+func (m *Model) wantedPreviews() []sessions.PreviewRequest {
 	p := m.pane()
 	id, t := m.selectedTurn()
 	if p == nil || t == nil {
@@ -354,14 +355,14 @@ func (m *Model) wantedPreviews() []PreviewRequest {
 		return nil // no calls, or a module record: it sent nothing itself
 	}
 	call := c.ID
-	base := PreviewRequest{Conv: m.conv.ID, Branch: p.branch, Turn: id, Call: call}
+	base := sessions.PreviewRequest{Conv: m.conv.ID, Branch: p.branch, Turn: id, Call: call}
 	if m.wire.compare {
 		a, b := base, base
 		a.Strategy, b.Strategy = m.wire.cmpA, m.wire.cmpB
-		return []PreviewRequest{a, b}
+		return []sessions.PreviewRequest{a, b}
 	}
 	base.Strategy = m.wire.strategy
-	return []PreviewRequest{base}
+	return []sessions.PreviewRequest{base}
 }
 
 func (m *Model) ensurePreviews() []tea.Cmd {

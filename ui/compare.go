@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
@@ -73,14 +74,14 @@ func (m *Model) startReplay() tea.Cmd {
 		m.setStatus("a turn is running: esc cancels it")
 		return nil
 	}
-	req := ReplayRequest{Conv: m.conv.ID, Branch: f.branch, From: f.from, Model: f.model.Value(), Strategy: f.strategy}
+	req := sessions.ReplayRequest{Conv: m.conv.ID, Branch: f.branch, From: f.from, Model: f.model.Value(), Strategy: f.strategy}
 	if ags := m.b.Agents(); f.agent >= 0 && f.agent < len(ags) {
 		req.Agent = ags[f.agent].Name
 	}
 	m.overlay = overlayNone
 	m.setStatus("replaying " + OneLine(f.branch) + "…")
 	b := m.b
-	return m.startRun(m.pane(), "replay", func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error) {
+	return m.startRun(m.pane(), "replay", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
 		name, err := b.Replay(ctx, req, ev)
 		return name, nil, err
 	})

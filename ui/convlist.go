@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"time"
 
@@ -25,7 +26,7 @@ const (
 // convList is the conversation list: title, agent, status, branches, turns, updated;
 // new, open, rename, delete (confirmed), filter.
 type convList struct {
-	all      []ConversationInfo
+	all      []sessions.ConversationInfo
 	shown    []int // indices into all that pass the filter
 	filter   string
 	sel, top int
@@ -43,7 +44,7 @@ func (m *Model) openConvList() {
 	m.input.blur()
 }
 
-func (c *convList) setList(list []ConversationInfo) {
+func (c *convList) setList(list []sessions.ConversationInfo) {
 	c.all = list
 	c.applyFilter()
 }
@@ -59,7 +60,7 @@ func (c *convList) applyFilter() {
 	c.sel = max(0, min(c.sel, len(c.shown)-1))
 }
 
-func (c *convList) selected() *ConversationInfo {
+func (c *convList) selected() *sessions.ConversationInfo {
 	if c.sel < 0 || c.sel >= len(c.shown) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -24,7 +25,7 @@ type inputPane struct {
 	version  int    // bumped on every change, to debounce the dry run
 }
 
-func newInputPane(agent AgentInfo, keys KeyMap) *inputPane {
+func newInputPane(agent sessions.AgentInfo, keys KeyMap) *inputPane {
 	p := &inputPane{}
 	if agent.Signature != nil {
 		for _, f := range agent.Signature.Inputs {

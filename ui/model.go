@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"sync"
 	"time"
 
@@ -58,11 +59,11 @@ type Model struct {
 	w, h    int
 	profile colorprofile.Profile
 
-	convs    []ConversationInfo
-	conv     *ConversationInfo
-	agent    AgentInfo
-	branches []BranchInfo
-	strats   []Strategy
+	convs    []sessions.ConversationInfo
+	conv     *sessions.ConversationInfo
+	agent    sessions.AgentInfo
+	branches []sessions.BranchInfo
+	strats   []sessions.Strategy
 
 	panes     []*chatPane
 	cur       int // focused (or last focused) chat pane
@@ -100,7 +101,7 @@ type Model struct {
 type dryState struct {
 	version  int // input version it was computed for
 	strategy int
-	rs       []Rendering
+	rs       []sessions.Rendering
 	err      error
 	pending  bool
 }

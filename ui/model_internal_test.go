@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -30,5 +31,5 @@ func TestNoColourSelectionCue(t *testing.T) {
 // nilBackend answers only what New asks; the tests using it make no other calls.
 type nilBackend struct{ Backend }
 
-func (nilBackend) Strategies() []Strategy { return nil }
-func (nilBackend) Agents() []AgentInfo    { return nil }
+func (nilBackend) Strategies() []sessions.Strategy { return nil }
+func (nilBackend) Agents() []sessions.AgentInfo    { return nil }

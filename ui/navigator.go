@@ -3,6 +3,8 @@ package ui
 import (
 	"context"
 	"fmt"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -12,7 +14,7 @@ import (
 
 type treeMsg struct {
 	conv  string
-	nodes []TurnNode
+	nodes []storage.TurnNode
 	err   error
 }
 
@@ -20,7 +22,7 @@ type treeMsg struct {
 // A straight run of turns stays at one indentation; only a fork point indents its
 // children, so a long linear conversation does not march off the right edge.
 type navigator struct {
-	nodes    []TurnNode
+	nodes    []storage.TurnNode
 	byID     map[string]int
 	children map[string][]int // parent ID ("" = roots) -> node indices
 	folded   map[string]bool
@@ -58,13 +60,13 @@ func (m *Model) openNavigator() tea.Cmd {
 	}
 }
 
-func (n *navigator) setNodes(msg treeMsg, branches []BranchInfo) {
+func (n *navigator) setNodes(msg treeMsg, branches []sessions.BranchInfo) {
 	n.loading = false
 	n.nodes = msg.nodes
 	n.byID = make(map[string]int, len(msg.nodes))
 	n.children = map[string][]int{}
 	for i, nd := range msg.nodes {
-		n.byID[nd.ID] = i
+		n.byID[nd.Key] = i
 		n.children[nd.Parent] = append(n.children[nd.Parent], i)
 	}
 	n.tips = map[string][]string{}
@@ -89,7 +91,7 @@ func (n *navigator) setNodes(msg treeMsg, branches []BranchInfo) {
 	n.flatten()
 	// start on the active tip
 	for i, r := range n.rows {
-		if n.nodes[r.node].ID == n.active {
+		if n.nodes[r.node].Key == n.active {
 			n.sel = i
 		}
 	}
@@ -112,9 +114,9 @@ func (n *navigator) flatten() {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		nd := n.nodes[it.node]
-		kids := n.children[nd.ID]
+		kids := n.children[nd.Key]
 		n.rows = append(n.rows, navRow{node: it.node, indent: it.indent, fork: len(kids) > 1})
-		if n.folded[nd.ID] {
+		if n.folded[nd.Key] {
 			continue
 		}
 		ind := it.indent
@@ -128,7 +130,7 @@ func (n *navigator) flatten() {
 	n.sel = max(0, min(n.sel, len(n.rows)-1))
 }
 
-func (n *navigator) selected() *TurnNode {
+func (n *navigator) selected() *storage.TurnNode {
 	if n.sel < 0 || n.sel >= len(n.rows) {
 		return nil
 	}
@@ -155,8 +157,8 @@ func (m *Model) navKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Bottom):
 		n.sel = len(n.rows) - 1
 	case key.Matches(k, m.keys.Collapse), key.Matches(k, m.keys.Expand):
-		if nd := n.selected(); nd != nil && len(n.children[nd.ID]) > 0 {
-			n.folded[nd.ID] = key.Matches(k, m.keys.Collapse)
+		if nd := n.selected(); nd != nil && len(n.children[nd.Key]) > 0 {
+			n.folded[nd.Key] = key.Matches(k, m.keys.Collapse)
 			n.flatten()
 		}
 	case key.Matches(k, m.keys.Send):
@@ -167,7 +169,7 @@ func (m *Model) navKey(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.overlay = overlayNone
-		conv, id, idx := m.conv.ID, nd.ID, nd.Index
+		conv, id, idx := m.conv.ID, nd.Key, nd.Index
 		return m.op(func(ctx context.Context, b Backend) opMsg {
 			name, err := b.Fork(ctx, conv, id, "")
 			if err != nil {
@@ -180,7 +182,7 @@ func (m *Model) navKey(k tea.KeyPressMsg) tea.Cmd {
 		if nd == nil {
 			return nil
 		}
-		ctx, b, conv, id, idx := m.ctx, m.b, m.conv.ID, nd.ID, nd.Index
+		ctx, b, conv, id, idx := m.ctx, m.b, m.conv.ID, nd.Key, nd.Index
 		return func() tea.Msg {
 			t, err := b.Turn(ctx, conv, id)
 			if err != nil {
@@ -199,10 +201,10 @@ func (m *Model) navSwitch() tea.Cmd {
 		return nil
 	}
 	branch := ""
-	if names := m.nav.tips[nd.ID]; len(names) > 0 {
+	if names := m.nav.tips[nd.Key]; len(names) > 0 {
 		branch = names[0]
 	} else {
-		branch = m.nav.onPath[nd.ID]
+		branch = m.nav.onPath[nd.Key]
 	}
 	if branch == "" {
 		m.setStatus("no branch reaches this turn: f forks one here")
@@ -279,9 +281,9 @@ func (n *navigator) rowView(m *Model, i, w int) string {
 	ind := strings.Repeat("│ ", min(r.indent, 20))
 	mark := "• "
 	switch {
-	case nd.ID == n.active:
+	case nd.Key == n.active:
 		mark = "● "
-	case r.fork && n.folded[nd.ID]:
+	case r.fork && n.folded[nd.Key]:
 		mark = "▸ "
 	case r.fork:
 		mark = "▾ "
@@ -290,18 +292,15 @@ func (n *navigator) rowView(m *Model, i, w int) string {
 	// terminal truncates the text, never them
 	num := fmt.Sprintf("#%d ", nd.Index+1)
 	tags := ""
-	for _, b := range n.tips[nd.ID] {
+	for _, b := range n.tips[nd.Key] {
 		tags += "[" + OneLine(b) + "] "
 	}
-	if nd.ID == n.active {
+	if nd.Key == n.active {
 		tags += "← active tip "
 	}
-	if nd.Error {
-		tags += "✗ "
-	}
-	text := OneLine(nd.Summary)
-	if nd.Reply != "" {
-		text += " → " + OneLine(nd.Reply)
+	text := OneLine(nd.InputPreview)
+	if nd.OutputPreview != "" {
+		text += " → " + OneLine(nd.OutputPreview)
 	}
 	if i == n.sel {
 		return s.Selected.Render(fit(ind+mark+num+tags+text, w))

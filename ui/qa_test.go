@@ -3,6 +3,7 @@ package ui_test
 import (
 	tea "charm.land/bubbletea/v2"
 	"context"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"testing"
 
@@ -19,10 +20,10 @@ import (
 // until the turn is cancelled.
 type streamingBackend struct {
 	*uitest.Memory
-	events []ui.Event
+	events []sessions.Event
 }
 
-func (s *streamingBackend) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+func (s *streamingBackend) Send(ctx context.Context, req sessions.SendRequest, events chan<- sessions.Event) (*trace.Turn, error) {
 	for _, e := range s.events {
 		select {
 		case events <- e:
@@ -34,7 +35,7 @@ func (s *streamingBackend) Send(ctx context.Context, req ui.SendRequest, events 
 	return nil, ctx.Err()
 }
 
-func openStreaming(t *testing.T, events []ui.Event) *harness {
+func openStreaming(t *testing.T, events []sessions.Event) *harness {
 	t.Helper()
 	b := &streamingBackend{Memory: uitest.New(), events: events}
 	if _, err := b.NewConversation(context.Background(), "support", "stream"); err != nil {
@@ -48,10 +49,10 @@ func openStreaming(t *testing.T, events []ui.Event) *harness {
 // The pane shows the fields being written, not the adapter's [[ ## field ## ]] markup,
 // and the text of parallel calls does not wipe each other out.
 func TestStreamShowsFieldsNotAdapterMarkup(t *testing.T) {
-	d := func(path, field, text string) ui.Event {
-		return ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: text}
+	d := func(path, field, text string) sessions.Event {
+		return sessions.Event{Kind: sessions.EventDelta, Path: path, Field: field, Delta: text}
 	}
-	hs := openStreaming(t, []ui.Event{
+	hs := openStreaming(t, []sessions.Event{
 		d("plan", "", "[[ ## pl"),
 		d("plan", "", "an ## ]"),
 		d("plan", "plan", "]\nStep one, "),
@@ -102,10 +103,10 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 
 // A loop calls the same predictor again: the new call's text replaces the finished one's.
 func TestStreamLoopRestartsText(t *testing.T) {
-	hs := openStreaming(t, []ui.Event{
-		{Kind: ui.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nfirst try\n\n[[ ## completed ## ]]"},
-		{Kind: ui.EventCall, Path: "planner"},
-		{Kind: ui.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nsecond try"},
+	hs := openStreaming(t, []sessions.Event{
+		{Kind: sessions.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nfirst try\n\n[[ ## completed ## ]]"},
+		{Kind: sessions.EventCall, Path: "planner"},
+		{Kind: sessions.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nsecond try"},
 	})
 	hs.typeText("go")
 	hs.send(keyMsg("enter"))

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,7 @@ type cleanupBackend struct {
 	cleaned atomic.Bool
 }
 
-func (b *cleanupBackend) Send(ctx context.Context, req ui.SendRequest, ev chan<- ui.Event) (*trace.Turn, error) {
+func (b *cleanupBackend) Send(ctx context.Context, req sessions.SendRequest, ev chan<- sessions.Event) (*trace.Turn, error) {
 	b.once.Do(func() { close(b.started) })
 	<-ctx.Done()
 	time.Sleep(300 * time.Millisecond)

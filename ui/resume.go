@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -12,16 +13,16 @@ import (
 // resumePrompt offers the turns a crash or kill left in flight, one at a time: resume
 // (answered calls are replayed from storage), discard, or later.
 type resumePrompt struct {
-	queue []PendingInfo
+	queue []sessions.PendingInfo
 	// taken are turns already resumed or discarded this session: the backend still
 	// lists a turn while its resume runs, and it must not be offered twice.
 	taken map[string]bool
 	// after is a turn to resume once its conversation has opened.
-	after *PendingInfo
+	after *sessions.PendingInfo
 }
 
 type pendingMsg struct {
-	list []PendingInfo
+	list []sessions.PendingInfo
 	err  error
 }
 
@@ -131,7 +132,7 @@ func (m *Model) openByID(id string) tea.Cmd {
 }
 
 // runResume streams the resumed turn into its branch's pane, as a send would.
-func (m *Model) runResume(p PendingInfo) tea.Cmd {
+func (m *Model) runResume(p sessions.PendingInfo) tea.Cmd {
 	open := m.openBranch(p.Branch)
 	pane := m.pane()
 	if pane == nil {
@@ -141,18 +142,18 @@ func (m *Model) runResume(p PendingInfo) tea.Cmd {
 	pane.list.follow = true
 	b, key, branch := m.b, p.TurnKey, p.Branch
 	m.setStatus(fmt.Sprintf("resuming %s: answered calls are replayed from storage…", pendingLabel(p)))
-	return tea.Batch(open, m.startRun(pane, "resume", func(ctx context.Context, ev chan<- Event) (string, *trace.Turn, error) {
+	return tea.Batch(open, m.startRun(pane, "resume", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
 		t, err := b.Resume(ctx, key, ev)
 		return branch, t, err
 	}))
 }
 
-func pendingLabel(p PendingInfo) string {
+func pendingLabel(p sessions.PendingInfo) string {
 	return fmt.Sprintf("interrupted turn %d on %s", p.Index+1, OneLine(p.Branch))
 }
 
 // resumeText is the prompt's wording.
-func resumeText(p PendingInfo) string {
+func resumeText(p sessions.PendingInfo) string {
 	done := fmt.Sprintf("%d calls done", p.CallsDone)
 	if p.CallsExpected >= p.CallsDone && p.CallsExpected > 0 {
 		done = fmt.Sprintf("%d of %d calls done", p.CallsDone, p.CallsExpected)

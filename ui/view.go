@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -276,7 +277,7 @@ func (m *Model) previewLines(res []*previewResult, w int) []string {
 	if len(res) == 2 {
 		return compareLines(m.st, m.strats, res[0].r, res[1].r, w)
 	}
-	return singleLines(m.st, m.strats, []Rendering{res[0].r}, w)
+	return singleLines(m.st, m.strats, []sessions.Rendering{res[0].r}, w)
 }
 
 func (m *Model) inputView(r rect) []string {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/lipgloss/v2"
@@ -23,14 +24,14 @@ type wirePane struct {
 
 func newWirePane() *wirePane { return &wirePane{strategy: 0, cmpA: 1, cmpB: 2} }
 
-// previewResult is a Rendering being fetched or fetched.
+// previewResult is a sessions.Rendering being fetched or fetched.
 type previewResult struct {
 	pending bool
-	r       Rendering
+	r       sessions.Rendering
 	err     error
 }
 
-func strategyLabel(strats []Strategy, n int) string {
+func strategyLabel(strats []sessions.Strategy, n int) string {
 	if n == 0 {
 		return "actual"
 	}
@@ -50,7 +51,7 @@ type styledLine struct {
 	warn bool
 }
 
-func renderingText(st *stylesheet, strats []Strategy, r Rendering) []styledLine {
+func renderingText(st *stylesheet, strats []sessions.Strategy, r sessions.Rendering) []styledLine {
 	s := st.s
 	var out []styledLine
 	head := fmt.Sprintf("%s · %s · %d messages · %s tok", strategyLabel(strats, r.Strategy), OneLine(r.Path), len(r.Messages), humanTokens(r.Tokens))
@@ -104,7 +105,7 @@ func wrapStyled(ls []styledLine, w int, mark func(i int) lipgloss.Style) []strin
 }
 
 // singleLines draws one or more renderings one after another.
-func singleLines(st *stylesheet, strats []Strategy, rs []Rendering, w int) []string {
+func singleLines(st *stylesheet, strats []sessions.Strategy, rs []sessions.Rendering, w int) []string {
 	var out []string
 	for i, r := range rs {
 		if i > 0 {
@@ -118,7 +119,7 @@ func singleLines(st *stylesheet, strats []Strategy, rs []Rendering, w int) []str
 // compareLines draws two renderings side by side, aligned by a line diff: lines only on
 // the left are marked as removed, lines only on the right as added. The two headers
 // (strategy, path, tokens) always differ, so they head the columns instead of the diff.
-func compareLines(st *stylesheet, strats []Strategy, a, b Rendering, w int) []string {
+func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rendering, w int) []string {
 	colW := (w - 3) / 2
 	left, right := renderingText(st, strats, a), renderingText(st, strats, b)
 	ops := diffLines(plainTexts(left[1:]), plainTexts(right[1:]))

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"testing"
 
@@ -14,12 +15,12 @@ import (
 func TestCompareLinesHeadersAndMarks(t *testing.T) {
 	th := themes.Dark()
 	st := &stylesheet{theme: th, s: th.Styles()}
-	strats := []Strategy{{N: 1, Name: "keep"}, {N: 2, Name: "inherit"}}
-	msg := func(role, content string) RenderedMessage {
-		return RenderedMessage{Message: lm.Message{Role: role, Content: content}, Tokens: 3}
+	strats := []sessions.Strategy{{N: 1, Name: "keep"}, {N: 2, Name: "inherit"}}
+	msg := func(role, content string) sessions.RenderedMessage {
+		return sessions.RenderedMessage{Message: lm.Message{Role: role, Content: content}, Tokens: 3}
 	}
-	a := Rendering{Strategy: 1, Path: "respond", Tokens: 6, Messages: []RenderedMessage{msg("system", "same"), msg("user", "old text here")}}
-	b := Rendering{Strategy: 2, Path: "respond", Tokens: 9, Messages: []RenderedMessage{msg("system", "same"), msg("user", "new text here")}}
+	a := sessions.Rendering{Strategy: 1, Path: "respond", Tokens: 6, Messages: []sessions.RenderedMessage{msg("system", "same"), msg("user", "old text here")}}
+	b := sessions.Rendering{Strategy: 2, Path: "respond", Tokens: 9, Messages: []sessions.RenderedMessage{msg("system", "same"), msg("user", "new text here")}}
 	const w = 70
 	lines := compareLines(st, strats, a, b, w)
 	var plain []string
@@ -38,7 +39,7 @@ func TestCompareLinesHeadersAndMarks(t *testing.T) {
 	if strings.Contains(got, "-1 keep") || strings.Contains(got, "+2 inherit") || strings.Contains(got, "…") {
 		t.Errorf("headers marked as differences or marked lines cut:\n%s", got)
 	}
-	same := compareLines(st, strats, a, Rendering{Strategy: 2, Path: "respond", Tokens: 6, Messages: a.Messages}, w)
+	same := compareLines(st, strats, a, sessions.Rendering{Strategy: 2, Path: "respond", Tokens: 6, Messages: a.Messages}, w)
 	if !strings.Contains(ansi.Strip(strings.Join(same, "\n")), "identical messages under both strategies") {
 		t.Errorf("identical renderings not said to be identical")
 	}

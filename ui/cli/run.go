@@ -18,8 +18,7 @@ import (
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
-	"github.com/sessionbench/sessionbench/ui/app"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 func init() {
@@ -138,7 +137,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	fmt.Fprintln(env.Stderr, note)
 
 	llm.PreloadEncodings(model.Name())
-	a := app.New(s, model)
+	a := sessions.New(s, model)
 	a.SetModelResolver(demo.NamedModels(ctx, o.model.ConfigPath, os.Getenv))
 	if conv == nil {
 		title := o.title
@@ -442,7 +441,7 @@ type runTurnJSON struct {
 	LatencyMS    int64    `json:"latency_ms"`
 }
 
-func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *storage.Conversation, agent string, o runOptions, turns []runTurnInput) int {
+func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Service, conv *storage.Conversation, agent string, o runOptions, turns []runTurnInput) int {
 	state := "continuing"
 	if o.newConvo {
 		state = "new"
@@ -458,7 +457,7 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *app.App, conv *
 	done := 0
 	for _, in := range turns {
 		start := time.Now()
-		t, err := a.Send(ctx, ui.SendRequest{Conv: conv.ID, Branch: o.branch, Inputs: in.inputs}, nil)
+		t, err := a.Send(ctx, sessions.SendRequest{Conv: conv.ID, Branch: o.branch, Inputs: in.inputs}, nil)
 		if err != nil {
 			return runFailed(ctx, env, conv.ID, o.branch, in.where, done, err)
 		}

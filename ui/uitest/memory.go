@@ -9,6 +9,8 @@ package uitest
 import (
 	"context"
 	"fmt"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +25,7 @@ import (
 type Memory struct {
 	mu     sync.Mutex
 	model  string
-	agents []ui.AgentInfo
+	agents []sessions.AgentInfo
 	convs  map[string]*conv
 	seq    int
 	clock  time.Time
@@ -37,7 +39,7 @@ type Memory struct {
 }
 
 type conv struct {
-	info     ui.ConversationInfo
+	info     sessions.ConversationInfo
 	nodes    map[string]*node
 	order    []string // node IDs in creation order (parents first)
 	branches map[string]*branch
@@ -64,7 +66,7 @@ func New() *Memory {
 		[]sig.Field{{Name: "reply"}})
 	return &Memory{
 		model:     "memory (in-process test backend)",
-		agents:    []ui.AgentInfo{{Name: "support", Description: "answers questions", Signature: s}},
+		agents:    []sessions.AgentInfo{{Name: "support", Description: "answers questions", Signature: s}},
 		convs:     map[string]*conv{},
 		clock:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		RetryWait: 2 * time.Second,
@@ -72,7 +74,7 @@ func New() *Memory {
 }
 
 // AddAgent registers another agent.
-func (m *Memory) AddAgent(a ui.AgentInfo) {
+func (m *Memory) AddAgent(a sessions.AgentInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.agents = append(m.agents, a)
@@ -84,11 +86,11 @@ func (m *Memory) tick() time.Time {
 	return m.clock
 }
 
-func (m *Memory) ModelName() string         { return m.model }
-func (m *Memory) Agents() []ui.AgentInfo    { return slices.Clone(m.agents) }
-func (m *Memory) Strategies() []ui.Strategy { return strategies }
+func (m *Memory) ModelName() string               { return m.model }
+func (m *Memory) Agents() []sessions.AgentInfo    { return slices.Clone(m.agents) }
+func (m *Memory) Strategies() []sessions.Strategy { return strategies }
 
-var strategies = []ui.Strategy{
+var strategies = []sessions.Strategy{
 	{N: 1, Name: "keep", Desc: "each predictor keeps its own history"},
 	{N: 2, Name: "inherit", Desc: "outer history, signature-filtered"},
 	{N: 3, Name: "inline", Desc: "outer history as inline context"},
@@ -96,36 +98,36 @@ var strategies = []ui.Strategy{
 	{N: 5, Name: "hybrid", Desc: "outer context plus own turns"},
 }
 
-func (m *Memory) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) {
+func (m *Memory) Conversations(ctx context.Context) ([]sessions.ConversationInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]ui.ConversationInfo, 0, len(m.convs))
+	out := make([]sessions.ConversationInfo, 0, len(m.convs))
 	for _, c := range m.convs {
 		out = append(out, m.infoLocked(c))
 	}
-	slices.SortFunc(out, func(a, b ui.ConversationInfo) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b sessions.ConversationInfo) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func (m *Memory) infoLocked(c *conv) ui.ConversationInfo {
+func (m *Memory) infoLocked(c *conv) sessions.ConversationInfo {
 	i := c.info
 	i.Branches = len(c.branches)
 	i.Turns = len(c.nodes)
 	return i
 }
 
-func (m *Memory) NewConversation(ctx context.Context, agent, title string) (ui.ConversationInfo, error) {
+func (m *Memory) NewConversation(ctx context.Context, agent, title string) (sessions.ConversationInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if agent == "" && len(m.agents) > 0 {
 		agent = m.agents[0].Name
 	}
 	if _, ok := m.agentLocked(agent); !ok {
-		return ui.ConversationInfo{}, fmt.Errorf("unknown agent %q", agent)
+		return sessions.ConversationInfo{}, fmt.Errorf("unknown agent %q", agent)
 	}
 	m.seq++
 	c := &conv{
-		info:     ui.ConversationInfo{ID: fmt.Sprintf("c%d", m.seq), Title: title, Agent: agent, Status: "in_progress", Updated: m.tick()},
+		info:     sessions.ConversationInfo{ID: fmt.Sprintf("c%d", m.seq), Title: title, Agent: agent, Status: "in_progress", Updated: m.tick()},
 		nodes:    map[string]*node{},
 		branches: map[string]*branch{"main": {name: "main"}},
 		border:   []string{"main"},
@@ -134,13 +136,13 @@ func (m *Memory) NewConversation(ctx context.Context, agent, title string) (ui.C
 	return m.infoLocked(c), nil
 }
 
-func (m *Memory) agentLocked(name string) (ui.AgentInfo, bool) {
+func (m *Memory) agentLocked(name string) (sessions.AgentInfo, bool) {
 	for _, a := range m.agents {
 		if a.Name == name {
 			return a, true
 		}
 	}
-	return ui.AgentInfo{}, false
+	return sessions.AgentInfo{}, false
 }
 
 func (m *Memory) RenameConversation(ctx context.Context, id, title string) error {
@@ -207,17 +209,17 @@ func (c *conv) path(tip string) []string {
 	return ids
 }
 
-func (m *Memory) Branches(ctx context.Context, id string) ([]ui.BranchInfo, error) {
+func (m *Memory) Branches(ctx context.Context, id string) ([]sessions.BranchInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
 		return nil, err
 	}
-	var out []ui.BranchInfo
+	var out []sessions.BranchInfo
 	for _, name := range c.border {
 		b := c.branches[name]
-		bi := ui.BranchInfo{Name: name, Tip: b.tip, Model: m.model, Status: c.info.Status, CanRedo: len(b.redo) > 0}
+		bi := sessions.BranchInfo{Name: name, Tip: b.tip, Model: m.model, Status: c.info.Status, CanRedo: len(b.redo) > 0}
 		for _, nid := range c.path(b.tip) {
 			bi.Turns++
 			trace.WalkCalls(c.nodes[nid].turn.Calls, func(cl *trace.Call, _ int) {
@@ -231,20 +233,18 @@ func (m *Memory) Branches(ctx context.Context, id string) ([]ui.BranchInfo, erro
 	return out, nil
 }
 
-func (m *Memory) TurnTree(ctx context.Context, id string) ([]ui.TurnNode, error) {
+func (m *Memory) TurnTree(ctx context.Context, id string) ([]storage.TurnNode, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.TurnNode, 0, len(c.order))
+	out := make([]storage.TurnNode, 0, len(c.order))
 	for _, nid := range c.order {
 		n := c.nodes[nid]
-		tn := ui.TurnNode{ID: n.id, Parent: n.parent, Index: n.turn.Index, Started: n.turn.Started,
-			Summary: firstValue(n.turn.Inputs), Reply: firstValue(n.turn.Outputs)}
-		trace.WalkCalls(n.turn.Calls, func(cl *trace.Call, _ int) { tn.Error = tn.Error || cl.Error != "" })
-		out = append(out, tn)
+		out = append(out, storage.TurnNode{Key: n.id, Parent: n.parent, Index: n.turn.Index, State: "committed",
+			Started: n.turn.Started, InputPreview: firstValue(n.turn.Inputs), OutputPreview: firstValue(n.turn.Outputs)})
 	}
 	return out, nil
 }
@@ -256,22 +256,22 @@ func firstValue(m *sig.Map) string {
 	return m.String(m.Keys()[0])
 }
 
-func (m *Memory) LoadTurns(ctx context.Context, id, branchName string, from, limit int) (ui.TurnPage, error) {
+func (m *Memory) LoadTurns(ctx context.Context, id, branchName string, from, limit int) (sessions.TurnPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
-		return ui.TurnPage{}, err
+		return sessions.TurnPage{}, err
 	}
 	b, err := m.branchLocked(c, branchName)
 	if err != nil {
-		return ui.TurnPage{}, err
+		return sessions.TurnPage{}, err
 	}
 	if from < 0 || limit < 0 {
-		return ui.TurnPage{}, fmt.Errorf("load turns: bad window from=%d limit=%d", from, limit)
+		return sessions.TurnPage{}, fmt.Errorf("load turns: bad window from=%d limit=%d", from, limit)
 	}
 	p := c.path(b.tip)
-	pg := ui.TurnPage{From: from, Total: len(p)}
+	pg := sessions.TurnPage{From: from, Total: len(p)}
 	for i := from; i < len(p) && i < from+limit; i++ {
 		pg.IDs = append(pg.IDs, p[i])
 		pg.Turns = append(pg.Turns, c.nodes[p[i]].turn.Clone())
@@ -323,18 +323,18 @@ func (m *Memory) newBranchLocked(c *conv, name, prefix, tip string) (string, err
 	return name, nil
 }
 
-func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int, cascade bool) (ui.UndoResult, error) {
+func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int, cascade bool) (sessions.UndoResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
-		return ui.UndoResult{}, err
+		return sessions.UndoResult{}, err
 	}
 	b, err := m.branchLocked(c, branchName)
 	if err != nil {
-		return ui.UndoResult{}, err
+		return sessions.UndoResult{}, err
 	}
-	var res ui.UndoResult
+	var res sessions.UndoResult
 	for ; steps > 0 && b.tip != ""; steps-- {
 		n := c.nodes[b.tip]
 		b.redo = append(b.redo, b.tip)

@@ -3,17 +3,17 @@ package uitest
 import (
 	"context"
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"slices"
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // pendingTurn is an interrupted turn: begun after parent (the tip then), with done calls
 // finished.
 type pendingTurn struct {
-	info   ui.PendingInfo
+	info   sessions.PendingInfo
 	parent string
 }
 
@@ -32,16 +32,16 @@ func (m *Memory) AddPending(id, branchName string, inputs *sig.Map, callsDone in
 	}
 	m.seq++
 	key := fmt.Sprintf("p%d", m.seq)
-	m.pending = append(m.pending, &pendingTurn{parent: b.tip, info: ui.PendingInfo{
+	m.pending = append(m.pending, &pendingTurn{parent: b.tip, info: sessions.PendingInfo{
 		Conv: id, ConvTitle: c.info.Title, Branch: branchName, TurnKey: key, Index: len(c.path(b.tip)),
 		Inputs: inputs.Clone(), Started: m.tick(), CallsDone: callsDone, CallsExpected: 2}})
 	return key, nil
 }
 
-func (m *Memory) Pending(ctx context.Context, conv string) ([]ui.PendingInfo, error) {
+func (m *Memory) Pending(ctx context.Context, conv string) ([]sessions.PendingInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []ui.PendingInfo
+	var out []sessions.PendingInfo
 	for _, p := range m.pending {
 		if conv != "" && p.info.Conv != conv {
 			continue
@@ -72,7 +72,7 @@ func (m *Memory) takePendingLocked(key string) (*pendingTurn, error) {
 
 // Resume runs the pending turn's inputs on its branch like Send (the echo model has
 // nothing to replay); a failed or cancelled resume drops the turn, as the real backend's.
-func (m *Memory) Resume(ctx context.Context, key string, events chan<- ui.Event) (*trace.Turn, error) {
+func (m *Memory) Resume(ctx context.Context, key string, events chan<- sessions.Event) (*trace.Turn, error) {
 	m.mu.Lock()
 	p, err := m.takePendingLocked(key)
 	var c *conv

@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // The echo model: the reply to a question is "echo: <question>", streamed word by word.
 // An input containing "[retry]" makes the first try fail with a 429 and a backoff;
 // "[fail]" makes the turn fail.
 
-func (m *Memory) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+func (m *Memory) Send(ctx context.Context, req sessions.SendRequest, events chan<- sessions.Event) (*trace.Turn, error) {
 	m.mu.Lock()
 	c, err := m.convLocked(req.Conv)
 	var b *branch
@@ -38,7 +38,7 @@ func (m *Memory) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.
 
 // runTurn computes a turn outside the lock (it streams and sleeps), then records it on
 // the branch's tip, unless ctx ended first.
-func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Map, model string, events chan<- ui.Event) (*trace.Turn, error) {
+func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Map, model string, events chan<- sessions.Event) (*trace.Turn, error) {
 	m.mu.Lock()
 	agent, _ := m.agentLocked(c.info.Agent)
 	history := m.historyLocked(c, b.tip)
@@ -47,7 +47,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 	m.mu.Unlock()
 
 	question := firstValue(inputs)
-	send := func(e ui.Event) error {
+	send := func(e sessions.Event) error {
 		select {
 		case events <- e:
 			return nil
@@ -70,7 +70,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 	if strings.Contains(question, "[retry]") {
 		a := lm.Try{N: 1, Status: 429, Err: "rate limited", Wait: m.RetryWait, Retrying: true}
 		tries = append(tries, a)
-		if err := send(ui.Event{Kind: ui.EventTry, Path: "respond", Try: a}); err != nil {
+		if err := send(sessions.Event{Kind: sessions.EventTry, Path: "respond", Try: a}); err != nil {
 			return nil, err
 		}
 		if err := sleep(m.RetryWait); err != nil {
@@ -82,7 +82,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("intent", "question"), History: history, Model: model,
 		Messages: render(agent, inputs, history, 1), Completion: "[[ ## intent ## ]]\nquestion",
 		Usage: lm.Usage{PromptTokens: 40, CompletionTokens: 3, TotalTokens: 43}, Latency: 120 * time.Millisecond, Started: start}
-	if err := send(ui.Event{Kind: ui.EventCall, Path: "classify", Call: classify}); err != nil {
+	if err := send(sessions.Event{Kind: sessions.EventCall, Path: "classify", Call: classify}); err != nil {
 		return nil, err
 	}
 	reply := "echo: " + question
@@ -95,7 +95,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 				return nil, err
 			}
 		}
-		if err := send(ui.Event{Kind: ui.EventDelta, Path: "respond", Field: "reply", Delta: w}); err != nil {
+		if err := send(sessions.Event{Kind: sessions.EventDelta, Path: "respond", Field: "reply", Delta: w}); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 	b.tip, b.redo = id, nil
 	c.info.Updated = m.tick()
 	m.mu.Unlock()
-	if err := send(ui.Event{Kind: ui.EventTurn, Turn: t.Clone(), Branch: b.name}); err != nil {
+	if err := send(sessions.Event{Kind: sessions.EventTurn, Turn: t.Clone(), Branch: b.name}); err != nil {
 		return nil, err
 	}
 	return t.Clone(), nil
@@ -140,7 +140,7 @@ func (m *Memory) historyLocked(c *conv, tip string) sig.History {
 
 // render is this backend's own simple request format, varied by strategy so that the
 // wire pane has differences to show. It is not DSPy's format.
-func render(agent ui.AgentInfo, inputs *sig.Map, h sig.History, strategy int) []lm.Message {
+func render(agent sessions.AgentInfo, inputs *sig.Map, h sig.History, strategy int) []lm.Message {
 	sys := "Answer the customer's question."
 	if agent.Signature != nil {
 		sys = agent.Signature.Instructions
@@ -172,32 +172,32 @@ func render(agent ui.AgentInfo, inputs *sig.Map, h sig.History, strategy int) []
 	return append(msgs, lm.Message{Role: "user", Content: strings.TrimSuffix(b.String(), "\n")})
 }
 
-func rendering(path, callID string, msgs []lm.Message, strategy int) ui.Rendering {
-	r := ui.Rendering{Strategy: strategy, CallID: callID, Path: path}
+func rendering(path, callID string, msgs []lm.Message, strategy int) sessions.Rendering {
+	r := sessions.Rendering{Strategy: strategy, CallID: callID, Path: path}
 	for i, msg := range msgs {
 		tok := len(msg.Content)/4 + 1
-		r.Messages = append(r.Messages, ui.RenderedMessage{Message: msg, Tokens: tok})
+		r.Messages = append(r.Messages, sessions.RenderedMessage{Message: msg, Tokens: tok})
 		r.Tokens += tok
 		if strings.Contains(msg.Content, "reply: None") {
-			r.Warnings = append(r.Warnings, ui.Lint{Message: i, Text: "history entry renders None for reply: the outer history lacks this predictor's field"})
+			r.Warnings = append(r.Warnings, sessions.Lint{Message: i, Text: "history entry renders None for reply: the outer history lacks this predictor's field"})
 		}
 	}
 	if strategy == 3 {
-		r.Warnings = append(r.Warnings, ui.Lint{Message: -1, Text: "history is inline text: the model sees no turn structure"})
+		r.Warnings = append(r.Warnings, sessions.Lint{Message: -1, Text: "history is inline text: the model sees no turn structure"})
 	}
 	return r
 }
 
-func (m *Memory) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering, error) {
+func (m *Memory) Preview(ctx context.Context, req sessions.PreviewRequest) (sessions.Rendering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(req.Conv)
 	if err != nil {
-		return ui.Rendering{}, err
+		return sessions.Rendering{}, err
 	}
 	n, ok := c.nodes[req.Turn]
 	if !ok {
-		return ui.Rendering{}, fmt.Errorf("no turn %q", req.Turn)
+		return sessions.Rendering{}, fmt.Errorf("no turn %q", req.Turn)
 	}
 	var call *trace.Call
 	trace.WalkCalls(n.turn.Calls, func(cl *trace.Call, _ int) {
@@ -206,7 +206,7 @@ func (m *Memory) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Renderi
 		}
 	})
 	if call == nil {
-		return ui.Rendering{}, fmt.Errorf("turn %q has no call %q", req.Turn, req.Call)
+		return sessions.Rendering{}, fmt.Errorf("turn %q has no call %q", req.Turn, req.Call)
 	}
 	if req.Strategy == 0 {
 		return rendering(call.Path, call.ID, call.Messages, 0), nil
@@ -215,7 +215,7 @@ func (m *Memory) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Renderi
 	return rendering(call.Path, call.ID, render(agent, call.Inputs, call.History, req.Strategy), req.Strategy), nil
 }
 
-func (m *Memory) DryRun(ctx context.Context, id, branchName string, inputs *sig.Map, strategy int) ([]ui.Rendering, error) {
+func (m *Memory) DryRun(ctx context.Context, id, branchName string, inputs *sig.Map, strategy int) ([]sessions.Rendering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
@@ -229,13 +229,13 @@ func (m *Memory) DryRun(ctx context.Context, id, branchName string, inputs *sig.
 	agent, _ := m.agentLocked(c.info.Agent)
 	h := m.historyLocked(c, b.tip)
 	s := max(strategy, 1)
-	return []ui.Rendering{
+	return []sessions.Rendering{
 		rendering("classify", "", render(agent, inputs, h, s), s),
 		rendering("respond", "", render(agent, inputs, h, s), s),
 	}, nil
 }
 
-func (m *Memory) EditAndResubmit(ctx context.Context, req ui.EditRequest, events chan<- ui.Event) (string, *trace.Turn, error) {
+func (m *Memory) EditAndResubmit(ctx context.Context, req sessions.EditRequest, events chan<- sessions.Event) (string, *trace.Turn, error) {
 	m.mu.Lock()
 	c, err := m.convLocked(req.Conv)
 	if err != nil {
@@ -253,7 +253,7 @@ func (m *Memory) EditAndResubmit(ctx context.Context, req ui.EditRequest, events
 	if err != nil {
 		return "", nil, err
 	}
-	if err := sendEvent(ctx, events, ui.Event{Kind: ui.EventBranch, Branch: name}); err != nil {
+	if err := sendEvent(ctx, events, sessions.Event{Kind: sessions.EventBranch, Branch: name}); err != nil {
 		return "", nil, err
 	}
 	t, err := m.runTurn(ctx, c, b, req.Inputs, m.model, events)
@@ -263,7 +263,7 @@ func (m *Memory) EditAndResubmit(ctx context.Context, req ui.EditRequest, events
 	return name, t, nil
 }
 
-func sendEvent(ctx context.Context, events chan<- ui.Event, e ui.Event) error {
+func sendEvent(ctx context.Context, events chan<- sessions.Event, e sessions.Event) error {
 	select {
 	case events <- e:
 		return nil
@@ -272,7 +272,7 @@ func sendEvent(ctx context.Context, events chan<- ui.Event, e ui.Event) error {
 	}
 }
 
-func (m *Memory) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui.Event) (string, error) {
+func (m *Memory) Replay(ctx context.Context, req sessions.ReplayRequest, events chan<- sessions.Event) (string, error) {
 	m.mu.Lock()
 	c, err := m.convLocked(req.Conv)
 	var src *branch

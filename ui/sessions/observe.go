@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"strings"
@@ -9,14 +9,13 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // send delivers an event without blocking a turn on a slow reader.
-func send(ch chan<- ui.Event, e ui.Event) { trySend(ch, e) }
+func send(ch chan<- Event, e Event) { trySend(ch, e) }
 
 // trySend delivers e if the channel has room and says whether it did.
-func trySend(ch chan<- ui.Event, e ui.Event) bool {
+func trySend(ch chan<- Event, e Event) bool {
 	if ch == nil {
 		return true
 	}
@@ -37,7 +36,7 @@ type fieldStreamer interface {
 // observer turns engine callbacks into UI events. Deltas are accumulated per call path
 // so each one can be labelled with the output field the completion is writing.
 type observer struct {
-	events chan<- ui.Event
+	events chan<- Event
 	mod    core.Module
 
 	mu    sync.Mutex
@@ -53,7 +52,7 @@ type streaming struct {
 	sf     fieldStreamer
 }
 
-func newObserver(events chan<- ui.Event, mod core.Module) *observer {
+func newObserver(events chan<- Event, mod core.Module) *observer {
 	return &observer{events: events, mod: mod, calls: map[string]*streaming{}, preds: map[string]*core.Predict{}}
 }
 
@@ -89,7 +88,7 @@ func (o *observer) Delta(path, d string) {
 	defer o.mu.Unlock()
 	st := o.calls[path]
 	if st == nil {
-		send(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Delta: d})
+		send(o.events, Event{Kind: EventDelta, Path: path, Delta: d})
 		return
 	}
 	st.text.WriteString(d)
@@ -98,7 +97,7 @@ func (o *observer) Delta(path, d string) {
 		field = st.sf.StreamField(st.sig, st.text.String())
 	}
 	st.unsent += d
-	if trySend(o.events, ui.Event{Kind: ui.EventDelta, Path: path, Field: field, Delta: st.unsent}) {
+	if trySend(o.events, Event{Kind: EventDelta, Path: path, Field: field, Delta: st.unsent}) {
 		st.unsent = ""
 	}
 }
@@ -112,12 +111,12 @@ func (o *observer) Try(path string, at lm.Try) {
 		}
 		o.mu.Unlock()
 	}
-	send(o.events, ui.Event{Kind: ui.EventTry, Path: path, Try: at})
+	send(o.events, Event{Kind: EventTry, Path: path, Try: at})
 }
 
 func (o *observer) CallFinished(path string, c *trace.Call) {
 	o.mu.Lock()
 	delete(o.calls, path)
 	o.mu.Unlock()
-	send(o.events, ui.Event{Kind: ui.EventCall, Path: path, Call: c})
+	send(o.events, Event{Kind: EventCall, Path: path, Call: c})
 }

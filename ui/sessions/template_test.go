@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // metaLM records the request metadata the engine sends.
@@ -71,7 +70,7 @@ predictor = "respond"
 			}
 			conv := mustConversation(t, a, "templated")
 			ev := collect()
-			tr, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: "main", Inputs: question("What is two plus two?")}, ev.ch)
+			tr, err := a.Send(ctx, SendRequest{Conv: conv, Branch: "main", Inputs: question("What is two plus two?")}, ev.ch)
 			all := ev.stop()
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +84,7 @@ predictor = "respond"
 			}
 			var streamed strings.Builder
 			for _, e := range all {
-				if e.Kind == ui.EventDelta && e.Field == "reply" {
+				if e.Kind == EventDelta && e.Field == "reply" {
 					streamed.WriteString(e.Delta)
 				}
 			}

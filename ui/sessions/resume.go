@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -7,18 +7,17 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // Pending lists the turns a crash or kill left in flight (in conv, or everywhere when
 // conv is ""), oldest first.
-func (a *App) Pending(ctx context.Context, conv string) ([]ui.PendingInfo, error) {
+func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, error) {
 	ps, err := a.store.PendingTurns(ctx)
 	if err != nil {
 		return nil, err
 	}
 	titles := map[string]string{}
-	var out []ui.PendingInfo
+	var out []PendingInfo
 	for _, p := range ps {
 		if conv != "" && p.ConvID != conv {
 			continue
@@ -30,7 +29,7 @@ func (a *App) Pending(ctx context.Context, conv string) ([]ui.PendingInfo, error
 			}
 			titles[p.ConvID] = title
 		}
-		out = append(out, ui.PendingInfo{Conv: p.ConvID, ConvTitle: title, Branch: p.Branch, TurnKey: p.Key,
+		out = append(out, PendingInfo{Conv: p.ConvID, ConvTitle: title, Branch: p.Branch, TurnKey: p.Key,
 			Index: p.Index, Inputs: p.Inputs, Started: p.Started, CallsDone: requests(p.Calls),
 			CallsExpected: a.expectedCalls(ctx, p), Stale: p.Stale})
 	}
@@ -51,7 +50,7 @@ func requests(calls []*trace.Call) int {
 }
 
 // expectedCalls estimates a pending turn's requests from the branch's previous turn.
-func (a *App) expectedCalls(ctx context.Context, p *storage.PendingTurn) int {
+func (a *Service) expectedCalls(ctx context.Context, p *storage.PendingTurn) int {
 	if p.Stale || p.Branch == "" {
 		return 0
 	}
@@ -70,7 +69,7 @@ func (a *App) expectedCalls(ctx context.Context, p *storage.PendingTurn) int {
 // continues that turn instead of beginning one, and the model is wrapped so requests
 // the turn already got answers for are served from storage. A failing or cancelled
 // resume discards the turn, as a failing Send records nothing.
-func (a *App) Resume(ctx context.Context, key string, events chan<- ui.Event) (*trace.Turn, error) {
+func (a *Service) Resume(ctx context.Context, key string, events chan<- Event) (*trace.Turn, error) {
 	p, err := a.store.PendingTurn(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("resume turn %s: %w", key, err)
@@ -106,7 +105,7 @@ func (a *App) Resume(ctx context.Context, key string, events chan<- ui.Event) (*
 }
 
 // Discard drops the pending turn key.
-func (a *App) Discard(ctx context.Context, key string) error {
+func (a *Service) Discard(ctx context.Context, key string) error {
 	if err := a.store.DiscardTurn(ctx, key, "discarded by the user at the resume offer"); err != nil {
 		return fmt.Errorf("discard turn %s: %w", key, err)
 	}

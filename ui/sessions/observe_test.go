@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // TestDeltaFields streams a real turn: every delta names the output field its call is
@@ -21,14 +20,14 @@ func TestDeltaFields(t *testing.T) {
 	a, _, _, _ := newWorkbench(t)
 	conv := mustConversation(t, a, "SupportAgent")
 	ev := collect()
-	tr, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: "main", Inputs: question(questions[0])}, ev.ch)
+	tr, err := a.Send(ctx, SendRequest{Conv: conv, Branch: "main", Inputs: question(questions[0])}, ev.ch)
 	all := ev.stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	byField := map[string]*strings.Builder{}
 	for _, e := range all {
-		if e.Kind != ui.EventDelta {
+		if e.Kind != EventDelta {
 			continue
 		}
 		k := e.Path + "/" + e.Field
@@ -100,7 +99,7 @@ func TestObserverFields(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := make(chan ui.Event, 100)
+			ch := make(chan Event, 100)
 			o := newObserver(ch, mod)
 			o.CallStarted(tc.path, &trace.Call{Path: tc.path, Adapter: tc.adapter})
 			for i, d := range tc.deltas {
@@ -113,7 +112,7 @@ func TestObserverFields(t *testing.T) {
 			close(ch)
 			var got []string
 			for e := range ch {
-				if e.Kind == ui.EventDelta {
+				if e.Kind == EventDelta {
 					got = append(got, e.Field)
 				}
 			}
@@ -126,7 +125,7 @@ func TestObserverFields(t *testing.T) {
 
 // A delta refused by a full channel is not lost: it goes out merged with the next one.
 func TestObserverMergesDeltasOnFullChannel(t *testing.T) {
-	ch := make(chan ui.Event, 2)
+	ch := make(chan Event, 2)
 	o := newObserver(ch, nil)
 	o.CallStarted("p", &trace.Call{Path: "p"})
 	for _, d := range []string{"a", "b", "c", "d"} {

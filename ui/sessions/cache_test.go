@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 )
 
 // sameAsFresh checks that a's session for branch, restored through its cache, is the
-// session an App without a cache restores from the store: same turns, same histories.
-func sameAsFresh(t *testing.T, a *App, st *storage.Store, conv, branch string, wantLen int) {
+// session a Service without a cache restores from the store: same turns, same histories.
+func sameAsFresh(t *testing.T, a *Service, st *storage.Store, conv, branch string, wantLen int) {
 	t.Helper()
 	ctx := context.Background()
 	r, err := a.session(ctx, conv, branch, "")
@@ -38,7 +38,7 @@ func sameAsFresh(t *testing.T, a *App, st *storage.Store, conv, branch string, w
 }
 
 // The cache never serves a path other than the store's: every way the tip moves, through
-// this App or another writer, is seen on the next session.
+// this Service or another writer, is seen on the next session.
 func TestSessionCacheFollowsTheStore(t *testing.T) {
 	ctx := context.Background()
 	a, st, _, _ := newWorkbench(t)

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/sessionbench/sessionbench/demo"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // agentFiles caches the agent files found in the agent directories. A listing is
@@ -28,7 +27,7 @@ type agentFiles struct {
 
 // SetAgentDirs replaces the directories searched for agent files (default:
 // demo.AgentDirs(os.Getenv), i.e. the user config dir and ./agents). Call it before use.
-func (a *App) SetAgentDirs(dirs ...string) {
+func (a *Service) SetAgentDirs(dirs ...string) {
 	a.files.mu.Lock()
 	defer a.files.mu.Unlock()
 	a.files.dirs = append([]string(nil), dirs...)
@@ -37,7 +36,7 @@ func (a *App) SetAgentDirs(dirs ...string) {
 
 // AgentErrors reports agent files that failed to load at the last listing, each with
 // its file, line and key.
-func (a *App) AgentErrors() []error {
+func (a *Service) AgentErrors() []error {
 	a.fileAgents()
 	a.files.mu.Lock()
 	defer a.files.mu.Unlock()
@@ -45,7 +44,7 @@ func (a *App) AgentErrors() []error {
 }
 
 // fileAgents lists the agent files of the agent directories (valid ones only).
-func (a *App) fileAgents() []demo.Agent {
+func (a *Service) fileAgents() []demo.Agent {
 	f := &a.files
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -101,13 +100,13 @@ func isPath(ref string) bool {
 }
 
 // allAgents are the built-in agents, then the agent files.
-func (a *App) allAgents() []demo.Agent {
+func (a *Service) allAgents() []demo.Agent {
 	return append(demo.Agents(), a.fileAgents()...)
 }
 
 // resolveAgent finds an agent by built-in name, agent-file name (case-insensitive) or
 // agent-file path.
-func (a *App) resolveAgent(ref string) (demo.Agent, error) {
+func (a *Service) resolveAgent(ref string) (demo.Agent, error) {
 	if ag, ok := demo.Lookup(ref); ok {
 		return ag, nil
 	}
@@ -155,7 +154,7 @@ func agentRef(ag demo.Agent) string {
 }
 
 // agentName is the name to show for a stored agent reference.
-func (a *App) agentName(ref string) string {
+func (a *Service) agentName(ref string) string {
 	if !isPath(ref) {
 		return ref
 	}
@@ -167,8 +166,8 @@ func (a *App) agentName(ref string) string {
 
 // Agents lists the built-in demo agents, then the agent files (and files that stored
 // conversations were started with).
-func (a *App) Agents() []ui.AgentInfo {
-	var out []ui.AgentInfo
+func (a *Service) Agents() []AgentInfo {
+	var out []AgentInfo
 	for _, ag := range a.allAgents() {
 		out = append(out, agentInfo(ag))
 	}

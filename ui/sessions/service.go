@@ -1,8 +1,10 @@
-// Package app is the workbench's real backend: it implements ui.Backend over the session
-// engine (core), SQLite storage and a model (llm). Each turn is run by restoring the
-// branch's session from its stored path (core.Restore), running it with a storage sink
-// so every inner call is committed as it finishes, and letting the branch tip move.
-package app
+// Package sessions is the application service over stored sessions: it runs turns on a
+// conversation's stored branches (restoring the branch's core.Session from its path,
+// running it with a storage sink so every inner call is committed as it finishes, and
+// letting the branch tip move), forks, undoes and redoes, resumes interrupted turns and
+// renders what a recorded call sends under each history strategy. The workbench (ui) and
+// the headless commands (ui/cli) both use it; it knows nothing of terminals.
+package sessions
 
 import (
 	"context"
@@ -17,11 +19,11 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
-// App implements ui.Backend.
-type App struct {
+// Service runs and inspects the turns of stored conversations; safe for concurrent use
+// (turns on one branch are serialised).
+type Service struct {
 	store *storage.Store
 	model lm.LM
 	// resolver finds the models that agent-file predictors name for themselves.
@@ -35,21 +37,19 @@ type App struct {
 	cache branchTurns
 }
 
-// New returns a backend over an open store and a model. Agent files are looked for in
+// New returns the service over an open store and a model. Agent files are looked for in
 // demo.AgentDirs(os.Getenv); SetAgentDirs changes that.
-func New(store *storage.Store, model lm.LM) *App {
-	a := &App{store: store, model: model, locks: map[string]*sync.Mutex{}}
+func New(store *storage.Store, model lm.LM) *Service {
+	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}}
 	a.files.dirs = demo.AgentDirs(os.Getenv)
 	return a
 }
 
 // SetModelResolver lets agent-file predictors that name their own model (model = "..."
 // in the file) find it; without one such a predictor's call fails with a clear error.
-func (a *App) SetModelResolver(r demo.ModelResolver) { a.resolver = r }
+func (a *Service) SetModelResolver(r demo.ModelResolver) { a.resolver = r }
 
-var _ ui.Backend = (*App)(nil)
-
-func (a *App) branchLock(conv, branch string) *sync.Mutex {
+func (a *Service) branchLock(conv, branch string) *sync.Mutex {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := conv + "\x00" + branch
@@ -60,9 +60,9 @@ func (a *App) branchLock(conv, branch string) *sync.Mutex {
 }
 
 // ModelName labels the model.
-func (a *App) ModelName() string { return a.model.Name() }
+func (a *Service) ModelName() string { return a.model.Name() }
 
-func agentInfo(ag demo.Agent) ui.AgentInfo {
+func agentInfo(ag demo.Agent) AgentInfo {
 	var ins, outs []sig.Field
 	for _, n := range ag.Inputs {
 		ins = append(ins, sig.Field{Name: n})
@@ -70,12 +70,12 @@ func agentInfo(ag demo.Agent) ui.AgentInfo {
 	for _, n := range ag.Outputs {
 		outs = append(outs, sig.Field{Name: n})
 	}
-	return ui.AgentInfo{Name: ag.Name, Description: ag.Description, Signature: sig.New(ag.Name, ag.Description, ins, outs)}
+	return AgentInfo{Name: ag.Name, Description: ag.Description, Signature: sig.New(ag.Name, ag.Description, ins, outs)}
 }
 
 // Strategies are the five history strategies of seed 000 §6.
-func (a *App) Strategies() []ui.Strategy {
-	return []ui.Strategy{
+func (a *Service) Strategies() []Strategy {
+	return []Strategy{
 		{N: 1, Name: "keep", Desc: "each predictor sees its own calls (ChatAdapter)"},
 		{N: 2, Name: "inherit", Desc: "outer history, filtered by the signature (ChatAdapter)"},
 		{N: 3, Name: "inline", Desc: "outer history as YAML in the system message"},
@@ -85,14 +85,14 @@ func (a *App) Strategies() []ui.Strategy {
 }
 
 // Conversations lists stored conversations.
-func (a *App) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) {
+func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error) {
 	rows, err := a.store.ListConversations(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.ConversationInfo, len(rows))
+	out := make([]ConversationInfo, len(rows))
 	for i, r := range rows {
-		out[i] = ui.ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: string(r.Status),
+		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: string(r.Status),
 			Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
 	}
 	return out, nil
@@ -102,33 +102,33 @@ func (a *App) Conversations(ctx context.Context) ([]ui.ConversationInfo, error) 
 // agent's name, an agent file's name (found in the agent directories) or an agent
 // file's path; the conversation stores the built-in name or the file's absolute path,
 // so a file agent is found again on reopen wherever the workbench starts.
-func (a *App) NewConversation(ctx context.Context, agent, title string) (ui.ConversationInfo, error) {
+func (a *Service) NewConversation(ctx context.Context, agent, title string) (ConversationInfo, error) {
 	ag, err := a.resolveAgent(agent)
 	if err != nil {
-		return ui.ConversationInfo{}, fmt.Errorf("new conversation: %w", err)
+		return ConversationInfo{}, fmt.Errorf("new conversation: %w", err)
 	}
 	if title == "" {
 		title = ag.Name + " conversation"
 	}
 	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: agentRef(ag)})
 	if err != nil {
-		return ui.ConversationInfo{}, err
+		return ConversationInfo{}, err
 	}
-	return ui.ConversationInfo{ID: c.ID, Title: c.Title, Agent: ag.Name, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
+	return ConversationInfo{ID: c.ID, Title: c.Title, Agent: ag.Name, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
 }
 
 // RenameConversation sets the title.
-func (a *App) RenameConversation(ctx context.Context, conv, title string) error {
+func (a *Service) RenameConversation(ctx context.Context, conv, title string) error {
 	return a.store.SetTitle(ctx, conv, title)
 }
 
 // DeleteConversation removes a conversation entirely.
-func (a *App) DeleteConversation(ctx context.Context, conv string) error {
+func (a *Service) DeleteConversation(ctx context.Context, conv string) error {
 	return a.store.DeleteConversation(ctx, conv)
 }
 
 // Branches lists a conversation's branches with token totals of their paths.
-func (a *App) Branches(ctx context.Context, conv string) ([]ui.BranchInfo, error) {
+func (a *Service) Branches(ctx context.Context, conv string) ([]BranchInfo, error) {
 	bs, err := a.store.Branches(ctx, conv)
 	if err != nil {
 		return nil, err
@@ -137,44 +137,42 @@ func (a *App) Branches(ctx context.Context, conv string) ([]ui.BranchInfo, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.BranchInfo, len(bs))
+	out := make([]BranchInfo, len(bs))
 	for i, b := range bs {
-		out[i] = ui.BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: usage[b.Name], CanRedo: b.Redo > 0}
+		out[i] = BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: usage[b.Name], CanRedo: b.Redo > 0}
 	}
 	return out, nil
 }
 
-// TurnTree is every committed turn, parents first. Summary and Reply are the first input
-// and output value on one line, cut to 300 characters (storage keeps them as previews,
+// TurnTree is every committed turn, parents first. A node's InputPreview and
+// OutputPreview are its first input and output value on one line (storage keeps them,
 // so a long conversation's tree decodes no JSON).
-func (a *App) TurnTree(ctx context.Context, conv string) ([]ui.TurnNode, error) {
+func (a *Service) TurnTree(ctx context.Context, conv string) ([]storage.TurnNode, error) {
 	nodes, err := a.store.TurnOutline(ctx, conv)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ui.TurnNode, 0, len(nodes))
+	out := make([]storage.TurnNode, 0, len(nodes))
 	for _, n := range nodes {
-		if n.State != "committed" {
-			continue
+		if n.State == "committed" {
+			out = append(out, *n)
 		}
-		out = append(out, ui.TurnNode{ID: n.Key, Parent: n.Parent, Index: n.Index,
-			Summary: n.InputPreview, Reply: n.OutputPreview, Started: n.Started})
 	}
 	return out, nil
 }
 
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
 // branch (storage walks the path by jump pointers).
-func (a *App) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (ui.TurnPage, error) {
+func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (TurnPage, error) {
 	p, err := a.store.LoadBranchRange(ctx, conv, branch, max(from, 0), limit)
 	if err != nil {
-		return ui.TurnPage{}, err
+		return TurnPage{}, err
 	}
-	return ui.TurnPage{From: p.From, Total: p.Total, IDs: p.Keys, Turns: p.Turns}, nil
+	return TurnPage{From: p.From, Total: p.Total, IDs: p.Keys, Turns: p.Turns}, nil
 }
 
 // Turn loads one turn.
-func (a *App) Turn(ctx context.Context, conv, turn string) (*trace.Turn, error) {
+func (a *Service) Turn(ctx context.Context, conv, turn string) (*trace.Turn, error) {
 	return a.store.LoadTurn(ctx, turn)
 }
 
@@ -187,7 +185,7 @@ type turnRun struct {
 }
 
 // conversationAgent finds the agent a conversation runs (or override, when set).
-func (a *App) conversationAgent(ctx context.Context, conv, override string) (demo.Agent, error) {
+func (a *Service) conversationAgent(ctx context.Context, conv, override string) (demo.Agent, error) {
 	ref := override
 	if ref == "" {
 		c, err := a.store.Conversation(ctx, conv)
@@ -204,7 +202,7 @@ func (a *App) conversationAgent(ctx context.Context, conv, override string) (dem
 }
 
 // session restores the branch's engine session, wired to store its turns.
-func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
+func (a *Service) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
 	path, err := a.branchPath(ctx, conv, branch)
 	if err != nil {
 		return nil, err
@@ -213,7 +211,7 @@ func (a *App) session(ctx context.Context, conv, branch, agentOverride string) (
 }
 
 // sessionFrom restores the session from the branch's path turns (shared, not changed).
-func (a *App) sessionFrom(ctx context.Context, conv, branch, agentOverride string, turns []*trace.Turn) (*turnRun, error) {
+func (a *Service) sessionFrom(ctx context.Context, conv, branch, agentOverride string, turns []*trace.Turn) (*turnRun, error) {
 	ag, err := a.conversationAgent(ctx, conv, agentOverride)
 	if err != nil {
 		return nil, err
@@ -233,7 +231,7 @@ func (a *App) sessionFrom(ctx context.Context, conv, branch, agentOverride strin
 }
 
 // run runs one turn of r with model, streaming to events.
-func (a *App) run(ctx context.Context, r *turnRun, model lm.LM, resolver demo.ModelResolver, inputs *sig.Map, events chan<- ui.Event) (*trace.Turn, error) {
+func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver demo.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
 	ctx = core.WithObserver(core.WithLM(ctx, model), newObserver(events, r.mod))
 	if resolver != nil {
 		ctx = demo.WithModelResolver(ctx, resolver)
@@ -243,13 +241,13 @@ func (a *App) run(ctx context.Context, r *turnRun, model lm.LM, resolver demo.Mo
 		return nil, err
 	}
 	if t != nil {
-		send(events, ui.Event{Kind: ui.EventTurn, Turn: t})
+		send(events, Event{Kind: EventTurn, Turn: t})
 	}
 	return t, nil
 }
 
 // Send runs one turn on the branch's tip.
-func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Event) (*trace.Turn, error) {
+func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event) (*trace.Turn, error) {
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
@@ -262,7 +260,7 @@ func (a *App) Send(ctx context.Context, req ui.SendRequest, events chan<- ui.Eve
 
 // locate finds a turn's position: a branch whose path holds it (main first, then by
 // creation) and its index there, by ancestor lookups rather than walking the paths.
-func (a *App) locate(ctx context.Context, conv, turn string) (string, int, error) {
+func (a *Service) locate(ctx context.Context, conv, turn string) (string, int, error) {
 	b, i, err := a.store.Locate(ctx, conv, turn)
 	if errors.Is(err, storage.ErrNotFound) {
 		return "", 0, fmt.Errorf("turn %s is on no branch of conversation %s", turn, conv)
@@ -271,7 +269,7 @@ func (a *App) locate(ctx context.Context, conv, turn string) (string, int, error
 }
 
 // Fork makes a branch whose tip is turn.
-func (a *App) Fork(ctx context.Context, conv, turn, name string) (string, error) {
+func (a *Service) Fork(ctx context.Context, conv, turn, name string) (string, error) {
 	src, at, err := a.locate(ctx, conv, turn)
 	if err != nil {
 		return "", err
@@ -286,7 +284,7 @@ func (a *App) Fork(ctx context.Context, conv, turn, name string) (string, error)
 	return b.Name, nil
 }
 
-func (a *App) freeName(ctx context.Context, conv, base string) string {
+func (a *Service) freeName(ctx context.Context, conv, base string) string {
 	bs, _ := a.store.Branches(ctx, conv)
 	used := map[string]bool{}
 	for _, b := range bs {
@@ -301,7 +299,7 @@ func (a *App) freeName(ctx context.Context, conv, base string) string {
 }
 
 // forkBefore makes a new branch ending just before turn (empty when it is the first).
-func (a *App) forkBefore(ctx context.Context, conv, turn, name, base string) (string, error) {
+func (a *Service) forkBefore(ctx context.Context, conv, turn, name, base string) (string, error) {
 	src, at, err := a.locate(ctx, conv, turn)
 	if err != nil {
 		return "", err
@@ -323,19 +321,19 @@ func (a *App) forkBefore(ctx context.Context, conv, turn, name, base string) (st
 }
 
 // EditAndResubmit runs new inputs as a sibling of turn on a new branch.
-func (a *App) EditAndResubmit(ctx context.Context, req ui.EditRequest, events chan<- ui.Event) (string, *trace.Turn, error) {
+func (a *Service) EditAndResubmit(ctx context.Context, req EditRequest, events chan<- Event) (string, *trace.Turn, error) {
 	name, err := a.forkBefore(ctx, req.Conv, req.Turn, req.Name, "edit")
 	if err != nil {
 		return "", nil, err
 	}
-	send(events, ui.Event{Kind: ui.EventBranch, Branch: name})
-	t, err := a.Send(ctx, ui.SendRequest{Conv: req.Conv, Branch: name, Inputs: req.Inputs}, events)
+	send(events, Event{Kind: EventBranch, Branch: name})
+	t, err := a.Send(ctx, SendRequest{Conv: req.Conv, Branch: name, Inputs: req.Inputs}, events)
 	return name, t, err
 }
 
 // Replay re-runs a branch from a turn on into a sibling branch, optionally with another
 // agent (compare runs).
-func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui.Event) (string, error) {
+func (a *Service) Replay(ctx context.Context, req ReplayRequest, events chan<- Event) (string, error) {
 	page, err := a.store.LoadBranchRangeWith(ctx, req.Conv, req.Branch, 0, 0, storage.LoadOptions{NoRequests: true})
 	if err != nil {
 		return "", err
@@ -352,7 +350,7 @@ func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui
 	if err != nil {
 		return "", err
 	}
-	send(events, ui.Event{Kind: ui.EventBranch, Branch: name})
+	send(events, Event{Kind: EventBranch, Branch: name})
 	start := 0
 	for i, n := range path {
 		if n.Key == from {
@@ -376,12 +374,12 @@ func (a *App) Replay(ctx context.Context, req ui.ReplayRequest, events chan<- ui
 
 // Undo moves the tip back; the inner predictors' histories follow by construction (they
 // are derived from the path), so a cascade reports the inner turns that went with it.
-func (a *App) Undo(ctx context.Context, conv, branch string, steps int, cascade bool) (ui.UndoResult, error) {
+func (a *Service) Undo(ctx context.Context, conv, branch string, steps int, cascade bool) (UndoResult, error) {
 	keys, err := a.store.Undo(ctx, conv, branch, steps)
 	if err != nil {
-		return ui.UndoResult{}, err
+		return UndoResult{}, err
 	}
-	res := ui.UndoResult{Turns: len(keys)}
+	res := UndoResult{Turns: len(keys)}
 	if cascade {
 		for _, k := range keys {
 			if t, err := a.store.LoadTurn(ctx, k); err == nil {
@@ -393,7 +391,7 @@ func (a *App) Undo(ctx context.Context, conv, branch string, steps int, cascade 
 }
 
 // Redo moves the tip forward again.
-func (a *App) Redo(ctx context.Context, conv, branch string, steps int) error {
+func (a *Service) Redo(ctx context.Context, conv, branch string, steps int) error {
 	redone, err := a.store.Redo(ctx, conv, branch, steps)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -69,7 +69,7 @@ func (e *pathEntry) matches(i int, n *storage.TurnNode) bool {
 // them (no requests): from the cache when it holds the store's current path, extended by
 // the new tip when one turn was committed since, cut back after an undo, and otherwise
 // loaded whole. The entry is shared: callers must not change it or its turns.
-func (a *App) branchPath(ctx context.Context, conv, branch string) (*pathEntry, error) {
+func (a *Service) branchPath(ctx context.Context, conv, branch string) (*pathEntry, error) {
 	k := conv + "\x00" + branch
 	tail, total, err := a.store.BranchPathTail(ctx, conv, branch, 2)
 	if err != nil {

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func writeAgent(t *testing.T, dir, file, example string, edit func(string) strin
 	return p
 }
 
-func agentNames(a *App) []string {
+func agentNames(a *Service) []string {
 	var out []string
 	for _, ag := range a.Agents() {
 		out = append(out, ag.Name)

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // countingLM is the demo model, counting the requests it answers.
@@ -34,7 +33,7 @@ func demoModel(rate float64) *countingLM {
 
 // newWorkbench opens a real SQLite file in a temporary folder with the demo model; no
 // agent directories are searched unless a test sets them.
-func newWorkbench(t *testing.T) (*App, *storage.Store, *countingLM, string) {
+func newWorkbench(t *testing.T) (*Service, *storage.Store, *countingLM, string) {
 	t.Helper()
 	db := filepath.Join(t.TempDir(), "wb.db")
 	st, err := storage.Open(context.Background(), db)
@@ -50,14 +49,14 @@ func newWorkbench(t *testing.T) (*App, *storage.Store, *countingLM, string) {
 
 // events collects everything a run streams.
 type events struct {
-	ch   chan ui.Event
+	ch   chan Event
 	mu   sync.Mutex
-	all  []ui.Event
+	all  []Event
 	done chan struct{}
 }
 
 func collect() *events {
-	e := &events{ch: make(chan ui.Event, 4096), done: make(chan struct{})}
+	e := &events{ch: make(chan Event, 4096), done: make(chan struct{})}
 	go func() {
 		for ev := range e.ch {
 			e.mu.Lock()
@@ -70,13 +69,13 @@ func collect() *events {
 }
 
 // stop ends collection and returns the events.
-func (e *events) stop() []ui.Event {
+func (e *events) stop() []Event {
 	close(e.ch)
 	<-e.done
 	return e.all
 }
 
-func mustConversation(t *testing.T, a *App, agent string) string {
+func mustConversation(t *testing.T, a *Service, agent string) string {
 	t.Helper()
 	c, err := a.NewConversation(context.Background(), agent, "")
 	if err != nil {
@@ -85,9 +84,9 @@ func mustConversation(t *testing.T, a *App, agent string) string {
 	return c.ID
 }
 
-func mustSend(t *testing.T, a *App, conv, branch string, inputs *sig.Map) *trace.Turn {
+func mustSend(t *testing.T, a *Service, conv, branch string, inputs *sig.Map) *trace.Turn {
 	t.Helper()
-	tr, err := a.Send(context.Background(), ui.SendRequest{Conv: conv, Branch: branch, Inputs: inputs}, nil)
+	tr, err := a.Send(context.Background(), SendRequest{Conv: conv, Branch: branch, Inputs: inputs}, nil)
 	if err != nil {
 		t.Fatalf("send %v on %s: %v", inputs, branch, err)
 	}
@@ -97,7 +96,7 @@ func mustSend(t *testing.T, a *App, conv, branch string, inputs *sig.Map) *trace
 func question(q string) *sig.Map { return sig.NewMap("question", q) }
 
 // pageOf loads a whole branch.
-func pageOf(t *testing.T, a *App, conv, branch string) ui.TurnPage {
+func pageOf(t *testing.T, a *Service, conv, branch string) TurnPage {
 	t.Helper()
 	pg, err := a.LoadTurns(context.Background(), conv, branch, 0, 0)
 	if err != nil {
@@ -106,7 +105,7 @@ func pageOf(t *testing.T, a *App, conv, branch string) ui.TurnPage {
 	return pg
 }
 
-func branchInfo(t *testing.T, a *App, conv, name string) ui.BranchInfo {
+func branchInfo(t *testing.T, a *Service, conv, name string) BranchInfo {
 	t.Helper()
 	bs, err := a.Branches(context.Background(), conv)
 	if err != nil {
@@ -118,7 +117,7 @@ func branchInfo(t *testing.T, a *App, conv, name string) ui.BranchInfo {
 		}
 	}
 	t.Fatalf("no branch %q in %+v", name, bs)
-	return ui.BranchInfo{}
+	return BranchInfo{}
 }
 
 func leafCalls(t *trace.Turn) []*trace.Call {

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // benchTurn is turn i of the 100,000-turn fixture: one answered call with a short request.
@@ -134,7 +133,7 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := a.Send(ctx, ui.SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question("template")}, nil); err != nil {
+	if _, err := a.Send(ctx, SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question("template")}, nil); err != nil {
 		b.Fatal(err)
 	}
 	tmpl, err := st.LoadBranch(ctx, c.ID, storage.MainBranch)
@@ -176,15 +175,15 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 // sendTurns is the branch length of BenchmarkSendAt10k.
 var sendTurns = 10000
 
-// BenchmarkSendAt10k is one Send on a 10,000-turn branch through App with the demo
+// BenchmarkSendAt10k is one Send on a 10,000-turn branch through the Service with the demo
 // model: restoring the branch's session, running the turn, storing it. cold is a fresh
-// App per Send (the workbench's first Send on a branch); warm is consecutive Sends on
-// one App (the branch grows by one turn per Send); session-* restore the session alone.
+// Service per Send (the workbench's first Send on a branch); warm is consecutive Sends on
+// one Service (the branch grows by one turn per Send); session-* restore the session alone.
 func BenchmarkSendAt10k(b *testing.B) {
 	ctx := context.Background()
 	st, conv := sendFixture(b, sendTurns)
-	send := func(a *App) error {
-		_, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
+	send := func(a *Service) error {
+		_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 		return err
 	}
 	// The session a Send restores, alone (the Send's own work is mostly the model's and

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -12,16 +12,15 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // Preview renders a recorded call under a strategy without calling any model. Strategy 0
 // is what was actually sent. The predictor's own history is its calls along the branch
 // before this one; the outer history is the turn's snapshot.
-func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering, error) {
+func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, error) {
 	t, err := a.store.LoadTurn(ctx, req.Turn)
 	if err != nil {
-		return ui.Rendering{}, err
+		return Rendering{}, err
 	}
 	var call *trace.Call
 	var earlier []*trace.Call
@@ -33,9 +32,9 @@ func (a *App) Preview(ctx context.Context, req ui.PreviewRequest) (ui.Rendering,
 		}
 	})
 	if call == nil {
-		return ui.Rendering{}, fmt.Errorf("turn %s has no call %q", req.Turn, req.Call)
+		return Rendering{}, fmt.Errorf("turn %s has no call %q", req.Turn, req.Call)
 	}
-	r := ui.Rendering{Strategy: req.Strategy, CallID: call.ID, Path: call.Path}
+	r := Rendering{Strategy: req.Strategy, CallID: call.ID, Path: call.Path}
 	if req.Strategy == 0 {
 		return a.finish(r, call.Messages, nil, nil, &call.History), nil
 	}
@@ -112,10 +111,10 @@ func ownHistory(before []*trace.Turn, path string, earlier []*trace.Call) sig.Hi
 }
 
 // finish adds token counts and lint warnings to a rendering.
-func (a *App) finish(r ui.Rendering, msgs []lm.Message, ad adapter.Adapter, s *sig.Signature, hist *sig.History) ui.Rendering {
+func (a *Service) finish(r Rendering, msgs []lm.Message, ad adapter.Adapter, s *sig.Signature, hist *sig.History) Rendering {
 	per, total, err := llm.CountTokens(a.model.Name(), msgs)
 	for i, m := range msgs {
-		rm := ui.RenderedMessage{Message: m}
+		rm := RenderedMessage{Message: m}
 		if err == nil && i < len(per) {
 			rm.Tokens = per[i]
 		}
@@ -124,7 +123,7 @@ func (a *App) finish(r ui.Rendering, msgs []lm.Message, ad adapter.Adapter, s *s
 	r.Tokens = total
 	if s != nil && ad != nil {
 		for _, w := range wirediff.Lint(wirediff.Facts{Signature: s, Adapter: ad, History: hist, Messages: msgs}) {
-			r.Warnings = append(r.Warnings, ui.Lint{Message: w.Message, Text: w.String()})
+			r.Warnings = append(r.Warnings, Lint{Message: w.Message, Text: w.String()})
 		}
 	}
 	return r
@@ -132,7 +131,7 @@ func (a *App) finish(r ui.Rendering, msgs []lm.Message, ad adapter.Adapter, s *s
 
 // DryRun renders the first predictor's request for the next turn under a strategy: its
 // input fields are filled from the typed inputs by name.
-func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]ui.Rendering, error) {
+func (a *Service) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]Rendering, error) {
 	ag, err := a.conversationAgent(ctx, conv, "")
 	if err != nil {
 		return nil, err
@@ -171,13 +170,13 @@ func (a *App) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, 
 	if strategy < 1 {
 		strategy = 1
 	}
-	r := ui.Rendering{Strategy: strategy, Path: path}
+	r := Rendering{Strategy: strategy, Path: path}
 	msgs, ad, hist, err := render(strategy, p, agentInfo(ag).Signature, in, own, outer)
 	if err != nil {
 		r.Err = err.Error()
-		return []ui.Rendering{r}, nil
+		return []Rendering{r}, nil
 	}
-	return []ui.Rendering{a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist)}, nil
+	return []Rendering{a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist)}, nil
 }
 
 // firstPredictor is the first predictor in the agent's module tree.
@@ -209,7 +208,7 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 // outerHistory is the history the session gave the turn at index at of the branch's path
 // turns (derived with the agent's settings; storage keeps only explicit snapshots), and
 // where the predictor at callPath takes its history from in that session.
-func (a *App) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int, callPath string) (sig.History, string, error) {
+func (a *Service) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int, callPath string) (sig.History, string, error) {
 	r, err := a.sessionFrom(ctx, conv, branch, "", turns)
 	if err != nil {
 		return sig.History{}, "", err

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 // crashSink is the store's sink as a process killed mid-turn leaves it: the abort a
@@ -61,7 +60,7 @@ func interrupt(t *testing.T, st *storage.Store, conv, branch string, inputs *sig
 	}
 }
 
-func onlyPending(t *testing.T, a *App, conv string) ui.PendingInfo {
+func onlyPending(t *testing.T, a *Service, conv string) PendingInfo {
 	t.Helper()
 	ps, err := a.Pending(context.Background(), conv)
 	if err != nil || len(ps) != 1 {
@@ -104,7 +103,7 @@ func TestResumeReplaysAnsweredCalls(t *testing.T) {
 	if tr.Index != 1 || tr.Inputs.String("question") != questions[1] || tr.Outputs.String("reply") == "" {
 		t.Errorf("resumed turn %d: %v -> %v", tr.Index, tr.Inputs, tr.Outputs)
 	}
-	if last := all[len(all)-1]; last.Kind != ui.EventTurn {
+	if last := all[len(all)-1]; last.Kind != EventTurn {
 		t.Errorf("last event %+v, want the turn", last)
 	}
 	pg := pageOf(t, a, conv, "main")

@@ -1,4 +1,4 @@
-package app
+package sessions
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/ui"
 )
 
 var questions = []string{"Why was I charged twice this month?", "The app crashes when I log in.", "What are your opening hours?"}
@@ -22,7 +21,7 @@ func TestSendBranchesLoadTurns(t *testing.T) {
 	ev := collect()
 	var sent []*trace.Turn
 	for _, q := range questions {
-		tr, err := a.Send(ctx, ui.SendRequest{Conv: conv, Branch: "main", Inputs: question(q)}, ev.ch)
+		tr, err := a.Send(ctx, SendRequest{Conv: conv, Branch: "main", Inputs: question(q)}, ev.ch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,11 +31,11 @@ func TestSendBranchesLoadTurns(t *testing.T) {
 	if got := model.n.Load(); got != 6 {
 		t.Errorf("model asked %d times, want 6 (two predictors, three turns)", got)
 	}
-	kinds := map[ui.EventKind]int{}
+	kinds := map[EventKind]int{}
 	for _, e := range all {
 		kinds[e.Kind]++
 	}
-	if kinds[ui.EventTurn] != 3 || kinds[ui.EventCall] != 6 || kinds[ui.EventDelta] == 0 {
+	if kinds[EventTurn] != 3 || kinds[EventCall] != 6 || kinds[EventDelta] == 0 {
 		t.Errorf("events by kind %v: want 3 turns, 6 calls and some deltas", kinds)
 	}
 
@@ -78,7 +77,7 @@ func TestSendBranchesLoadTurns(t *testing.T) {
 		t.Errorf("branch usage %+v, want the calls' sum %+v", bi.Usage, usage)
 	}
 	tree, err := a.TurnTree(ctx, conv)
-	if err != nil || len(tree) != 3 || tree[1].Parent != tree[0].ID || tree[0].Summary != questions[0] {
+	if err != nil || len(tree) != 3 || tree[1].Parent != tree[0].Key || tree[0].InputPreview != questions[0] {
 		t.Fatalf("turn tree %+v, %v", tree, err)
 	}
 	convs, err := a.Conversations(ctx)
@@ -164,12 +163,12 @@ func TestEditAndResubmit(t *testing.T) {
 	}
 	before := pageOf(t, a, conv, "main")
 	ev := collect()
-	name, tr, err := a.EditAndResubmit(ctx, ui.EditRequest{Conv: conv, Turn: before.IDs[1], Inputs: question("My login fails with error 42.")}, ev.ch)
+	name, tr, err := a.EditAndResubmit(ctx, EditRequest{Conv: conv, Turn: before.IDs[1], Inputs: question("My login fails with error 42.")}, ev.ch)
 	all := ev.stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) == 0 || all[0].Kind != ui.EventBranch || all[0].Branch != name {
+	if len(all) == 0 || all[0].Kind != EventBranch || all[0].Branch != name {
 		t.Errorf("first event %+v, want the new branch %s", all[0], name)
 	}
 	edit := pageOf(t, a, conv, name)
@@ -184,7 +183,7 @@ func TestEditAndResubmit(t *testing.T) {
 		t.Errorf("main changed by the edit: %v -> %v", before.IDs, after.IDs)
 	}
 	// Editing the first turn gives a branch with only the new turn.
-	name2, _, err := a.EditAndResubmit(ctx, ui.EditRequest{Conv: conv, Turn: before.IDs[0], Inputs: question("Hello?")}, nil)
+	name2, _, err := a.EditAndResubmit(ctx, EditRequest{Conv: conv, Turn: before.IDs[0], Inputs: question("Hello?")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +212,7 @@ func TestReplay(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := collect()
-			name, err := a.Replay(ctx, ui.ReplayRequest{Conv: conv, Branch: "main", From: tc.from}, ev.ch)
+			name, err := a.Replay(ctx, ReplayRequest{Conv: conv, Branch: "main", From: tc.from}, ev.ch)
 			all := ev.stop()
 			if err != nil {
 				t.Fatal(err)
@@ -233,7 +232,7 @@ func TestReplay(t *testing.T) {
 			}
 			turns := 0
 			for _, e := range all {
-				if e.Kind == ui.EventTurn {
+				if e.Kind == EventTurn {
 					turns++
 				}
 			}
@@ -282,7 +281,7 @@ func TestPreviewActualIsRecorded(t *testing.T) {
 						strategies = []int{0} // run without history (RAG's retriever): strategy 1 is a what-if
 					}
 					for _, strategy := range strategies {
-						r, err := a.Preview(ctx, ui.PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[i], Call: c.ID, Strategy: strategy})
+						r, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[i], Call: c.ID, Strategy: strategy})
 						if err != nil || r.Err != "" {
 							t.Fatalf("preview turn %d %s strategy %d: %v %s", i, c.Path, strategy, err, r.Err)
 						}
@@ -328,7 +327,7 @@ func TestPreviewStrategies(t *testing.T) {
 	if call == nil {
 		t.Fatal("no translator call")
 	}
-	all := func(r ui.Rendering) string {
+	all := func(r Rendering) string {
 		var b strings.Builder
 		for _, m := range r.Messages {
 			b.WriteString(m.Role + ": " + m.Content + "\n")
@@ -347,7 +346,7 @@ func TestPreviewStrategies(t *testing.T) {
 		{5, []string{"text: i has a apple"}, nil},
 	}
 	for _, tc := range tests {
-		r, err := a.Preview(ctx, ui.PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[1], Call: call.ID, Strategy: tc.strategy})
+		r, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[1], Call: call.ID, Strategy: tc.strategy})
 		if err != nil || r.Err != "" || len(r.Messages) == 0 || r.Tokens <= 0 {
 			t.Fatalf("strategy %d: %v %q, %d messages", tc.strategy, err, r.Err, len(r.Messages))
 		}
@@ -378,7 +377,7 @@ func TestPreviewOrchestratorInnerSessions(t *testing.T) {
 	pg := pageOf(t, a, conv, "main")
 	for _, c := range leafCalls(pg.Turns[1]) {
 		for s := 1; s <= 5; s++ {
-			r, err := a.Preview(ctx, ui.PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[1], Call: c.ID, Strategy: s})
+			r, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[1], Call: c.ID, Strategy: s})
 			if err != nil || r.Err != "" || len(r.Messages) == 0 {
 				t.Errorf("%s strategy %d: %v %q", c.Path, s, err, r.Err)
 			}
@@ -422,14 +421,14 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		cancel func(context.CancelFunc, chan ui.Event)
+		cancel func(context.CancelFunc, chan Event)
 	}{
-		{"before the turn", func(c context.CancelFunc, _ chan ui.Event) { c() }},
-		{"mid-stream", func(c context.CancelFunc, ev chan ui.Event) {
+		{"before the turn", func(c context.CancelFunc, _ chan Event) { c() }},
+		{"mid-stream", func(c context.CancelFunc, ev chan Event) {
 			go func() {
 				n := 0
 				for e := range ev {
-					if e.Kind == ui.EventDelta {
+					if e.Kind == EventDelta {
 						if n++; n == 3 {
 							c()
 						}
@@ -442,9 +441,9 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			ev := make(chan ui.Event, 1024)
+			ev := make(chan Event, 1024)
 			tc.cancel(cancel, ev)
-			tr, err := a.Send(cctx, ui.SendRequest{Conv: conv, Branch: "main", Inputs: question("cancel me")}, ev)
+			tr, err := a.Send(cctx, SendRequest{Conv: conv, Branch: "main", Inputs: question("cancel me")}, ev)
 			close(ev)
 			if err == nil || !errors.Is(err, context.Canceled) || tr != nil {
 				t.Fatalf("cancelled send: turn %v, err %v; want context.Canceled", tr, err)
