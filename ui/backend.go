@@ -2,11 +2,11 @@ package ui
 
 import (
 	"context"
-	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Backend is everything the workbench needs from the engine, storage and models. The UI

@@ -3,13 +3,14 @@ package ui
 import (
 	"fmt"
 	"strconv"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // pageSize is how many turns a chat pane loads at a time.
@@ -51,31 +52,11 @@ type streamState struct {
 	inputs  *sig.Map
 	path    string
 	field   string
-	texts   map[string]*strings.Builder // completion so far per call path (parallel calls interleave)
+	outputs map[string][]adapter.FieldText // completion so far per call path, by field (parallel calls interleave)
 	try     lm.Try
 	retryAt time.Time // when the next try starts, if retrying
 	started time.Time
 	calls   int
-}
-
-// write appends a delta to path's completion.
-func (st *streamState) write(path, delta string) {
-	if st.texts == nil {
-		st.texts = map[string]*strings.Builder{}
-	}
-	b := st.texts[path]
-	if b == nil {
-		b = &strings.Builder{}
-		st.texts[path] = b
-	}
-	b.WriteString(delta)
-}
-
-func (st *streamState) textOf(path string) string {
-	if b := st.texts[path]; b != nil {
-		return b.String()
-	}
-	return ""
 }
 
 func newChatPane(branch string) *chatPane {
@@ -303,12 +284,12 @@ func (p *chatPane) streamLines(r renderer, w int) []string {
 		label += fmt.Sprintf(" · %d call(s) done", st.calls)
 	}
 	out = append(out, s.AssistantLabel.Render(label))
-	for _, sec := range streamSections(st.textOf(st.path)) {
-		if sec.field != "" {
-			out = append(out, s.Muted.Render("  "+OneLine(sec.field)+":"))
+	for _, f := range st.outputs[st.path] {
+		if f.Name != "" {
+			out = append(out, s.Muted.Render("  "+OneLine(f.Name)+":"))
 		}
-		if sec.text != "" {
-			out = append(out, indent(wrapLines(Sanitize(sec.text), w-2), "  ")...)
+		if text := strings.Trim(f.Text, "\n"); text != "" {
+			out = append(out, indent(wrapLines(Sanitize(text), w-2), "  ")...)
 		}
 	}
 	if st.try.Retrying {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"sort"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Results of backend commands. Every backend call happens in a tea.Cmd; Update only
@@ -255,18 +256,21 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 	switch ev.Kind {
 	case sessions.EventDelta:
 		st.path, st.field = ev.Path, ev.Field
-		st.write(ev.Path, ev.Delta)
+		if st.outputs == nil {
+			st.outputs = map[string][]adapter.FieldText{}
+		}
+		st.outputs[ev.Path] = ev.Output
 		st.try.Retrying = false
 	case sessions.EventTry:
 		st.try = ev.Try
 		if ev.Try.Retrying {
 			st.retryAt = time.Now().Add(ev.Try.Wait)
-			delete(st.texts, ev.Path) // the next try writes its completion from the start
+			delete(st.outputs, ev.Path) // the next try writes its completion from the start
 			return tea.Batch(next, m.retryTick(msg.id))
 		}
 	case sessions.EventCall:
 		st.calls++
-		delete(st.texts, ev.Path) // a loop calls the same path again: start its text afresh
+		delete(st.outputs, ev.Path) // a loop calls the same path again: start its text afresh
 	case sessions.EventBranch:
 		m.setStatus("new branch " + OneLine(ev.Branch))
 	}

@@ -3,13 +3,13 @@ package ui
 import (
 	"context"
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // compareLimit caps how many turns of each branch the compare view loads.

@@ -2,13 +2,13 @@ package ui
 
 import (
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // inputPane is the multi-line editor that fills the agent's input fields: one textarea

@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // MinWidth and MinHeight are the smallest terminal the layout supports.

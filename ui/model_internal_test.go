@@ -2,12 +2,12 @@ package ui
 
 import (
 	"context"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Without colour (NO_COLOR gives the ASCII profile) the selection and the focused

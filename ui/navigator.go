@@ -3,13 +3,13 @@ package ui
 import (
 	"context"
 	"fmt"
-	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 type treeMsg struct {

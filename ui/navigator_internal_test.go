@@ -1,8 +1,9 @@
 package ui
 
 import (
-	"github.com/sessionbench/sessionbench/storage"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 // Sibling first turns (turn 1 edited and resubmitted) are indented like a fork's

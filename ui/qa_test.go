@@ -1,23 +1,22 @@
 package ui_test
 
 import (
-	tea "charm.land/bubbletea/v2"
 	"context"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
-// streamingBackend streams fixed events the way ui/app does for the ChatAdapter (raw
-// completion text, labelled with the field once its header is complete), then waits
-// until the turn is cancelled.
+// streamingBackend streams fixed events, then waits until the turn is cancelled.
 type streamingBackend struct {
 	*uitest.Memory
 	events []sessions.Event
@@ -46,26 +45,29 @@ func openStreaming(t *testing.T, events []sessions.Event) *harness {
 	return hs
 }
 
-// The pane shows the fields being written, not the adapter's [[ ## field ## ]] markup,
-// and the text of parallel calls does not wipe each other out.
-func TestStreamShowsFieldsNotAdapterMarkup(t *testing.T) {
-	d := func(path, field, text string) sessions.Event {
-		return sessions.Event{Kind: sessions.EventDelta, Path: path, Field: field, Delta: text}
+// The pane shows the fields the backend reports, as it reports them (it never parses
+// adapter markup), and the text of parallel calls does not wipe each other out.
+func TestStreamShowsReportedFields(t *testing.T) {
+	d := func(path, field string, out ...string) sessions.Event {
+		e := sessions.Event{Kind: sessions.EventDelta, Path: path, Field: field}
+		for i := 0; i+1 < len(out); i += 2 {
+			e.Output = append(e.Output, adapter.FieldText{Name: out[i], Text: out[i+1]})
+		}
+		return e
 	}
 	hs := openStreaming(t, []sessions.Event{
-		d("plan", "", "[[ ## pl"),
-		d("plan", "", "an ## ]"),
-		d("plan", "plan", "]\nStep one, "),
-		d("other", "", "[[ ## note ## ]]\nparallel text"),
-		d("plan", "plan", "step two.\n\n[[ ## reply ## ]]\nHello there"),
-		d("plan", "reply", ".\n\n[[ ## compl"),
+		d("plan", ""),
+		d("plan", "plan", "plan", "Step one, "),
+		d("other", "note", "note", "parallel text"),
+		d("plan", "reply", "plan", "Step one, step two.\n", "reply", "Hello there"),
+		d("plan", "reply", "plan", "Step one, step two.\n", "reply", "Hello there.\n"),
 	})
 	hs.typeText("go")
 	hs.send(keyMsg("enter"))
 	hs.pump(func() bool { return strings.Contains(hs.screen(), "Hello there.") })
 	s := hs.screen()
 	assertContains(t, s, "plan:", "Step one, step two.", "reply:", "Hello there.", "writing reply", "● running · esc cancels")
-	assertLacks(t, s, "[[", "]]", "## ", "compl", "running · esc cancels · running")
+	assertLacks(t, s, "note:", "parallel text", "running · esc cancels · running")
 	hs.send(keyMsg("esc"))
 	hs.settle()
 	assertLacks(t, hs.screen(), "Hello there.")
@@ -104,9 +106,9 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 // A loop calls the same predictor again: the new call's text replaces the finished one's.
 func TestStreamLoopRestartsText(t *testing.T) {
 	hs := openStreaming(t, []sessions.Event{
-		{Kind: sessions.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nfirst try\n\n[[ ## completed ## ]]"},
+		{Kind: sessions.EventDelta, Path: "planner", Output: []adapter.FieldText{{Name: "plan", Text: "first try\n"}}},
 		{Kind: sessions.EventCall, Path: "planner"},
-		{Kind: sessions.EventDelta, Path: "planner", Field: "plan", Delta: "[[ ## plan ## ]]\nsecond try"},
+		{Kind: sessions.EventDelta, Path: "planner", Field: "plan", Output: []adapter.FieldText{{Name: "plan", Text: "second try"}}},
 	})
 	hs.typeText("go")
 	hs.send(keyMsg("enter"))

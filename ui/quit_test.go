@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 

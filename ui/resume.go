@@ -3,11 +3,11 @@ package ui
 import (
 	"context"
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // resumePrompt offers the turns a crash or kill left in flight, one at a time: resume

@@ -2,11 +2,11 @@ package ui
 
 import (
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 type rect struct{ x, y, w, h int }

@@ -2,10 +2,12 @@ package ui
 
 import (
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 
 	"charm.land/lipgloss/v2"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/wirediff"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // wirePane shows the exact messages of the selected call under a strategy (0 = actual),
@@ -116,13 +118,12 @@ func singleLines(st *stylesheet, strats []sessions.Strategy, rs []sessions.Rende
 	return out
 }
 
-// compareLines draws two renderings side by side, aligned by a line diff: lines only on
-// the left are marked as removed, lines only on the right as added. The two headers
-// (strategy, path, tokens) always differ, so they head the columns instead of the diff.
+// compareLines draws two renderings side by side, messages aligned by role and position
+// (wirediff.Diff): lines only on the left are marked as removed, lines only on the right
+// as added. The two headers (strategy, path, tokens) always differ, so they head the
+// columns instead of the diff.
 func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rendering, w int) []string {
 	colW := (w - 3) / 2
-	left, right := renderingText(st, strats, a), renderingText(st, strats, b)
-	ops := diffLines(plainTexts(left[1:]), plainTexts(right[1:]))
 	s := st.s
 	sep := s.TreeBranch.Render(" │ ")
 	var out []string
@@ -138,11 +139,16 @@ func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rend
 			out = append(out, fit(x, colW)+sep+fit(y, colW))
 		}
 	}
-	row(wrapStyled(left[:1], colW, nil), wrapStyled(right[:1], colW, nil))
+	la, lb := renderingText(st, strats, sessions.Rendering{Strategy: a.Strategy, Path: a.Path, Messages: a.Messages, Tokens: a.Tokens}),
+		renderingText(st, strats, sessions.Rendering{Strategy: b.Strategy, Path: b.Path, Messages: b.Messages, Tokens: b.Tokens})
+	row(wrapStyled(la[:1], colW, nil), wrapStyled(lb[:1], colW, nil))
+	d := wirediff.Diff(messagesOf(a), messagesOf(b))
 	differ := 0
-	for _, op := range ops {
-		if op.kind != diffEq {
-			differ++
+	for _, md := range d {
+		for _, l := range md.Lines {
+			if l.Op != wirediff.Same {
+				differ++
+			}
 		}
 	}
 	summary := fmt.Sprintf("%d line(s) differ · tokens %s vs %s", differ, humanTokens(a.Tokens), humanTokens(b.Tokens))
@@ -150,112 +156,60 @@ func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rend
 		summary = "identical messages under both strategies"
 	}
 	out = append(out, s.Muted.Render(fit(summary, w)))
-	marked := func(l styledLine, sign string, stl lipgloss.Style) []string {
-		ps := wrapLines(l.text, colW-1)
+	plain := func(text string, stl lipgloss.Style) []string {
+		return wrapStyled([]styledLine{{text: text, st: stl}}, colW, nil)
+	}
+	marked := func(text, sign string, stl lipgloss.Style) []string {
+		ps := wrapLines(text, colW-1)
 		for i := range ps {
-			pre := " "
-			if i == 0 {
-				pre = sign
-			}
-			ps[i] = stl.Render(pre + ps[i])
+			ps[i] = stl.Render(sign + ps[i])
 		}
 		return ps
 	}
-	for _, op := range ops {
-		switch op.kind {
-		case diffEq:
-			row(wrapStyled(left[op.a+1:op.a+2], colW, nil), wrapStyled(right[op.b+1:op.b+2], colW, nil))
-		case diffDel:
-			row(marked(left[op.a+1], "-", s.DiffDel), nil)
-		case diffAdd:
-			row(nil, marked(right[op.b+1], "+", s.DiffAdd))
+	notes := func(r sessions.Rendering, msg int) []string {
+		var ls []string
+		if msg < 0 && r.Err != "" {
+			ls = append(ls, plain("✗ "+OneLine(r.Err), s.Error)...)
+		}
+		for _, l := range r.Warnings {
+			if l.Message == msg {
+				ls = append(ls, plain("⚠ "+OneLine(l.Text), s.Warning)...)
+			}
+		}
+		return ls
+	}
+	row(notes(a, -1), notes(b, -1))
+	head := func(r sessions.Rendering, i int) []string {
+		if i < 0 {
+			return nil
+		}
+		m := r.Messages[i]
+		return append(plain(fmt.Sprintf("── %s · %d tok ──", OneLine(m.Role), m.Tokens), roleStyle(st, m.Role)), notes(r, i)...)
+	}
+	for _, md := range d {
+		row(head(a, md.A), head(b, md.B))
+		for _, l := range md.Lines {
+			text := Sanitize(l.Text)
+			switch l.Op {
+			case wirediff.Same:
+				row(plain(text, s.Text), plain(text, s.Text))
+			case wirediff.Removed:
+				row(marked(text, "-", s.DiffDel), nil)
+			case wirediff.Added:
+				row(nil, marked(text, "+", s.DiffAdd))
+			}
 		}
 	}
 	return out
 }
 
-func plainTexts(ls []styledLine) []string {
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.text
+// messagesOf is a rendering's messages without their token counts.
+func messagesOf(r sessions.Rendering) []lm.Message {
+	out := make([]lm.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		out[i] = m.Message
 	}
 	return out
-}
-
-type diffKind int
-
-const (
-	diffEq diffKind = iota
-	diffDel
-	diffAdd
-)
-
-type diffOp struct {
-	kind diffKind
-	a, b int // line indices into the left and right input
-}
-
-// maxDiffCells bounds the LCS table; larger inputs are compared positionally, which is
-// still correct about what differs, only less clever about alignment.
-const maxDiffCells = 4_000_000
-
-// diffLines is a longest-common-subsequence line diff.
-func diffLines(a, b []string) []diffOp {
-	n, m := len(a), len(b)
-	if n*m > maxDiffCells {
-		var ops []diffOp
-		for i := 0; i < max(n, m); i++ {
-			switch {
-			case i < n && i < m && a[i] == b[i]:
-				ops = append(ops, diffOp{diffEq, i, i})
-			default:
-				if i < n {
-					ops = append(ops, diffOp{diffDel, i, -1})
-				}
-				if i < m {
-					ops = append(ops, diffOp{diffAdd, -1, i})
-				}
-			}
-		}
-		return ops
-	}
-	// lcs[i][j] = LCS length of a[i:], b[j:]
-	lcs := make([][]int32, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int32, m+1)
-	}
-	for i := n - 1; i >= 0; i-- {
-		for j := m - 1; j >= 0; j-- {
-			if a[i] == b[j] {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-			}
-		}
-	}
-	var ops []diffOp
-	i, j := 0, 0
-	for i < n && j < m {
-		switch {
-		case a[i] == b[j]:
-			ops = append(ops, diffOp{diffEq, i, j})
-			i++
-			j++
-		case lcs[i+1][j] >= lcs[i][j+1]:
-			ops = append(ops, diffOp{diffDel, i, -1})
-			i++
-		default:
-			ops = append(ops, diffOp{diffAdd, -1, j})
-			j++
-		}
-	}
-	for ; i < n; i++ {
-		ops = append(ops, diffOp{diffDel, i, -1})
-	}
-	for ; j < m; j++ {
-		ops = append(ops, diffOp{diffAdd, -1, j})
-	}
-	return ops
 }
 
 // view draws body rows from the lines produced by build (memoised under key).

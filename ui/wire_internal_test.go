@@ -1,13 +1,13 @@
 package ui
 
 import (
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Compare mode: the headers head the columns (never marked as a difference), a summary

@@ -1,11 +1,12 @@
 // Package wirediff compares two renderings of a request (for side-by-side display of
-// adapters or strategies) and lints one rendering for the ways history silently goes
+// adapters or strategies; the one diff of the project, down to changed words) and lints one rendering for the ways history silently goes
 // wrong: outputs rendered as None, dropped user turns, back-to-back assistant messages,
 // placeholders left in the text, turns cut by max_turns.
 package wirediff
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 )
@@ -115,6 +116,90 @@ const maxCells = 4 << 20
 // DiffLines is a line diff of two texts (split on "\n") by longest common subsequence.
 func DiffLines(x, y string) []Line {
 	a, b := strings.Split(x, "\n"), strings.Split(y, "\n")
+	out := make([]Line, 0, max(len(a), len(b)))
+	for _, e := range align(a, b) {
+		switch e.op {
+		case Same:
+			out = append(out, Line{Same, a[e.a], e.a, e.b})
+		case Removed:
+			out = append(out, Line{Removed, a[e.a], e.a, -1})
+		default:
+			out = append(out, Line{Added, b[e.b], -1, e.b})
+		}
+	}
+	return out
+}
+
+// Span is a piece of one side of a changed line: Changed marks text the other side
+// does not have.
+type Span struct {
+	Text    string
+	Changed bool
+}
+
+// DiffWords compares two versions of a line word by word (words, runs of spaces and
+// single punctuation marks are the units) and returns each side as spans, the changed
+// words marked, so a view can highlight what changed inside a changed line.
+func DiffWords(x, y string) (left, right []Span) {
+	a, b := words(x), words(y)
+	add := func(side []Span, text string, changed bool) []Span {
+		if n := len(side); n > 0 && side[n-1].Changed == changed {
+			side[n-1].Text += text
+			return side
+		}
+		return append(side, Span{text, changed})
+	}
+	for _, e := range align(a, b) {
+		switch e.op {
+		case Same:
+			left, right = add(left, a[e.a], false), add(right, b[e.b], false)
+		case Removed:
+			left = add(left, a[e.a], true)
+		default:
+			right = add(right, b[e.b], true)
+		}
+	}
+	return left, right
+}
+
+// words splits a line into words, runs of spaces and single other characters.
+func words(s string) []string {
+	var out []string
+	kind := func(r rune) int {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_':
+			return 1
+		case unicode.IsSpace(r):
+			return 2
+		}
+		return 3
+	}
+	start, prev := 0, 0
+	for i, r := range s {
+		k := kind(r)
+		if i > 0 && (k != prev || k == 3) {
+			out = append(out, s[start:i])
+			start = i
+		}
+		prev = k
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// edit is one step of an alignment: an element of a (Removed), of b (Added) or of both
+// (Same), by index.
+type edit struct {
+	op   Op
+	a, b int
+}
+
+// align is a longest-common-subsequence alignment of a and b. Common leading and
+// trailing elements are matched first; a middle too big for the table (maxCells) is
+// shown as removed then added.
+func align(a, b []string) []edit {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++
@@ -123,26 +208,26 @@ func DiffLines(x, y string) []Line {
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
-	out := make([]Line, 0, max(len(a), len(b)))
+	out := make([]edit, 0, max(len(a), len(b)))
 	for k := 0; k < pre; k++ {
-		out = append(out, Line{Same, a[k], k, k})
+		out = append(out, edit{Same, k, k})
 	}
-	out = append(out, lcsLines(a[pre:len(a)-suf], b[pre:len(b)-suf], pre)...)
+	out = append(out, lcs(a[pre:len(a)-suf], b[pre:len(b)-suf], pre)...)
 	for k := suf; k > 0; k-- {
-		out = append(out, Line{Same, a[len(a)-k], len(a) - k, len(b) - k})
+		out = append(out, edit{Same, len(a) - k, len(b) - k})
 	}
 	return out
 }
 
-func lcsLines(a, b []string, off int) []Line {
+func lcs(a, b []string, off int) []edit {
 	n, m := len(a), len(b)
-	var out []Line
+	var out []edit
 	if n*m > maxCells {
-		for k, l := range a {
-			out = append(out, Line{Removed, l, off + k, -1})
+		for k := range a {
+			out = append(out, edit{Removed, off + k, -1})
 		}
-		for k, l := range b {
-			out = append(out, Line{Added, l, -1, off + k})
+		for k := range b {
+			out = append(out, edit{Added, -1, off + k})
 		}
 		return out
 	}
@@ -162,13 +247,13 @@ func lcsLines(a, b []string, off int) []Line {
 	for i < n || j < m {
 		switch {
 		case i < n && j < m && a[i] == b[j]:
-			out = append(out, Line{Same, a[i], off + i, off + j})
+			out = append(out, edit{Same, off + i, off + j})
 			i, j = i+1, j+1
 		case i < n && (j == m || t[(i+1)*w+j] >= t[i*w+j+1]):
-			out = append(out, Line{Removed, a[i], off + i, -1})
+			out = append(out, edit{Removed, off + i, -1})
 			i++
 		default:
-			out = append(out, Line{Added, b[j], -1, off + j})
+			out = append(out, edit{Added, -1, off + j})
 			j++
 		}
 	}

@@ -215,7 +215,7 @@ func runPickAgent(spec string, conv *storage.Conversation) (demo.Agent, error) {
 }
 
 // runAgentRef is how a conversation names its agent: a built-in agent's name, or an
-// agent file's absolute path (so it is found again from any directory); ui/app stores
+// agent file's absolute path (so it is found again from any directory); ui/sessions stores
 // the same.
 func runAgentRef(ag demo.Agent) string {
 	if ag.Source == "" || ag.Source == "built-in" {

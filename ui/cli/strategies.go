@@ -331,7 +331,7 @@ func renderScenario(ctx context.Context, sc *scenario) (out strategiesOut, faile
 }
 
 // renderStrategy formats one predictor call under strategy n (template.Strategy.Render, as
-// ui/app's preview does for a recorded call), then counts tokens and lints the result.
+// ui/sessions' preview does for a recorded call), then counts tokens and lints the result.
 func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signature, h histories, inputs *sig.Map, missing []string) (strategyOut, error) {
 	so := strategyOut{Number: n, Name: template.StrategyName(n), Messages: []messageOut{}, Lint: []lintOut{}}
 	st, err := template.Preset(n, eff, template.PresetOptions{Outer: sc.Outer, Mapping: p.Mapping, TemplateForKeep: sc.TemplateForKeep})

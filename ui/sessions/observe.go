@@ -8,22 +8,18 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/template"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // send delivers an event without blocking a turn on a slow reader.
-func send(ch chan<- Event, e Event) { trySend(ch, e) }
-
-// trySend delivers e if the channel has room and says whether it did.
-func trySend(ch chan<- Event, e Event) bool {
+func send(ch chan<- Event, e Event) {
 	if ch == nil {
-		return true
+		return
 	}
 	select {
 	case ch <- e:
-		return true
 	default:
-		return false
 	}
 }
 
@@ -33,8 +29,9 @@ type fieldStreamer interface {
 	StreamField(s *sig.Signature, partial string) string
 }
 
-// observer turns engine callbacks into UI events. Deltas are accumulated per call path
-// so each one can be labelled with the output field the completion is writing.
+// observer turns engine callbacks into events. Each call's completion is accumulated so
+// every delta event can carry the field the adapter says is being written and the text
+// so far split into fields by the adapter, never by its readers.
 type observer struct {
 	events chan<- Event
 	mod    core.Module
@@ -46,10 +43,12 @@ type observer struct {
 
 // streaming is one call's completion so far.
 type streaming struct {
-	text   strings.Builder
-	unsent string // deltas a full channel refused: they go out with the next one
-	sig    *sig.Signature
-	sf     fieldStreamer
+	text strings.Builder
+	sig  *sig.Signature
+	sf   fieldStreamer
+	// split divides the text into output fields (ChatAdapter headers, also in a template
+	// of the chat parse mode); nil for adapters whose text is shown unsplit.
+	split func(s *sig.Signature, partial string) []adapter.FieldText
 }
 
 func newObserver(events chan<- Event, mod core.Module) *observer {
@@ -77,29 +76,40 @@ func (o *observer) CallStarted(path string, c *trace.Call) {
 			ad = adapter.JSON{}
 		}
 		st.sf, _ = ad.(fieldStreamer)
+		switch a := ad.(type) {
+		case adapter.Chat:
+			st.split = a.StreamFields
+		case *template.Template:
+			if a.Mode() == template.ParseChat {
+				st.split = adapter.Chat{}.StreamFields
+			}
+		}
 	}
 	o.calls[path] = st
 }
 
-// Delta never blocks the call on a slow reader, and loses no text either: a delta the
-// channel has no room for is merged into the next one.
+// Delta never blocks the call on a slow reader: an event a full channel refuses is
+// dropped, and the next one carries the whole text so far anyway.
 func (o *observer) Delta(path, d string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := o.calls[path]
 	if st == nil {
-		send(o.events, Event{Kind: EventDelta, Path: path, Delta: d})
-		return
+		st = &streaming{}
+		o.calls[path] = st
 	}
 	st.text.WriteString(d)
-	field := ""
+	text := st.text.String()
+	e := Event{Kind: EventDelta, Path: path}
 	if st.sf != nil {
-		field = st.sf.StreamField(st.sig, st.text.String())
+		e.Field = st.sf.StreamField(st.sig, text)
 	}
-	st.unsent += d
-	if trySend(o.events, Event{Kind: EventDelta, Path: path, Field: field, Delta: st.unsent}) {
-		st.unsent = ""
+	if st.split != nil {
+		e.Output = st.split(st.sig, text)
+	} else {
+		e.Output = []adapter.FieldText{{Text: text}}
 	}
+	send(o.events, e)
 }
 
 func (o *observer) Try(path string, at lm.Try) {
@@ -107,7 +117,6 @@ func (o *observer) Try(path string, at lm.Try) {
 		o.mu.Lock()
 		if st := o.calls[path]; st != nil {
 			st.text.Reset() // the next try writes its completion from the start
-			st.unsent = ""
 		}
 		o.mu.Unlock()
 	}

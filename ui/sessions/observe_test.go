@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // TestDeltaFields streams a real turn: every delta names the output field its call is
-// writing once the field's header has arrived, and the text streamed under a field is
-// that field's value.
+// writing once the field's header has arrived, and the last delta of each call holds
+// every output field's value, split by the adapter with no header markup left.
 func TestDeltaFields(t *testing.T) {
 	ctx := context.Background()
 	a, _, _, _ := newWorkbench(t)
@@ -25,41 +26,43 @@ func TestDeltaFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byField := map[string]*strings.Builder{}
+	last := map[string][]adapter.FieldText{}
+	fields := map[string]bool{}
 	for _, e := range all {
 		if e.Kind != EventDelta {
 			continue
 		}
-		k := e.Path + "/" + e.Field
-		if byField[k] == nil {
-			byField[k] = &strings.Builder{}
+		last[e.Path] = e.Output
+		if e.Field != "" {
+			fields[e.Path+"/"+e.Field] = true
 		}
-		byField[k].WriteString(e.Delta)
+		for _, f := range e.Output {
+			if strings.Contains(f.Text, "[[ ##") || strings.Contains(f.Text, "## ]]") {
+				t.Errorf("%s: field %q streamed adapter markup: %q", e.Path, f.Name, f.Text)
+			}
+		}
 	}
 	want := map[string]string{"classify/intent": tr.Outputs.String("intent"), "respond/reply": tr.Outputs.String("reply")}
 	for k, v := range want {
-		b := byField[k]
-		if b == nil {
-			t.Errorf("no delta labelled %s (have %v)", k, keys(byField))
-			continue
+		if !fields[k] {
+			t.Errorf("no delta labelled %s (have %v)", k, fields)
 		}
-		if !strings.Contains(b.String(), v) {
-			t.Errorf("%s streamed %q, which lacks the field's value %q", k, b.String(), v)
+		path, name, _ := strings.Cut(k, "/")
+		var got string
+		for _, f := range last[path] {
+			if f.Name == name {
+				got = f.Text
+			}
+		}
+		if strings.TrimSpace(got) != v {
+			t.Errorf("%s streamed %q, want the field's value %q", k, got, v)
 		}
 	}
-	for k := range byField {
-		if _, ok := want[k]; !ok && !strings.HasSuffix(k, "/") {
+	for k := range fields {
+		if _, ok := want[k]; !ok {
 			t.Errorf("delta labelled with an unexpected field %s", k)
 		}
 	}
-}
-
-func keys(m map[string]*strings.Builder) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 type twoPredictors struct{ Chat, JSON *core.Predict }
@@ -77,25 +80,26 @@ func TestObserverFields(t *testing.T) {
 	}
 	tests := []struct {
 		name, path, adapter string
-		retryAfter          int // a retrying attempt after this many deltas (0: none)
+		retryAfter          int // a retrying try after this many deltas (0: none)
 		deltas              []string
 		want                []string // field per delta
+		output              string   // the last delta's output parts
 	}{
 		{"chat", "chat", "chat", 0,
 			[]string{"[[ ## reas", "oning ## ]]\nI think", "\n\n[[ ## answer ## ]]\n", "42", "\n\n[[ ## completed ## ]]"},
-			[]string{"", "reasoning", "answer", "answer", ""}},
+			[]string{"", "reasoning", "answer", "answer", ""}, `reasoning="I think\n" answer="42\n"`},
 		{"json", "json", "json", 0,
 			[]string{`{"reasoning": "a, b`, `", "ans`, `wer": "4`, `2"}`},
-			[]string{"reasoning", "reasoning", "answer", ""}},
+			[]string{"reasoning", "reasoning", "answer", ""}, `="{\"reasoning\": \"a, b\", \"answer\": \"42\"}"`},
 		{"fallback to json", "chat", "json", 0,
 			[]string{`{"answer": `, `"x"`},
-			[]string{"answer", "answer"}},
+			[]string{"answer", "answer"}, `="{\"answer\": \"x\""`},
 		{"retry restarts the text", "chat", "chat", 2,
 			[]string{"[[ ## reasoning ## ]]\n", "so", "[[ ## answer ## ]]\n", "1"},
-			[]string{"reasoning", "reasoning", "answer", "answer"}},
+			[]string{"reasoning", "reasoning", "answer", "answer"}, `answer="1"`},
 		{"unknown path", "nowhere", "chat", 0,
 			[]string{"[[ ## answer ## ]]\n1"},
-			[]string{""}},
+			[]string{""}, `="[[ ## answer ## ]]\n1"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,32 +114,39 @@ func TestObserverFields(t *testing.T) {
 			}
 			o.CallFinished(tc.path, &trace.Call{Path: tc.path})
 			close(ch)
-			var got []string
+			var got, output []string
 			for e := range ch {
 				if e.Kind == EventDelta {
 					got = append(got, e.Field)
+					output = output[:0]
+					for _, f := range e.Output {
+						output = append(output, fmt.Sprintf("%s=%q", f.Name, f.Text))
+					}
 				}
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("fields %q, want %q", got, tc.want)
 			}
+			if o := strings.Join(output, " "); o != tc.output {
+				t.Errorf("output %s, want %s", o, tc.output)
+			}
 		})
 	}
 }
 
-// A delta refused by a full channel is not lost: it goes out merged with the next one.
-func TestObserverMergesDeltasOnFullChannel(t *testing.T) {
+// An event refused by a full channel loses no text: the next one carries all of it.
+func TestObserverFullChannelLosesNoText(t *testing.T) {
 	ch := make(chan Event, 2)
 	o := newObserver(ch, nil)
 	o.CallStarted("p", &trace.Call{Path: "p"})
 	for _, d := range []string{"a", "b", "c", "d"} {
 		o.Delta("p", d)
 	}
-	got := (<-ch).Delta + (<-ch).Delta // a, b; c was refused
-	o.Delta("p", "e")                  // c and d and e together
-	got += (<-ch).Delta
-	if got != "abcde" {
-		t.Fatalf("streamed text %q, want abcde", got)
+	<-ch
+	<-ch              // a, ab; abc and abcd were refused
+	o.Delta("p", "e") // abcde
+	if got := (<-ch).Output; len(got) != 1 || got[0].Text != "abcde" {
+		t.Fatalf("streamed %q, want abcde", got)
 	}
 }
 

@@ -82,14 +82,21 @@ predictor = "respond"
 			if len(calls) != 1 || calls[0].Path != "respond" || calls[0].Adapter != "template" || calls[0].Error != "" {
 				t.Fatalf("calls %+v", calls)
 			}
-			var streamed strings.Builder
+			// the last delta labelled reply holds the reply (split by field in the chat
+			// parse mode, the raw text otherwise)
+			streamed := ""
 			for _, e := range all {
 				if e.Kind == EventDelta && e.Field == "reply" {
-					streamed.WriteString(e.Delta)
+					streamed = ""
+					for _, f := range e.Output {
+						if f.Name == "reply" || f.Name == "" {
+							streamed += f.Text
+						}
+					}
 				}
 			}
-			if reply := tr.Outputs.String("reply"); reply == "" || !strings.Contains(streamed.String(), reply) {
-				t.Errorf("deltas labelled reply: %q; the reply is %q", streamed.String(), reply)
+			if reply := tr.Outputs.String("reply"); reply == "" || !strings.Contains(streamed, reply) {
+				t.Errorf("deltas labelled reply: %q; the reply is %q", streamed, reply)
 			}
 		})
 	}

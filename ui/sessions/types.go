@@ -3,6 +3,7 @@ package sessions
 import (
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -136,7 +137,7 @@ type Lint struct {
 type EventKind int
 
 const (
-	EventDelta  EventKind = iota // Delta: text arrived for Field of call Path
+	EventDelta  EventKind = iota // Output: text arrived for call Path, now writing Field
 	EventTry                     // Try: an HTTP try finished; Retrying with Wait before the next
 	EventCall                    // Call: an inner call finished
 	EventTurn                    // Turn: the turn finished and was recorded
@@ -145,10 +146,13 @@ const (
 
 // Event is streamed progress of Send, EditAndResubmit and Replay.
 type Event struct {
-	Kind   EventKind
-	Path   string // predictor path of the call in flight
-	Field  string // output field being written, when the adapter can tell
-	Delta  string
+	Kind  EventKind
+	Path  string // predictor path of the call in flight
+	Field string // output field being written, as the call's adapter reports it
+	// Output is the call's completion so far split into its output fields by the
+	// call's adapter (header markup removed); an adapter that cannot split it gives one
+	// unnamed part holding the raw text.
+	Output []adapter.FieldText
 	Try    lm.Try
 	Call   *trace.Call
 	Turn   *trace.Turn

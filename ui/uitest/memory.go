@@ -9,8 +9,6 @@ package uitest
 import (
 	"context"
 	"fmt"
-	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +16,9 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Memory is an in-memory Backend. The zero value is not usable; use New.

@@ -3,11 +3,11 @@ package uitest
 import (
 	"context"
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"slices"
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // pendingTurn is an interrupted turn: begun after parent (the tip then), with done calls

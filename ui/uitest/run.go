@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sessionbench/sessionbench/ui/sessions"
 	"strings"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // The echo model: the reply to a question is "echo: <question>", streamed word by word.
@@ -89,13 +90,16 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 	if model != m.model {
 		reply = "echo (" + model + "): " + question
 	}
+	so := ""
 	for i, w := range strings.SplitAfter(reply, " ") {
 		if i > 0 {
 			if err := sleep(m.Delay); err != nil {
 				return nil, err
 			}
 		}
-		if err := send(sessions.Event{Kind: sessions.EventDelta, Path: "respond", Field: "reply", Delta: w}); err != nil {
+		so += w
+		if err := send(sessions.Event{Kind: sessions.EventDelta, Path: "respond", Field: "reply",
+			Output: []adapter.FieldText{{Name: "reply", Text: so}}}); err != nil {
 			return nil, err
 		}
 	}
