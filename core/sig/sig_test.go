@@ -250,3 +250,35 @@ func FuzzSignatureParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseConstraintText(t *testing.T) {
+	cases := []struct {
+		text string
+		want *Map // nil: not a constraint line
+	}{
+		{"maximum length: 3, greater than or equal to: 1, less than or equal to: 5", NewMap("max_length", int64(3), "ge", int64(1), "le", int64(5))},
+		{"greater than: 0.5", NewMap("gt", 0.5)},
+		{"less than: 1e-05", NewMap("lt", 1e-05)},
+		{"less than or equal to: 5, greater than or equal to: 1", nil}, // DSPy's order is ge before le
+		{"maximum length: three", nil},
+		{"maximum length: 03", nil},
+		{"at most: 3", nil},
+		{"", nil},
+	}
+	for _, c := range cases {
+		got, ok := ParseConstraintText(c.text)
+		if c.want == nil {
+			if ok {
+				t.Errorf("%q: parsed as %s, want refused", c.text, JSON(got))
+			}
+			continue
+		}
+		if !ok || !got.Equal(c.want) {
+			t.Errorf("%q: got %v %v, want %s", c.text, ok, got, JSON(c.want))
+			continue
+		}
+		if back := (Field{Constraints: got}).ConstraintText(); back != c.text {
+			t.Errorf("%q: renders back as %q", c.text, back)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sig
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
@@ -33,6 +34,33 @@ func (f Field) ConstraintText() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ParseConstraintText reads a ConstraintText line back into constraints ("maximum length:
+// 3, greater than or equal to: 1" -> max_length 3, ge 1); ok is false when the text is not
+// one ConstraintText writes (unknown wording, order or value).
+func ParseConstraintText(text string) (m *Map, ok bool) {
+	m = NewMap()
+	next := 0
+	for _, part := range strings.Split(text, ", ") {
+		label, val, found := strings.Cut(part, ": ")
+		if !found {
+			return nil, false
+		}
+		for next < len(constraintOrder) && constraintOrder[next].text != label {
+			next++
+		}
+		if next == len(constraintOrder) {
+			return nil, false
+		}
+		v := numberValue(val)
+		if _, isNum := v.(json.Number); isNum || PyStr(v) != val {
+			return nil, false
+		}
+		m.Set(constraintOrder[next].key, v)
+		next++
+	}
+	return m, true
 }
 
 // CheckConstraints reports an unknown constraint key.
