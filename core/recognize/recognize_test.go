@@ -55,8 +55,8 @@ var roundTrips = []roundTrip{
 	{name: "session with history", sig: "session", inputs: sig.NewMap("question", "The reset email never arrives"),
 		history: &sig.History{Messages: []*sig.Map{
 			sig.NewMap("question", "I can't log in", "intent", "technical"),
-			sig.NewMap("intent", "billing"),                       // no inputs: the user turn is dropped
-			sig.NewMap("question", "refund?"),                      // no output: None
+			sig.NewMap("intent", "billing"),   // no inputs: the user turn is dropped
+			sig.NewMap("question", "refund?"), // no output: None
 			sig.NewMap("question", "multi\nline\n\nvalue", "intent", "general\n\nwith blank lines"),
 		}}},
 	{name: "session, empty history", sig: "session", inputs: sig.NewMap("question", "hi"), history: &sig.History{}},
