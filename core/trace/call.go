@@ -35,7 +35,21 @@ type Call struct {
 	// RawRequest and RawResponse are the HTTP bodies when a network model was used.
 	RawRequest  string `json:"raw_request,omitempty"`
 	RawResponse string `json:"raw_response,omitempty"`
+	// Recovered is set on a call recorded outside the engine (by `sessionbench proxy`):
+	// how its request was understood (RecoveredExact, RecoveredInexact, RecoveredNone).
+	Recovered string `json:"recovered,omitempty"`
 }
+
+// How a call recorded outside the engine was understood (Call.Recovered).
+const (
+	// RecoveredExact: a DSPy ChatAdapter or JSONAdapter request whose recovered signature,
+	// demos and inputs format back to the recorded messages byte for byte.
+	RecoveredExact = "exact"
+	// RecoveredInexact: recognised, but formatting what was recovered gives other bytes.
+	RecoveredInexact = "inexact"
+	// RecoveredNone: in no known format; the messages are all there is.
+	RecoveredNone = "messages"
+)
 
 // Walk visits c and its descendants depth-first, parents first; depth starts at 0.
 func (c *Call) Walk(f func(c *Call, depth int)) {
