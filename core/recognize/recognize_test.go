@@ -13,7 +13,6 @@ func field(name, typ, desc string) sig.Field {
 	return sig.Field{Name: name, Type: sig.MustType(typ), Desc: desc}
 }
 
-func hist(entries ...*sig.Map) sig.History { return sig.History{Messages: entries} }
 
 // signatures used by the round-trip cases, named for failure messages.
 var signatures = map[string]*sig.Signature{
