@@ -13,7 +13,6 @@ func field(name, typ, desc string) sig.Field {
 	return sig.Field{Name: name, Type: sig.MustType(typ), Desc: desc}
 }
 
-
 // signatures used by the round-trip cases, named for failure messages.
 var signatures = map[string]*sig.Signature{
 	"simple": sig.New("", "", []sig.Field{field("question", "str", "")}, []sig.Field{field("answer", "str", "")}),
