@@ -3,8 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -113,13 +112,11 @@ func (c *Container) Reset(name string) error {
 	return nil
 }
 
-// Save writes each session to dir/<name>.json.
-func (c *Container) Save(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("container save: %w", err)
-	}
+// Save hands each session's save file to store under the session's name; store opens
+// and closes where it goes (the CLI: dir/<name>.json) and calls write with it.
+func (c *Container) Save(store func(name string, write func(w io.Writer) error) error) error {
 	for _, n := range c.Names() {
-		if err := c.Get(n).Save(filepath.Join(dir, n+".json")); err != nil {
+		if err := store(n, c.Get(n).Save); err != nil {
 			return fmt.Errorf("container save %q: %w", n, err)
 		}
 	}

@@ -47,7 +47,7 @@ func (s *Session) Undo(steps int, cascade bool) []*trace.Turn {
 	defer s.mu.Unlock()
 	var out []*trace.Turn
 	for i := 0; i < steps && s.storedCount() > 0; i++ {
-		out = append(out, s.tip.turn.Clone())
+		out = append(out, s.turnCopy(s.tip)) // with its score, as the reference's popped turn
 		s.redo = append(s.redo, s.tip)
 		s.tip = s.tip.parent
 	}
@@ -74,7 +74,7 @@ func (s *Session) Redo(steps int, cascade bool) []*trace.Turn {
 		nd := s.redo[len(s.redo)-1]
 		s.redo = s.redo[:len(s.redo)-1]
 		s.tip = nd
-		out = append(out, nd.turn.Clone())
+		out = append(out, s.turnCopy(nd))
 	}
 	if cascade && len(out) > 0 {
 		s.restoreChildTips(s.currentKids())
@@ -112,8 +112,8 @@ func (s *Session) Fork(cascade bool) *Session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f := &Session{module: s.module, opts: s.opts, name: s.name, seed: s.seed.Clone(), tip: s.tip,
-		byModule: map[Module]*child{}, isChild: s.isChild}
-	f.applyFilters()
+		byModule: map[Module]*child{}, isChild: s.isChild, l2: s.l2, fileNodes: s.fileNodes}
+	f.filters = s.filters
 	f.baseKids = s.baseKids
 	if len(s.scores) > 0 {
 		f.scores = make(map[*trace.Turn]float64, len(s.scores))

@@ -49,7 +49,7 @@ func (s *Session) Score(metric Metric, gold *Example) ([]float64, error) {
 		if gold != nil {
 			ex = *gold
 		} else {
-			ex = turnExample(t, s.opts.HistoryField, true)
+			ex = TurnExample(t, s.opts.HistoryField, true)
 		}
 		v, err := safeMetric(metric, ex, &Prediction{Fields: t.Outputs.Clone()})
 		if err != nil {
@@ -77,8 +77,10 @@ func safeMetric(m Metric, ex Example, p *Prediction) (v float64, err error) {
 	return m(ex, p)
 }
 
-// turnExample builds Example(**inputs, history=snapshot, **outputs).with_inputs(...).
-func turnExample(t *trace.Turn, historyField string, withHistory bool) Example {
+// TurnExample builds dspy-session's Example(**inputs, history=snapshot, **outputs)
+// .with_inputs(inputs keys, history) for a turn (without the history when withHistory is
+// false).
+func TurnExample(t *trace.Turn, historyField string, withHistory bool) Example {
 	f := t.Inputs.Clone()
 	keys := t.Inputs.Keys()
 	if withHistory {
@@ -123,7 +125,7 @@ func (s *Session) ToExamples(o ExampleOptions) ([]Example, error) {
 			}
 			continue
 		}
-		out = append(out, turnExample(t, s.opts.HistoryField, !o.ExcludeHistory))
+		out = append(out, TurnExample(t, s.opts.HistoryField, !o.ExcludeHistory))
 	}
 	return out, nil
 }
@@ -148,7 +150,7 @@ func (s *Session) CallExamples() []Example {
 	for _, t := range s.Turns() {
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			if c.Error == "" && c.Outputs != nil && len(c.Children) == 0 {
-				out = append(out, callExample(c, s.opts.HistoryField))
+				out = append(out, CallExample(c, s.opts.HistoryField))
 			}
 		})
 	}
@@ -161,14 +163,15 @@ func (s *Session) CallExamplesByPath() map[string][]Example {
 	for _, t := range s.Turns() {
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			if c.Error == "" && c.Outputs != nil && len(c.Children) == 0 {
-				out[c.Path] = append(out[c.Path], callExample(c, s.opts.HistoryField))
+				out[c.Path] = append(out[c.Path], CallExample(c, s.opts.HistoryField))
 			}
 		})
 	}
 	return out
 }
 
-func callExample(c *trace.Call, historyField string) Example {
+// CallExample is a call as an example: its inputs, the history it saw, its outputs.
+func CallExample(c *trace.Call, historyField string) Example {
 	f := c.Inputs.Clone()
 	keys := c.Inputs.Keys()
 	f.Set(historyField, c.History.Clone())

@@ -2,8 +2,6 @@ package core
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,18 +134,13 @@ func TestMetricErrors(t *testing.T) {
 
 // Behaviour 20: save/load round trip, snapshots recomputed, versions.
 func TestSaveLoad(t *testing.T) {
-	dir := t.TempDir()
 	s := MustSessionify(MustPredict("question, context -> answer"), Options{ExcludeFields: []string{"context"}, HistoryPolicy: UseIfProvided})
 	ctx := ctxWith(echoLM())
 	mustRun(t, ctx, s, "question", "Q1", "context", "C1")
 	explicit := sig.History{Messages: []*sig.Map{in("question", "X", "answer", "Y")}}
 	mustRun(t, ctx, s, "question", "Q2", "history", explicit)
 	mustRun(t, ctx, s, "question", "Q3")
-	path := filepath.Join(dir, "s.json")
-	if err := s.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := os.ReadFile(path)
+	raw := saved(t, s)
 	doc := must(sig.DecodeJSON(raw)).(*sig.Map)
 	if v, _ := doc.Get("version"); v != int64(2) {
 		t.Fatalf("version = %v", v)
@@ -160,7 +153,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("turn keys = %v", turn0.Keys())
 	}
 
-	l, err := LoadFile(path, MustPredict("question, context -> answer"), Options{})
+	l, err := Load(raw, MustPredict("question, context -> answer"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +170,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 
 	// Loading with other settings recomputes snapshots with them.
-	l2, err := LoadFile(path, MustPredict("question, context -> answer"), Options{ExcludeFields: []string{"answer"}})
+	l2, err := Load(raw, MustPredict("question, context -> answer"), Options{ExcludeFields: []string{"answer"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +188,10 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("v1 allow-list not applied: %v", keys)
 	}
 	for _, bad := range []struct{ doc, want string }{
-		{`{"version":999,"turns":[]}`, "Unsupported session state version: 999"},
+		{`{"version":999,"turns":[]}`, "unsupported session state version: 999"},
 		{`[1,2]`, "want an object"},
-		{`{"version":2,"turns":[{"index":"x"}]}`, "turns[0]: index is a string"},
-		{`{"version":2,"turns":`, "not JSON"},
+		{`{"version":2,"turns":[{"index":"x"}]}`, "$.turns[0].index: is a string"},
+		{`{"version":2,"turns":`, "not valid JSON"},
 	} {
 		if _, err := Load([]byte(bad.doc), MustPredict("a -> b"), Options{}); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: err = %v, want %q", bad.doc, err, bad.want)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -60,4 +61,14 @@ func histLens(s *Session) []int {
 		out = append(out, len(t.History.Messages))
 	}
 	return out
+}
+
+// saved is the session's save file.
+func saved(t *testing.T, s *Session) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := s.Save(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }

@@ -432,10 +432,10 @@ func TestTimeTravelReplay(t *testing.T) {
 	for _, q := range []string{"q1", "q2", "q3"} {
 		mustRun(t, ctx, s, "question", q)
 	}
-	before := s.SaveState()
+	before := saved(t, s)
 	t2 := s.Turns()[1]
 	mustRun(t, ctx, s, "question", "q2", "history", t2.History)
-	if sig.PyJSON(before) != sig.PyJSON(s.SaveState()) {
+	if string(before) != string(saved(t, s)) {
 		t.Fatal("replay mutated state")
 	}
 	replayed := m.Requests()[len(m.Requests())-2] // the replayed classify call
@@ -486,11 +486,7 @@ func TestHierarchicalSaveLoad(t *testing.T) {
 	ctx := ctxWith(echoLM())
 	mustRun(t, ctx, s, "task", "t1")
 	mustRun(t, ctx, s, "task", "t2")
-	path := filepath.Join(t.TempDir(), "tree.json")
-	if err := s.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	l, err := LoadFile(path, retryAgent(2), Options{Recursive: Predictors})
+	l, err := Load(saved(t, s), retryAgent(2), Options{Recursive: Predictors})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -74,15 +75,21 @@ type ChildConfig struct {
 
 // Options configure a session. The zero value is a flat session with dspy-session's defaults.
 type Options struct {
-	HistoryField       string // default "history"
-	MaxTurns           *int   // window over history messages (seed included); 0 means none
-	MaxStoredTurns     *int
-	ExcludeFields      []string // never put in history; always includes HistoryField
-	HistoryInputFields []string // allow-list for inputs (nil: all); exclude wins
+	HistoryField   string // default "history"
+	MaxTurns       *int   // window over history messages (seed included); 0 means none
+	MaxStoredTurns *int
+	ExcludeFields  []string // never put in history; always includes HistoryField
+	// HistoryInputFields is an allow-list for inputs; nil or empty: all inputs (as in
+	// dspy-session, which loads an empty list as None); exclude wins.
+	HistoryInputFields []string
 	InitialHistory     *sig.History
 	HistoryPolicy      HistoryPolicy // default override
-	OnMetricError      string        // "zero" (default) or "raise"
-	OnTurn             func(s *Session, t *trace.Turn)
+	// CopyMode is dspy-session's copy_mode ("deep" by default, "shallow", "none"), kept
+	// and saved as given. A Go session never changes the module it wraps, so the modes
+	// behave alike here.
+	CopyMode      string
+	OnMetricError string // "zero" (default) or "raise"
+	OnTurn        func(s *Session, t *trace.Turn)
 
 	Recursive      Recursion
 	Include        []string
@@ -114,6 +121,9 @@ func (o Options) normalize() (Options, error) {
 	if o.OnMetricError == "" {
 		o.OnMetricError = "zero"
 	}
+	if o.CopyMode == "" {
+		o.CopyMode = "deep"
+	}
 	if o.NestedSessions == "" {
 		o.NestedSessions = Keep
 	}
@@ -135,6 +145,7 @@ func (o Options) normalize() (Options, error) {
 	}{
 		{"history_policy", string(o.HistoryPolicy), []string{"override", "use_if_provided", "replace_session"}},
 		{"on_metric_error", o.OnMetricError, []string{"zero", "raise"}},
+		{"copy_mode", o.CopyMode, []string{"deep", "shallow", "none"}},
 		{"nested_sessions", string(o.NestedSessions), []string{"keep", "inherit", "unwrap", "error"}},
 		{"inner_scope", string(o.InnerScope), []string{"cross_turn", "per_turn", "stateless"}},
 		{"record", string(o.Record), []string{"turns", "calls", "all"}},
@@ -163,6 +174,43 @@ func (o Options) normalize() (Options, error) {
 		o.ExcludeFields = append(append([]string(nil), o.ExcludeFields...), o.HistoryField)
 	}
 	return o, nil
+}
+
+// WithFileSettings fills the history settings o leaves unset from a save file's settings
+// and its extension's session options (recursive, record), as Load applies them.
+func (o Options) WithFileSettings(fs savefile.Settings, ext *sig.Map) Options {
+	if o.HistoryField == "" {
+		o.HistoryField = fs.HistoryField
+	}
+	if o.MaxTurns == nil {
+		o.MaxTurns = fs.MaxTurns
+	}
+	if o.MaxStoredTurns == nil {
+		o.MaxStoredTurns = fs.MaxStoredTurns
+	}
+	if o.ExcludeFields == nil {
+		o.ExcludeFields = fs.ExcludeFields
+	}
+	if o.HistoryInputFields == nil {
+		o.HistoryInputFields = fs.HistoryInputFields
+	}
+	if o.HistoryPolicy == "" {
+		o.HistoryPolicy = HistoryPolicy(fs.HistoryPolicy)
+	}
+	if o.CopyMode == "" {
+		o.CopyMode = fs.CopyMode
+	}
+	if o.Recursive == "" {
+		r, _ := ext.Get("recursive")
+		s, _ := r.(string)
+		o.Recursive = Recursion(s)
+	}
+	if o.Record == "" {
+		r, _ := ext.Get("record")
+		s, _ := r.(string)
+		o.Record = RecordMode(s)
+	}
+	return o
 }
 
 // childOptions derives a child's options: the parent's history settings, then the

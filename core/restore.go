@@ -24,7 +24,7 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	log := newHistoryLog(s)
+	log := newHistoryLog(s.opts, s.seed)
 	for i, t := range turns {
 		if t == nil {
 			return nil, fmt.Errorf("restore %s: turn %d is nil", s.name, i)
@@ -33,7 +33,7 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 		nt := *t // the session's own record: its History may differ from the caller's
 		if !nt.Explicit {
 			// Storage keeps only explicit snapshots; the rest derive from the path.
-			nt.History = log.snapshot(s)
+			nt.History = log.snapshot()
 		}
 		s.pushNode(&nt, nil)
 		log.add(s.tip.msg)
@@ -73,53 +73,6 @@ func restoreChildren(s *Session, prefix string, calls []*trace.Call) {
 			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency)}, nil)
 		fixIndex(ch.session.tip)
 	}
-}
-
-// historyLog derives, in O(1) per turn, the history buildHistory(nil) would give the next
-// turn of a session that only grows (as in Restore): buildHistory walks back from the
-// tip, so deriving every turn's snapshot that way cost O(n²) on an unwindowed branch.
-// The log holds the seed messages followed by every pushed turn's message; a snapshot
-// is a window of it. Snapshots share the log's array, capped so appending to one copies
-// instead of overwriting a later message.
-type historyLog struct {
-	msgs  []*sig.Map
-	nSeed int
-}
-
-func newHistoryLog(s *Session) *historyLog {
-	return &historyLog{msgs: append([]*sig.Map(nil), s.seed.Messages...), nSeed: len(s.seed.Messages)}
-}
-
-func (l *historyLog) add(m *sig.Map) { l.msgs = append(l.msgs, m) }
-
-// snapshot is s.buildHistory(nil) for s's current tip (s.tip's messages are the log's).
-func (l *historyLog) snapshot(s *Session) sig.History {
-	depth := len(l.msgs) - l.nSeed
-	k := s.storedCount() // turns buildHistory may walk back over (max_stored_turns)
-	limit := -1
-	if s.opts.MaxTurns != nil {
-		limit = *s.opts.MaxTurns
-		k = min(k, limit)
-	}
-	room := l.nSeed
-	if limit >= 0 && limit-k < room {
-		room = max(limit-k, 0)
-	}
-	end := l.nSeed + depth
-	var msgs []*sig.Map
-	switch {
-	case room+k == 0:
-		msgs = []*sig.Map{}
-	case k == depth || room == 0:
-		// seed tail and turn messages are adjacent in the log
-		msgs = l.msgs[end-k-room : end : end]
-	default:
-		// max_stored_turns dropped turns between the seed and the stored ones
-		msgs = make([]*sig.Map, 0, room+k)
-		msgs = append(msgs, l.msgs[l.nSeed-room:l.nSeed]...)
-		msgs = append(msgs, l.msgs[end-k:end]...)
-	}
-	return sig.History{Messages: msgs}
 }
 
 // fixIndex numbers a restored child turn after its parent.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -28,13 +29,11 @@ type node struct {
 // into every predictor inside it (seed 001), recursively when asked (seed 000).
 // It is safe for concurrent use; turns are recorded one at a time per session.
 type Session struct {
-	mu     sync.Mutex
-	module Module
-	opts   Options
-	name   string
-	// exclude and allow filter what goes into history messages.
-	exclude map[string]bool
-	allow   map[string]bool // nil: every input
+	mu      sync.Mutex
+	module  Module
+	opts    Options
+	name    string
+	filters // what of a turn goes into its history message
 	seed    sig.History
 	tip     *node
 	redo    []*node
@@ -48,6 +47,11 @@ type Session struct {
 	scores map[*trace.Turn]float64
 	// turnMu serialises whole root turns so each outer turn sees a stable state.
 	turnMu sync.Mutex
+	// l2 is the session's L2 memory (dspy-session's l2_memory).
+	l2 string
+	// fileNodes are node states a loaded file had for children this session does not
+	// have (or, for a child, for its own children); Save writes them back.
+	fileNodes []savefile.Node
 }
 
 // Sessionify wraps module in a session.
@@ -64,7 +68,7 @@ func Sessionify(module Module, opts Options) (*Session, error) {
 	if s.name == "" {
 		s.name = TypeName(module)
 	}
-	s.applyFilters()
+	s.filters = newFilters(s.opts)
 	if o.InitialHistory != nil {
 		s.seed = o.InitialHistory.Clone()
 	}
@@ -81,21 +85,6 @@ func MustSessionify(module Module, opts Options) *Session {
 		panic(err)
 	}
 	return s
-}
-
-func (s *Session) applyFilters() {
-	s.exclude = map[string]bool{}
-	for _, f := range s.opts.ExcludeFields {
-		s.exclude[f] = true
-	}
-	s.exclude[s.opts.HistoryField] = true
-	s.allow = nil
-	if s.opts.HistoryInputFields != nil {
-		s.allow = map[string]bool{}
-		for _, f := range s.opts.HistoryInputFields {
-			s.allow[f] = true
-		}
-	}
 }
 
 // Module returns the wrapped module.
@@ -192,56 +181,6 @@ func (s *Session) History() sig.History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buildHistory(nil)
-}
-
-// message builds the history message a turn contributes: inputs not excluded and allowed,
-// then outputs not excluded (dspy-session's _build_history).
-func (s *Session) message(inputs, outputs *sig.Map) *sig.Map {
-	m := sig.NewMap()
-	inputs.Range(func(k string, v any) bool {
-		if !s.exclude[k] && (s.allow == nil || s.allow[k]) {
-			m.Set(k, v)
-		}
-		return true
-	})
-	outputs.Range(func(k string, v any) bool {
-		if !s.exclude[k] {
-			m.Set(k, v)
-		}
-		return true
-	})
-	return m
-}
-
-// buildHistory walks back from the tip to since (exclusive; nil = the beginning) collecting
-// at most the window, then prepends seed messages while the window has room. Its cost
-// is bounded by the window, not by the number of turns.
-func (s *Session) buildHistory(since *node) sig.History {
-	limit := -1
-	if s.opts.MaxTurns != nil {
-		limit = *s.opts.MaxTurns
-	}
-	stored := s.storedCount()
-	var rev []*sig.Map
-	nd := s.tip
-	for i := 0; nd != nil && nd != since && i < stored && (limit < 0 || len(rev) < limit); i++ {
-		rev = append(rev, nd.msg)
-		nd = nd.parent
-	}
-	seed := s.seed.Messages
-	if since != nil {
-		seed = nil // per-turn scope: only this outer turn's calls
-	}
-	room := len(seed)
-	if limit >= 0 && limit-len(rev) < room {
-		room = max(limit-len(rev), 0)
-	}
-	msgs := make([]*sig.Map, 0, room+len(rev))
-	msgs = append(msgs, seed[len(seed)-room:]...)
-	for i := len(rev) - 1; i >= 0; i-- {
-		msgs = append(msgs, rev[i])
-	}
-	return sig.History{Messages: msgs}
 }
 
 // appendTurn records a turn on this session (caller holds no lock).

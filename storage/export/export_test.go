@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -87,7 +88,7 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 	if !json.Valid(buf.Bytes()) {
 		t.Fatal("not valid JSON")
 	}
-	f, err := ParseSessionJSON(buf.Bytes())
+	f, err := savefile.Decode(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,25 +96,26 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 		t.Fatalf("parsed: %+v", f)
 	}
 	for i, tr := range f.Turns {
+		tr := tr.Turn
 		if !tr.Inputs.Equal(src.Turns[i].Inputs) || !tr.Outputs.Equal(src.Turns[i].Outputs) || *tr.Score != *src.Turns[i].Score {
 			t.Errorf("turn %d differs: %v %v", i, tr.Inputs, tr.Outputs)
 		}
 	}
-	if v, _ := f.Turns[2].Outputs.Get("f"); v != 1.0 {
+	if v, _ := f.Turns[2].Turn.Outputs.Get("f"); v != 1.0 {
 		t.Errorf("float kind lost: %T", v)
 	}
 	// node_states: one child session per predictor path, failed calls excluded.
-	cl, rp := f.NodeStates["classify"], f.NodeStates["reply"]
-	if cl == nil || rp == nil || len(cl.Turns) != 3 || f.NodeStates["reply.lookup"] != nil {
-		t.Fatalf("node states: %v", f.NodeStates)
+	cl, rp := f.Node("classify"), f.Node("reply")
+	if cl == nil || rp == nil || len(cl.Turns) != 3 || f.Node("reply.lookup") != nil {
+		t.Fatalf("node states: %v", f.Nodes)
 	}
-	if cl.Version != 1 || len(cl.Turns[2].History.Messages) != 2 || !cl.Turns[2].Explicit {
+	if v, _ := cl.Raw.Get("version"); v != int64(1) || cl.Turns[2].Snapshot == nil || len(cl.Turns[2].Snapshot.Messages) != 2 {
 		t.Errorf("child snapshot: %+v", cl.Turns[2])
 	}
-	if _, err := ParseSessionJSON([]byte(`{"version": 3}`)); err == nil || !strings.Contains(err.Error(), "unsupported session state version: 3") {
+	if _, err := savefile.Decode([]byte(`{"version": 3}`)); err == nil || !strings.Contains(err.Error(), "unsupported session state version: 3") {
 		t.Errorf("version 3: %v", err)
 	}
-	if _, err := ParseSessionJSON([]byte(`{"version": 2, "turns": [1]}`)); err == nil || !strings.Contains(err.Error(), "$.turns[0]: is an int") {
+	if _, err := savefile.Decode([]byte(`{"version": 2, "turns": [1]}`)); err == nil || !strings.Contains(err.Error(), "$.turns[0]: is an int") {
 		t.Errorf("bad turn: %v", err)
 	}
 }

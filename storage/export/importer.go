@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -22,10 +24,11 @@ type Import struct {
 	Notes []string
 }
 
-// BuildImport maps a parsed file onto turns:
+// BuildImport maps a decoded file onto turns:
 //   - each top-level turn keeps inputs, outputs and score; a snapshot the file carries is
-//     kept as explicit when it differs from the one the file's own settings would derive
-//     (identical snapshots are derived again on load, as storage does for every turn);
+//     kept as explicit when the extension marked it so, or when it differs from the one
+//     the engine's history builder derives with the file's own settings (identical
+//     snapshots are derived again on load, as storage does for every turn);
 //   - call records come from the sessionbench extension when present (files written by
 //     core.Session.Save or SessionJSON);
 //   - otherwise each child session of node_states becomes call records at its path (its
@@ -34,7 +37,7 @@ type Import struct {
 //     a child whose turns cannot be attached is kept whole in metadata (ConfigMetaKey);
 //   - non-default settings, unknown keys and the children's own memory go to metadata
 //     ConfigMetaKey, which SessionJSON writes back.
-func BuildImport(f *SessionFile) (*Import, error) {
+func BuildImport(f *savefile.File) (*Import, error) {
 	im := &Import{Version: f.Version, Metadata: map[string]any{}}
 	if m := f.Meta; m != nil {
 		im.Title, im.Agent, im.Status, im.AgentConfig = m.Title, m.Agent, m.Status, m.AgentConfig
@@ -43,16 +46,26 @@ func BuildImport(f *SessionFile) (*Import, error) {
 		}
 	}
 	cfg := fileConfig(f)
-	derive := newDeriver(f)
-	for i, src := range f.Turns {
-		t := src.Clone()
+	seed := sig.History{}
+	if f.InitialHistory != nil {
+		seed = *f.InitialHistory
+	}
+	fs := f.Settings
+	derive, err := core.NewHistoryBuilder(core.Options{HistoryField: fs.HistoryField, MaxTurns: fs.MaxTurns, MaxStoredTurns: fs.MaxStoredTurns,
+		ExcludeFields: fs.ExcludeFields, HistoryInputFields: fs.HistoryInputFields}, seed)
+	if err != nil {
+		return nil, perr("$", "%v", err)
+	}
+	for i, e := range f.Turns {
+		t := e.Turn.Clone()
 		t.Index = i
 		if t.Inputs == nil {
 			t.Inputs = sig.NewMap()
 		}
-		if t.Explicit && !extSnapshot(f, i) && historyEqual(t.History, derive.at(i)) {
-			t.History, t.Explicit = sig.History{}, false
+		if !t.Explicit && e.Snapshot != nil && !historyEqual(*e.Snapshot, derive.Snapshot(nil)) {
+			t.History, t.Explicit = *e.Snapshot, true
 		}
+		derive.Add(t)
 		if len(t.Calls) == 0 {
 			t.Calls = nil
 		}
@@ -63,27 +76,32 @@ func BuildImport(f *SessionFile) (*Import, error) {
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) { covered[c.Path] = true })
 	}
 	nodeMeta := sig.NewMap()
-	for _, p := range f.NodeOrder {
-		ns := f.NodeStates[p]
+	for _, n := range f.Nodes {
+		p, ns := n.Path, n.State
 		if !covered[p] {
 			owner, how, ok := attach(f, p, len(ns.Turns))
 			if !ok {
-				nodeMeta.Set(p, ns.Doc)
+				nodeMeta.Set(p, ns.Raw)
 				im.Notes = append(im.Notes, fmt.Sprintf("node_states[%q]: %d turns cannot be matched to the %d outer turns; kept whole in metadata %q",
 					p, len(ns.Turns), len(f.Turns), ConfigMetaKey))
 				continue
 			}
-			for j, ct := range ns.Turns {
+			for j, ce := range ns.Turns {
 				t := im.Turns[owner[j]]
+				ct := ce.Turn
+				var h sig.History
+				if ce.Snapshot != nil {
+					h = *ce.Snapshot
+				}
 				c := &trace.Call{ID: fmt.Sprintf("imported.%s.%d", p, j), Path: p, Inputs: orEmpty(ct.Inputs), Outputs: orEmpty(ct.Outputs),
-					History: ct.History, Score: ct.Score}
+					History: h, Score: ct.Score}
 				t.Calls = append(t.Calls, c)
 			}
 			if len(ns.Turns) > 0 && how != "" {
 				im.Notes = append(im.Notes, fmt.Sprintf("node_states[%q]: %d child turns attached %s", p, len(ns.Turns), how))
 			}
 		}
-		if x := nodeExtras(ns); x.Len() > 0 {
+		if x := keptExtras(ns); x.Len() > 0 {
 			nodeMeta.Set(p, x)
 		}
 	}
@@ -98,7 +116,7 @@ func BuildImport(f *SessionFile) (*Import, error) {
 			seen[c.ID] = true
 		})
 		if dup != "" {
-			return nil, perr(fmt.Sprintf("$.%s.turns[%d].calls", extKey, i), "call id %q appears twice in the turn", dup)
+			return nil, perr(fmt.Sprintf("$.%s.turns[%d].calls", savefile.ExtKey, i), "call id %q appears twice in the turn", dup)
 		}
 	}
 	if nodeMeta.Len() > 0 {
@@ -114,13 +132,13 @@ func BuildImport(f *SessionFile) (*Import, error) {
 
 // attach says which outer turn owns each of a child's n turns, and how that was decided
 // ("" when the file said so exactly).
-func attach(f *SessionFile, path string, n int) ([]int, string, bool) {
+func attach(f *savefile.File, path string, n int) ([]int, string, bool) {
 	outer := len(f.Turns)
 	owner := make([]int, 0, n)
-	if f.ChildTurns != nil {
+	if hasChildTurns(f) {
 		prev := 0
-		for i, counts := range f.ChildTurns {
-			c, ok := counts[path]
+		for i, e := range f.Turns {
+			c, ok := e.ChildTurn(path)
 			if !ok || c < prev || c > n {
 				return nil, "", false
 			}
@@ -143,16 +161,26 @@ func attach(f *SessionFile, path string, n int) ([]int, string, bool) {
 	return owner, fmt.Sprintf("%d per outer turn, in order (the file does not record which turn made which call)", k), true
 }
 
-// nodeExtras is what a child state holds besides its turns, when not empty/default.
-func nodeExtras(ns *SessionFile) *sig.Map {
+// hasChildTurns reports that the extension gave child_turns for the turns.
+func hasChildTurns(f *savefile.File) bool {
+	for _, e := range f.Turns {
+		if e.ChildTurns != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// keptExtras is what a child state holds besides its turns, when not empty/default.
+func keptExtras(ns *savefile.State) *sig.Map {
 	x := sig.NewMap()
-	if v, _ := ns.Doc.Get("initial_history"); v != nil {
+	if v, _ := ns.Raw.Get("initial_history"); v != nil {
 		x.Set("initial_history", v)
 	}
 	if ns.L2Memory != "" {
 		x.Set("l2_memory", ns.L2Memory)
 	}
-	if v, ok := ns.Doc.Get("node_states"); ok {
+	if v, ok := ns.Raw.Get("node_states"); ok {
 		if m, ok := v.(*sig.Map); ok && m.Len() > 0 {
 			x.Set("node_states", m)
 		}
@@ -162,13 +190,13 @@ func nodeExtras(ns *SessionFile) *sig.Map {
 
 // fileConfig collects the top-level settings that differ from what SessionJSON writes by
 // default, the keys dspy-session does not define, and the extension's session options.
-func fileConfig(f *SessionFile) *sig.Map {
+func fileConfig(f *savefile.File) *sig.Map {
 	cfg := sig.NewMap()
-	doc := f.Doc
+	doc := f.Raw
 	defaults := map[string]any{"history_field": "history", "max_turns": nil, "max_stored_turns": nil, "copy_mode": "deep",
-		"exclude_fields": []any{f.HistoryField}, "history_input_fields": nil, "history_policy": "override",
+		"exclude_fields": []any{f.Settings.Field()}, "history_input_fields": nil, "history_policy": "override",
 		"initial_history": nil, "l2_memory": ""}
-	for _, k := range pythonKeys {
+	for _, k := range savefile.PythonKeys {
 		def, known := defaults[k]
 		if !known {
 			continue // version, turns, node_states
@@ -181,111 +209,13 @@ func fileConfig(f *SessionFile) *sig.Map {
 			cfg.Set(k, v)
 		}
 	}
-	extra := sig.NewMap()
-	known := map[string]bool{extKey: true, metaKey: true, "input_field_override": true}
-	for _, k := range pythonKeys {
-		known[k] = true
+	if f.Extra.Len() > 0 {
+		cfg.Set("extra", f.Extra)
 	}
-	doc.Range(func(k string, v any) bool {
-		if !known[k] {
-			extra.Set(k, v)
-		}
-		return true
-	})
-	if extra.Len() > 0 {
-		cfg.Set("extra", extra)
-	}
-	if e, ok := doc.Get(extKey); ok {
-		if em, ok := e.(*sig.Map); ok {
-			opts := sig.NewMap()
-			em.Range(func(k string, v any) bool {
-				if k != "turns" && k != "format" {
-					opts.Set(k, v)
-				}
-				return true
-			})
-			if opts.Len() > 0 {
-				cfg.Set("extension", opts)
-			}
-		}
+	if f.Options.Len() > 0 {
+		cfg.Set("extension", f.Options)
 	}
 	return cfg
-}
-
-// deriver rebuilds the snapshots dspy-session would have recorded, from the file's own
-// settings: seed, then each earlier turn's filtered inputs and outputs, windowed.
-type deriver struct {
-	f        *SessionFile
-	exclude  map[string]bool
-	allow    map[string]bool // nil: every input
-	maxTurns int             // -1: no window
-}
-
-func newDeriver(f *SessionFile) *deriver {
-	d := &deriver{f: f, exclude: map[string]bool{f.HistoryField: true}, maxTurns: -1}
-	if l, ok := f.Doc.Get("exclude_fields"); ok {
-		if xs, ok := l.([]any); ok {
-			for _, x := range xs {
-				d.exclude[sig.PyStr(x)] = true
-			}
-		}
-	}
-	l, ok := f.Doc.Get("history_input_fields")
-	if !ok {
-		l, ok = f.Doc.Get("input_field_override")
-	}
-	if xs, isList := l.([]any); ok && isList && len(xs) > 0 { // [] loads as None in Python
-		d.allow = map[string]bool{}
-		for _, x := range xs {
-			d.allow[sig.PyStr(x)] = true
-		}
-	}
-	if n, ok := f.Doc.Get("max_turns"); ok {
-		if m, ok := n.(int64); ok {
-			d.maxTurns = int(m)
-		}
-	}
-	return d
-}
-
-func (d *deriver) at(i int) sig.History {
-	var msgs []*sig.Map
-	if d.f.InitialHistory != nil {
-		msgs = append(msgs, d.f.InitialHistory.Messages...)
-	}
-	for _, t := range d.f.Turns[:i] {
-		m := sig.NewMap()
-		t.Inputs.Range(func(k string, v any) bool {
-			if !d.exclude[k] && (d.allow == nil || d.allow[k]) {
-				m.Set(k, v)
-			}
-			return true
-		})
-		t.Outputs.Range(func(k string, v any) bool {
-			if !d.exclude[k] {
-				m.Set(k, v)
-			}
-			return true
-		})
-		msgs = append(msgs, m)
-	}
-	if d.maxTurns >= 0 && len(msgs) > d.maxTurns {
-		msgs = msgs[len(msgs)-d.maxTurns:]
-	}
-	return sig.History{Messages: msgs}
-}
-
-// extSnapshot reports that the extension marked turn i's snapshot explicit (kept as is).
-func extSnapshot(f *SessionFile, i int) bool {
-	e, _ := f.Doc.Get(extKey)
-	em, _ := e.(*sig.Map)
-	ts, _ := em.Get("turns")
-	l, _ := ts.([]any)
-	if i >= len(l) {
-		return false
-	}
-	tm, _ := l[i].(*sig.Map)
-	return tm.Has("history_snapshot")
 }
 
 func historyEqual(a, b sig.History) bool {
@@ -298,4 +228,15 @@ func historyEqual(a, b sig.History) bool {
 		}
 	}
 	return true
+}
+
+func orEmpty(m *sig.Map) *sig.Map {
+	if m == nil {
+		return sig.NewMap()
+	}
+	return m
+}
+
+func perr(path, format string, args ...any) error {
+	return &savefile.ParseError{Path: path, Msg: fmt.Sprintf(format, args...)}
 }

@@ -2,10 +2,10 @@ package export
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -28,7 +28,7 @@ func childDoc(outer, n int, counts []int) string {
 		for _, c := range counts {
 			ext = append(ext, sig.NewMap("child_turns", sig.NewMap("w", int64(c))))
 		}
-		doc.Set(extKey, sig.NewMap("format", int64(1), "turns", ext))
+		doc.Set(savefile.ExtKey, sig.NewMap("format", int64(1), "turns", ext))
 	}
 	return sig.JSON(doc)
 }
@@ -52,7 +52,7 @@ func TestBuildImportAttachesChildTurns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := ParseSessionJSON([]byte(childDoc(tc.outer, tc.n, tc.counts)))
+			f, err := savefile.Decode([]byte(childDoc(tc.outer, tc.n, tc.counts)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,33 +92,6 @@ func TestBuildImportAttachesChildTurns(t *testing.T) {
 	}
 }
 
-func TestParseErrorsLocate(t *testing.T) {
-	cases := []struct {
-		text        string
-		line, col   int
-		path, text2 string
-	}{
-		{"{\n  \"version\": 2,\n  \"turns\": [}\n", 3, 13, "", "invalid character '}'"},
-		{"{\"version\": 2} x", 1, 16, "", "invalid character 'x'"},
-		{"{\"version\": 2, \"turns\": [{\"index\": \"0\"}]}", 0, 0, "$.turns[0].index", "is a string, want an int"},
-		{"{\"version\": 2, \"history_field\": \"\"}", 0, 0, "$.history_field", "want a non-empty string"},
-		{"{\"version\": 2, \"x_sessionbench\": {\"title\": 5}}", 0, 0, "$.x_sessionbench.title", "is an int, want a string"},
-		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"started\": \"noon\"}]}}", 0, 0, "$.sessionbench.turns[0].started", "want an RFC 3339 time"},
-		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"child_turns\": {\"w\": -1}}]}}", 0, 0, "$.sessionbench.turns[0].child_turns[\"w\"]", "want a count"},
-	}
-	for _, tc := range cases {
-		_, err := ParseSessionJSON([]byte(tc.text))
-		var pe *ParseError
-		if !errors.As(err, &pe) {
-			t.Errorf("%q: %v is not a ParseError", tc.text, err)
-			continue
-		}
-		if pe.Line != tc.line || pe.Column != tc.col || pe.Path != tc.path || !strings.Contains(pe.Msg, tc.text2) {
-			t.Errorf("%q: got %+v, want line %d col %d path %q msg %q", tc.text, pe, tc.line, tc.col, tc.path, tc.text2)
-		}
-	}
-}
-
 // A conversation's imported settings come back as the Python keys, in the file's order.
 func TestSessionJSONWritesImportedSettings(t *testing.T) {
 	_, src := sampleSource(t)
@@ -142,8 +115,8 @@ func TestSessionJSONWritesImportedSettings(t *testing.T) {
 	if !strings.Contains(b.String(), "\"initial_history\": {\n    \"messages\": [\n      {\n        \"z\": 1,\n        \"a\": 2.0") {
 		t.Errorf("initial_history order or float lost:\n%s", b.String())
 	}
-	if !strings.Contains(string(doc[extKey]), `"record": "all"`) || !strings.Contains(string(doc[metaKey]), `"user": "u1"`) ||
-		strings.Contains(string(doc[metaKey]), ConfigMetaKey) {
-		t.Errorf("extension or metadata: %s %s", doc[extKey], doc[metaKey])
+	if !strings.Contains(string(doc[savefile.ExtKey]), `"record": "all"`) || !strings.Contains(string(doc[savefile.MetaKey]), `"user": "u1"`) ||
+		strings.Contains(string(doc[savefile.MetaKey]), ConfigMetaKey) {
+		t.Errorf("extension or metadata: %s %s", doc[savefile.ExtKey], doc[savefile.MetaKey])
 	}
 }

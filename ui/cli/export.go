@@ -72,8 +72,18 @@ func runExport(ctx context.Context, env Env) int {
 			return storeError
 		}
 	}
+	eo := export.Options{Path: path, HistoryField: field}
+	if format == "examples" && src.Conv.Agent != "" {
+		// Turn-level examples derive their histories with the conversation's own session
+		// settings; an agent that no longer resolves leaves the stored ones.
+		if ag, err := runFindAgent(src.Conv.Agent); err == nil {
+			if _, opts, err := ag.Build(); err == nil {
+				eo.Session = opts
+			}
+		}
+	}
 	write := func(w io.Writer) error {
-		return export.Write(w, format, src, export.Options{Path: path, HistoryField: field})
+		return export.Write(w, format, src, eo)
 	}
 	if out == "" {
 		err = write(env.Stdout)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
@@ -60,7 +61,7 @@ func runImportCommand(ctx context.Context, env Env) int {
 		return storeUsage
 	}
 	// Everything is parsed and checked before the database is touched.
-	parsed, err := export.ParseSessionJSON(data)
+	parsed, err := savefile.Decode(data)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench import: %s: %v\n", file, err)
 		return storeUsage

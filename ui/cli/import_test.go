@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
@@ -153,23 +154,23 @@ func TestImportVersion1(t *testing.T) {
 		t.Errorf("child turn as call: %+v", w)
 	}
 	// Exported again: the same turns, the child state with its memory, the explicit snapshot.
-	f, err := export.ParseSessionJSON([]byte(exportJSON(t, db, id)))
+	f, err := savefile.Decode([]byte(exportJSON(t, db, id)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, _ := export.ParseSessionJSON([]byte(v1File))
-	for i, tr := range f.Turns {
-		o := orig.Turns[i]
+	orig, _ := savefile.Decode([]byte(v1File))
+	for i, e := range f.Turns {
+		tr, o := e.Turn, orig.Turns[i].Turn
 		if !tr.Inputs.Equal(o.Inputs) || !tr.Outputs.Equal(o.Outputs) || !sig.Equal(scoreOf(tr), scoreOf(o)) {
 			t.Errorf("turn %d: %v %v", i, tr.Inputs, tr.Outputs)
 		}
 	}
-	if !f.Turns[2].Explicit || f.Turns[1].Explicit {
+	if !f.Turns[2].Turn.Explicit || f.Turns[1].Turn.Explicit {
 		t.Errorf("explicit snapshot not carried")
 	}
-	ws, ow := f.NodeStates["worker"], orig.NodeStates["worker"]
-	if ws == nil || ws.L2Memory != "worker notes" || !sig.Equal(ws.Doc, ow.Doc) {
-		t.Errorf("worker state:\n%s\nwant\n%s", sig.JSON(ws.Doc), sig.JSON(ow.Doc))
+	ws, ow := f.Node("worker"), orig.Node("worker")
+	if ws == nil || ws.L2Memory != "worker notes" || !sig.Equal(ws.Raw, ow.Raw) {
+		t.Errorf("worker state:\n%s\nwant\n%s", sig.JSON(ws.Raw), sig.JSON(ow.Raw))
 	}
 }
 
@@ -270,10 +271,11 @@ func TestImportSessionSave(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "saved.json")
-	if err := sess.Save(path); err != nil {
+	var saved strings.Builder
+	if err := sess.Save(&saved); err != nil {
 		t.Fatal(err)
 	}
+	path := writeFile(t, "saved.json", saved.String())
 	id, sum := importFile(t, db, path, "--agent", "SupportAgent")
 	if sum["calls"] != 4.0 || sum["agent"] != "SupportAgent" {
 		t.Errorf("summary %v", sum)
@@ -361,7 +363,7 @@ func (f *failingStore) AppendTurn(ctx context.Context, conv, branch string, t *t
 // failure over a real SQLite store.)
 func TestImportFailurePartWayLeavesNothing(t *testing.T) {
 	ctx := context.Background()
-	f, err := export.ParseSessionJSON([]byte(v1File))
+	f, err := savefile.Decode([]byte(v1File))
 	if err != nil {
 		t.Fatal(err)
 	}

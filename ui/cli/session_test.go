@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/storage/export"
 )
 
 func seedDB(t *testing.T) string {
@@ -128,8 +128,8 @@ func TestExportCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errs)
 	}
-	f, err := export.ParseSessionJSON([]byte(out))
-	if err != nil || len(f.Turns) != 3 || f.Turns[1].Inputs.String("question") != "password expired" {
+	f, err := savefile.Decode([]byte(out))
+	if err != nil || len(f.Turns) != 3 || f.Turns[1].Turn.Inputs.String("question") != "password expired" {
 		t.Fatalf("exported session-json: %v %s", err, out)
 	}
 	code, out, _ = runStoreCmd(t, "export", "--db", db, "conv1", "--format", "openai-jsonl")
