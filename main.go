@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	model := fs.String("model", "", `model: "demo", a model name, or "<provider>/<model>"`)
 	theme := fs.String("theme", "", "theme: dark, light, high-contrast or a user theme name")
 	config := fs.String("config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
+	version := fs.Bool("version", false, "print the module version and VCS revision, then exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, cli.Usage())
@@ -49,6 +50,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "sessionbench: %v (see 'sessionbench --help')\n", err)
 		return 2
+	}
+	if *version {
+		fmt.Fprint(stdout, cli.Version())
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "sessionbench: unexpected argument %q (commands come first, see 'sessionbench help')\n", fs.Arg(0))

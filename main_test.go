@@ -31,6 +31,9 @@ func TestWorkbenchFlagsAreCheckedFirst(t *testing.T) {
 	}{
 		{[]string{"-h"}, 0, []string{"commands:", "session fork", "workbench flags", "-theme", "-model", "-db", "-config"}, ""},
 		{[]string{"--help"}, 0, []string{"workbench flags"}, ""},
+		{[]string{"--version"}, 0, []string{"sessionbench ", "revision "}, ""},
+		{[]string{"version"}, 0, []string{"sessionbench ", "revision "}, ""},
+		{[]string{"version", "extra"}, 2, nil, `unexpected argument "extra"`},
 		{[]string{"--bogus"}, 2, nil, "sessionbench: flag provided but not defined: -bogus (see 'sessionbench --help')\n"},
 		{[]string{"--theme"}, 2, nil, "sessionbench: flag needs an argument: -theme (see 'sessionbench --help')\n"},
 		{[]string{"--db", db, "stray"}, 2, nil, `unexpected argument "stray"`},

@@ -70,7 +70,9 @@ func binary(t *testing.T) string {
 		binPath = filepath.Join(buildDir, "sessionbench")
 		ctx, cancel := context.WithTimeout(context.Background(), buildLimit)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", binPath, ".")
+		// -buildvcs=auto overrides a GOFLAGS=-buildvcs=false, so a binary built in a
+		// checkout carries its revision (TestVersion reads it).
+		cmd := exec.CommandContext(ctx, goTool, "build", "-buildvcs=auto", "-o", binPath, ".")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			if ctx.Err() != nil {
