@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui"
 	"github.com/sessionbench/sessionbench/ui/cli"
@@ -80,21 +81,27 @@ func (e badFlagError) Error() string { return e.err.Error() }
 func (e badFlagError) Unwrap() error { return e.err }
 
 // workbench wires storage, the model and the demo agents into the TUI.
-func workbench(ctx context.Context, dbPath, model, theme, config string) error {
+func workbench(ctx context.Context, dbPath, model, theme, configPath string) error {
 	if dbPath == "" {
-		p, err := storage.DefaultPath()
+		p, err := config.DatabaseFile(os.Getenv)
 		if err != nil {
-			return err
+			return badFlagError{err}
 		}
 		dbPath = p
 	}
-	// Theme, key bindings, model and configuration file are all checked before anything
-	// is created or the terminal is taken over.
-	uiOpts := ui.Options{Theme: theme, ConfigPath: config}
+	// The configuration file is read once, for every part; it, the theme, the key
+	// bindings and the model are all checked before anything is created or the terminal
+	// is taken over.
+	flags := llm.Flags{Model: model, ConfigPath: configPath}
+	cfg, err := llm.LoadConfig(flags, os.Getenv)
+	if err != nil {
+		return badFlagError{err}
+	}
+	uiOpts := ui.Options{Theme: theme, Config: cfg}
 	if _, _, err := ui.Setup(uiOpts); err != nil {
 		return badFlagError{err}
 	}
-	sel, err := llm.Resolve(ctx, llm.Flags{Model: model, ConfigPath: config}, os.Getenv)
+	sel, err := llm.ResolveWith(ctx, flags, os.Getenv, cfg)
 	if err != nil {
 		return badFlagError{err}
 	}
@@ -112,6 +119,6 @@ func workbench(ctx context.Context, dbPath, model, theme, config string) error {
 	}
 	llm.PreloadEncodings(sel.LM.Name())
 	a := sessions.New(store, sel.LM)
-	a.SetModelResolver(demo.NamedModels(ctx, config, os.Getenv))
+	a.SetModelResolver(demo.NamedModels(ctx, configPath, os.Getenv))
 	return ui.Run(ctx, a, uiOpts)
 }

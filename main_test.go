@@ -40,7 +40,7 @@ func TestWorkbenchFlagsAreCheckedFirst(t *testing.T) {
 		{[]string{"--db", db, "--theme", "nope"}, 2, nil, `unknown theme "nope" (available: dark, light, high-contrast`},
 		{[]string{"--db", db, "--model", "nope"}, 2, nil, `model "nope" (set by --model): no provider for it`},
 		{[]string{"--db", db, "--config", filepath.Join(cfgDir, "none.toml")}, 2, nil, "none.toml: no such file"},
-		{[]string{"--db", db, "--config", badConfig}, 2, nil, badConfig + ":2: key default.provider"},
+		{[]string{"--db", db, "--config", badConfig}, 2, nil, badConfig + ":2: default.provider"},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer

@@ -1,18 +1,16 @@
 package demo
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // fileSpec is an agent file as written (see the package documentation).
@@ -105,38 +103,6 @@ type workflowSpec struct {
 	Steps []stepSpec `toml:"steps"`
 }
 
-// FileError is one problem in an agent file: where (file, line, key) and what.
-type FileError struct {
-	File string
-	Line int    // 1-based; 0 when unknown
-	Key  string // e.g. "steps[2].predictor" (indices 1-based); "" for the whole file
-	Msg  string
-}
-
-func (e *FileError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
-	}
-	if e.Key != "" {
-		b.WriteString(": " + e.Key)
-	}
-	b.WriteString(": " + e.Msg)
-	return b.String()
-}
-
-// FileErrors are all the problems found in one file, in line order.
-type FileErrors []*FileError
-
-func (es FileErrors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-	return strings.Join(lines, "\n")
-}
-
 // LoadAgentFile reads and validates an agent file. A file with problems returns
 // FileErrors listing every problem found with its line and key.
 func LoadAgentFile(path string) (Agent, error) {
@@ -184,58 +150,30 @@ func ParseAgentFile(path string, data []byte) (Agent, error) {
 	return build(nil), nil
 }
 
-var tomlLineErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
-
 // decodeFile parses the TOML and reports syntax errors, wrong types and unknown keys
 // with their lines.
-func decodeFile(path string, data []byte) (*fileSpec, *lineIndex, error) {
+func decodeFile(path string, data []byte) (*fileSpec, *config.TOML, error) {
 	var spec fileSpec
-	md, err := toml.Decode(string(data), &spec)
+	doc, err := config.Decode(path, data, &spec)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, nil, FileErrors{{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}}
-		}
-		if m := tomlLineErr.FindStringSubmatch(err.Error()); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return nil, nil, FileErrors{{File: path, Line: line, Key: m[2], Msg: m[3]}}
-		}
-		return nil, nil, FileErrors{{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ")}}
+		return nil, nil, err
 	}
-	ix := newLineIndex(string(data))
-	var errs FileErrors
-	for _, k := range md.Undecoded() {
-		key := k.String()
-		if strings.HasPrefix(key, "params.") || (len(k) >= 2 && k[0] == "workflows" && len(k) == 2) {
-			continue // free-form tables
-		}
-		errs = append(errs, &FileError{File: path, Line: ix.lineOfPattern(key), Key: key, Msg: "unknown key"})
+	free := func(k toml.Key) bool { // free-form tables
+		return k[0] == "params" && len(k) > 1 || len(k) == 2 && k[0] == "workflows"
 	}
-	if len(errs) > 0 {
-		sortErrors(errs)
+	if errs := doc.UnknownKeys(free, nil); len(errs) > 0 {
 		return nil, nil, errs
 	}
-	return &spec, ix, nil
+	return &spec, doc, nil
 }
 
-func sortErrors(errs FileErrors) {
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-}
-
-// AgentDirs are the directories FindAgents searches, in order:
-// $XDG_CONFIG_HOME/sessionbench/agents (~/.config/... when unset) and ./agents.
-func AgentDirs(getenv func(string) string) []string {
-	base := getenv("XDG_CONFIG_HOME")
-	if base == "" {
-		if home := getenv("HOME"); home != "" {
-			base = filepath.Join(home, ".config")
-		}
+// AgentDirs are the directories FindAgents searches, in order: config.AgentsDir
+// (~/.config/sessionbench/agents) and ./agents.
+func AgentDirs(getenv config.Env) []string {
+	if dir := config.AgentsDir(getenv); dir != "" {
+		return []string{dir, "agents"}
 	}
-	var dirs []string
-	if base != "" {
-		dirs = append(dirs, filepath.Join(base, "sessionbench", "agents"))
-	}
-	return append(dirs, "agents")
+	return []string{"agents"}
 }
 
 // FindAgents loads every *.toml agent file in AgentDirs(os.Getenv). Files that fail
@@ -264,7 +202,7 @@ func FindAgentsIn(dirs []string) ([]Agent, []error) {
 				continue
 			}
 			if prev, dup := seen[strings.ToLower(a.Name)]; dup {
-				errs = append(errs, &FileError{File: f, Key: "name", Msg: fmt.Sprintf("agent %q is already defined (%s); this file is ignored", a.Name, prev)})
+				errs = append(errs, &config.FileError{File: f, Key: "name", Msg: fmt.Sprintf("agent %q is already defined (%s); this file is ignored", a.Name, prev)})
 				continue
 			}
 			seen[strings.ToLower(a.Name)] = f

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/template"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // compiler validates an agent file and builds its workflow; every problem is collected
@@ -21,9 +22,9 @@ import (
 type compiler struct {
 	file  string
 	dir   string
-	ix    *lineIndex
+	ix    *config.TOML
 	spec  *fileSpec
-	errs  FileErrors
+	errs  config.FileErrors
 	seen  map[string]bool
 	preds map[string]*predInfo
 	order []string
@@ -49,7 +50,7 @@ var (
 
 // errf records a problem at an index key ("steps.0.predictor").
 func (c *compiler) errf(key, format string, args ...any) {
-	c.errAt(c.ix.line(key), key, fmt.Sprintf(format, args...))
+	c.errAt(c.ix.Line(key), key, fmt.Sprintf(format, args...))
 }
 
 func (c *compiler) errAt(line int, key, msg string) {
@@ -58,28 +59,11 @@ func (c *compiler) errAt(line int, key, msg string) {
 		return // a workflow used twice reports its problems once
 	}
 	c.seen[id] = true
-	c.errs = append(c.errs, &FileError{File: c.file, Line: line, Key: displayKey(key), Msg: msg})
-}
-
-// displayKey turns "steps.0.steps.1.name" into "steps[1].steps[2].name".
-func displayKey(key string) string {
-	segs := strings.Split(key, ".")
-	var b strings.Builder
-	for _, s := range segs {
-		if n, err := strconv.Atoi(s); err == nil {
-			fmt.Fprintf(&b, "[%d]", n+1)
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
+	c.errs = append(c.errs, &config.FileError{File: c.file, Line: line, Key: config.DisplayKey(key), Msg: msg})
 }
 
 // compile checks the file and builds a fresh workflow and its session options.
-func (c *compiler) compile(now Clock) (*Workflow, core.Options, FileErrors) {
+func (c *compiler) compile(now Clock) (*Workflow, core.Options, config.FileErrors) {
 	c.seen, c.preds, c.modules = map[string]bool{}, map[string]*predInfo{}, map[string]*moduleInfo{}
 	s := c.spec
 	avail := map[string]bool{}
@@ -126,7 +110,7 @@ func (c *compiler) compile(now Clock) (*Workflow, core.Options, FileErrors) {
 	}
 	opts := c.options()
 	if len(c.errs) > 0 {
-		sortErrors(c.errs)
+		c.errs.Sort()
 		return nil, core.Options{}, c.errs
 	}
 	w := &Workflow{name: s.Name, inputs: s.Inputs, outputs: s.Outputs, params: params, steps: steps, now: now}
@@ -311,7 +295,7 @@ func (c *compiler) adapter(ps *predictorSpec, key string) adapter.Adapter {
 			var te *template.TemplateError
 			if errors.As(err, &te) {
 				k := fmt.Sprintf("%s.template.messages.%d.%s", key, te.Message, te.Key)
-				line := c.ix.line(k)
+				line := c.ix.Line(k)
 				if line > 0 && te.Line > 0 {
 					line += te.Line - 1 + c.openingNewline(line)
 				}
@@ -331,10 +315,7 @@ func (c *compiler) adapter(ps *predictorSpec, key string) adapter.Adapter {
 // openingNewline is 1 when the value on line starts a multi-line string right at the
 // end of the line (TOML drops that newline, so the text begins on the next line).
 func (c *compiler) openingNewline(line int) int {
-	if line-1 >= len(c.ix.text) {
-		return 0
-	}
-	t := strings.TrimSpace(c.ix.text[line-1])
+	t := strings.TrimSpace(c.ix.Text(line))
 	if strings.HasSuffix(t, `"""`) || strings.HasSuffix(t, `'''`) {
 		return 1
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 const okHead = `name = "t"
@@ -46,9 +47,9 @@ func TestValidationErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseAgentFile("agents/t.toml", []byte(c.text))
-			var fe FileErrors
+			var fe config.FileErrors
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want FileErrors", err)
+				t.Fatalf("err = %v, want config.FileErrors", err)
 			}
 			for _, e := range fe {
 				if e.Line == c.line && e.Key == c.key && strings.Contains(e.Msg, c.msg) && e.File == "agents/t.toml" {

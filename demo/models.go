@@ -7,13 +7,14 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // NamedModels is the ModelResolver an application gives agent files whose predictors
 // name their own model (model = "gpt-4o" in a [[predictors]] table): each name is
 // resolved once, as `--model NAME` would be with the same configuration file, and the
 // offline demo model gets the demo agents' scripts as the workbench's own does.
-func NamedModels(ctx context.Context, configPath string, getenv llm.Env) ModelResolver {
+func NamedModels(ctx context.Context, configPath string, getenv config.Env) ModelResolver {
 	var mu sync.Mutex
 	cache := map[string]lm.LM{}
 	return func(name string) (lm.LM, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // nestedModules has a module step inside a module step, a shared module and a
@@ -132,9 +133,9 @@ signature = "question -> reply"
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseAgentFile("agents/t.toml", []byte(c.text))
-			var fe FileErrors
+			var fe config.FileErrors
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want FileErrors", err)
+				t.Fatalf("err = %v, want config.FileErrors", err)
 			}
 			for _, e := range fe {
 				if e.Key == c.key && strings.Contains(e.Msg, c.msg) && e.Line > 0 {

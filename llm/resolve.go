@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // Flags are the model choices made on the command line; empty fields are unset.
@@ -33,11 +34,8 @@ type Selection struct {
 	KeySet      bool   // a key was found
 	Description string // one line, e.g. "gpt-4o-mini via openai (https://…, key from $OPENAI_API_KEY)"
 	Note        string // why this choice was made, when not obvious (e.g. "nothing configured")
-	Config      *Config
+	Config      *config.File
 }
-
-// Env is how configuration reads the environment (os.Getenv in production).
-type Env func(string) string
 
 // Resolve picks the model: flags first, then the environment (OPENAI_API_KEY,
 // OPENAI_BASE_URL, SESSIONBENCH_MODEL), then the configuration file. With nothing
@@ -48,29 +46,31 @@ type Env func(string) string
 // "env"); a "<provider>/" prefix on the model naming a configured provider; the
 // configured provider whose models list has the model; [default] provider; OpenAI
 // itself when OPENAI_API_KEY is set.
-func Resolve(ctx context.Context, f Flags, getenv Env) (*Selection, error) {
-	path := f.ConfigPath
-	if path == "" {
-		path = DefaultConfigPath(getenv)
-	}
-	cfg := &Config{}
-	if path != "" {
-		var err error
-		if cfg, err = LoadConfig(path, f.ConfigPath != ""); err != nil {
-			return nil, err
-		}
+func Resolve(ctx context.Context, f Flags, getenv config.Env) (*Selection, error) {
+	cfg, err := LoadConfig(f, getenv)
+	if err != nil {
+		return nil, err
 	}
 	return ResolveWith(ctx, f, getenv, cfg)
 }
 
+// LoadConfig reads the configuration file the flags name (--config, which must exist),
+// else the default one (config.ConfigFile), which may be missing.
+func LoadConfig(f Flags, getenv config.Env) (*config.File, error) {
+	if f.ConfigPath != "" {
+		return config.Load(f.ConfigPath, true)
+	}
+	return config.Load(config.ConfigFile(getenv), false)
+}
+
 // ResolveWith is Resolve over an already loaded configuration.
-func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Selection, error) {
+func ResolveWith(ctx context.Context, f Flags, getenv config.Env, cfg *config.File) (*Selection, error) {
 	model := firstNonEmpty(f.Model, getenv("SESSIONBENCH_MODEL"), cfg.Default.Model)
 	where := "set by " + modelSource(f, getenv)
 	if model == "demo" || strings.HasPrefix(model, "demo/") {
 		return demoSelection(cfg, ""), nil
 	}
-	var prov Provider
+	var prov config.Provider
 	var found bool
 	switch {
 	case f.Provider != "":
@@ -79,15 +79,15 @@ func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Select
 		}
 		if prov, found = cfg.Provider(f.Provider); !found {
 			if f.Provider == "openai" {
-				prov, found = Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
+				prov, found = config.Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
 			} else {
-				return nil, fmt.Errorf("--provider %s: no such provider in %s (configured: %s)", f.Provider, configName(cfg), cfg.providerNames())
+				return nil, fmt.Errorf("--provider %s: no such provider in %s (configured: %s)", f.Provider, cfg.Name(), cfg.ProviderNames())
 			}
 		}
 	case f.BaseURL != "":
-		prov, found = Provider{Name: "flags", BaseURL: f.BaseURL, APIKeyEnv: firstNonEmpty(f.APIKeyEnv, "OPENAI_API_KEY")}, true
+		prov, found = config.Provider{Name: "flags", BaseURL: f.BaseURL, APIKeyEnv: firstNonEmpty(f.APIKeyEnv, "OPENAI_API_KEY")}, true
 	case getenv("OPENAI_BASE_URL") != "":
-		prov, found = Provider{Name: "env", BaseURL: getenv("OPENAI_BASE_URL"), APIKeyEnv: "OPENAI_API_KEY"}, true
+		prov, found = config.Provider{Name: "env", BaseURL: getenv("OPENAI_BASE_URL"), APIKeyEnv: "OPENAI_API_KEY"}, true
 	}
 	if !found && model != "" {
 		if name, rest, ok := strings.Cut(model, "/"); ok {
@@ -112,7 +112,7 @@ func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Select
 		prov, found = cfg.Provider(cfg.Default.Provider)
 	}
 	if !found && getenv("OPENAI_API_KEY") != "" {
-		prov, found = Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
+		prov, found = config.Provider{Name: "openai", BaseURL: DefaultBaseURL, APIKeyEnv: "OPENAI_API_KEY"}, true
 		if model == "" {
 			model = "gpt-4o-mini"
 			where = "the default for OpenAI"
@@ -121,7 +121,7 @@ func ResolveWith(ctx context.Context, f Flags, getenv Env, cfg *Config) (*Select
 	if !found {
 		if model != "" {
 			return nil, fmt.Errorf("model %q (%s): no provider for it; add it to a provider's models in %s, or set OPENAI_BASE_URL / OPENAI_API_KEY (run and ask also take --base-url)",
-				model, where, configName(cfg))
+				model, where, cfg.Name())
 		}
 		return demoSelection(cfg, "nothing is configured (see 'sessionbench models')"), nil
 	}
@@ -167,7 +167,7 @@ func setDur(dst *time.Duration, v *time.Duration) {
 	}
 }
 
-func demoSelection(cfg *Config, note string) *Selection {
+func demoSelection(cfg *config.File, note string) *Selection {
 	rate := float64(DefaultDemoTokenRate)
 	if cfg.Demo.TokenRate != nil {
 		rate = *cfg.Demo.TokenRate
@@ -179,7 +179,7 @@ func demoSelection(cfg *Config, note string) *Selection {
 
 // providerKey reads the provider's API key from its variable or its key command. The
 // key is held in memory only.
-func providerKey(ctx context.Context, p Provider, getenv Env) (key, keyEnv string, err error) {
+func providerKey(ctx context.Context, p config.Provider, getenv config.Env) (key, keyEnv string, err error) {
 	if p.KeyCommand != "" {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -202,7 +202,7 @@ func providerKey(ctx context.Context, p Provider, getenv Env) (key, keyEnv strin
 	return getenv(p.APIKeyEnv), p.APIKeyEnv, nil
 }
 
-func modelSource(f Flags, getenv Env) string {
+func modelSource(f Flags, getenv config.Env) string {
 	switch {
 	case f.Model != "":
 		return "--model"
@@ -210,13 +210,6 @@ func modelSource(f Flags, getenv Env) string {
 		return "SESSIONBENCH_MODEL"
 	}
 	return "[default] model"
-}
-
-func configName(cfg *Config) string {
-	if cfg.Path == "" {
-		return "the configuration file"
-	}
-	return cfg.Path
 }
 
 func firstNonEmpty(s ...string) string {

@@ -6,7 +6,7 @@
 //
 // Typical use by the engine and the UI:
 //
-//	s, err := storage.Open(ctx, path)                     // path from storage.DefaultPath() or --db
+//	s, err := storage.Open(ctx, path)                     // path from config.DatabaseFile() or --db
 //	c, err := s.CreateConversation(ctx, storage.NewConversation{Title: "…", Agent: "support"})
 //	sink := s.Sink(c.ID, storage.MainBranch)               // a core/trace.Sink for one branch
 //	// the engine: key := sink.BeginTurn; sink.RecordCall per finished call; sink.CommitTurn

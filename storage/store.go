@@ -36,20 +36,6 @@ type Store struct {
 	r    *sql.DB // readers; WAL lets them run beside the writer
 }
 
-// DefaultPath is $XDG_DATA_HOME/sessionbench/sessionbench.db, falling back to
-// ~/.local/share when XDG_DATA_HOME is unset or not absolute (as the XDG spec asks).
-func DefaultPath() (string, error) {
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" || !filepath.IsAbs(base) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("storage: no XDG_DATA_HOME and no home directory: %w", err)
-		}
-		base = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(base, "sessionbench", "sessionbench.db"), nil
-}
-
 // dsn builds the connection string. The settings, and why:
 //   - busy_timeout(10000): a second process holding the write lock makes us wait up to 10 s
 //     instead of failing with SQLITE_BUSY; write() retries beyond that.

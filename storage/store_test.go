@@ -158,22 +158,6 @@ func TestMigrationBacksUpFirst(t *testing.T) {
 	}
 }
 
-func TestDefaultPath(t *testing.T) {
-	t.Setenv("XDG_DATA_HOME", "/data/x")
-	if p, _ := DefaultPath(); p != "/data/x/sessionbench/sessionbench.db" {
-		t.Errorf("with XDG_DATA_HOME: %s", p)
-	}
-	t.Setenv("XDG_DATA_HOME", "")
-	t.Setenv("HOME", "/home/u")
-	if p, _ := DefaultPath(); p != "/home/u/.local/share/sessionbench/sessionbench.db" {
-		t.Errorf("fallback: %s", p)
-	}
-	t.Setenv("XDG_DATA_HOME", "relative/dir")
-	if p, _ := DefaultPath(); p != "/home/u/.local/share/sessionbench/sessionbench.db" {
-		t.Errorf("relative XDG_DATA_HOME must be ignored: %s", p)
-	}
-}
-
 func TestStatusTransitions(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)

@@ -10,11 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/BurntSushi/toml"
+
+	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/themes"
 )
 
@@ -22,52 +22,15 @@ import (
 type Options struct {
 	// Theme names a theme (built-in or a user theme file); it overrides the config file.
 	Theme string
-	// ConfigPath is the config file; "" means DefaultConfigPath(). A missing file is fine.
+	// Config is the configuration file already read (main reads it once for every
+	// part); when nil, ConfigPath is read: "" means config.ConfigFile(), which may be
+	// missing.
+	Config     *config.File
 	ConfigPath string
-	// ThemeDir holds user themes; "" means themes.Dir().
+	// ThemeDir holds user themes; "" means config.ThemesDir().
 	ThemeDir string
 	// ProgramOptions are passed to tea.NewProgram (tests set input, output, size).
 	ProgramOptions []tea.ProgramOption
-}
-
-// Config is the workbench's part of the config file: other sections are ignored, so the
-// file can be shared with the rest of sessionbench.
-//
-//	theme = "light"
-//	[keys]
-//	fork = ["F"]
-//	undo = ["ctrl+z", "u"]
-type Config struct {
-	Theme string              `toml:"theme"`
-	Keys  map[string][]string `toml:"keys"`
-}
-
-// DefaultConfigPath is $XDG_CONFIG_HOME/sessionbench/config.toml.
-func DefaultConfigPath() string {
-	dir := filepath.Dir(themes.Dir())
-	if dir == "." {
-		return ""
-	}
-	return filepath.Join(dir, "config.toml")
-}
-
-// LoadConfig reads the config file; a missing file gives the zero Config.
-func LoadConfig(path string) (Config, error) {
-	var c Config
-	if path == "" {
-		return c, nil
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
-	}
-	if _, err := toml.Decode(string(data), &c); err != nil {
-		return c, fmt.Errorf("config %s: %w", path, err)
-	}
-	return c, nil
 }
 
 // Setup resolves the theme and key map from options and the config file.
@@ -79,17 +42,21 @@ func Setup(opts Options) (themes.Theme, KeyMap, error) {
 // setup also reports whether a theme was named; when none was, the workbench follows
 // the terminal's background (light or dark).
 func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
-	path := opts.ConfigPath
-	if path == "" {
-		path = DefaultConfigPath()
-	}
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		return themes.Theme{}, KeyMap{}, false, err
+	// The workbench reads its sections (theme, [keys]) of the one configuration file.
+	cfg := opts.Config
+	if cfg == nil {
+		path, mustExist := opts.ConfigPath, true
+		if path == "" {
+			path, mustExist = config.ConfigFile(os.Getenv), false
+		}
+		var err error
+		if cfg, err = config.Load(path, mustExist); err != nil {
+			return themes.Theme{}, KeyMap{}, false, err
+		}
 	}
 	keys := DefaultKeys()
 	if err := keys.Rebind(cfg.Keys); err != nil {
-		return themes.Theme{}, KeyMap{}, false, fmt.Errorf("config %s: %w", path, err)
+		return themes.Theme{}, KeyMap{}, false, fmt.Errorf("%s: %w", cfg.Name(), err)
 	}
 	name := cfg.Theme
 	if opts.Theme != "" {
@@ -97,7 +64,7 @@ func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 	}
 	dir := opts.ThemeDir
 	if dir == "" {
-		dir = themes.Dir()
+		dir = config.ThemesDir(os.Getenv)
 	}
 	th, err := themes.Resolve(name, dir)
 	if err != nil {

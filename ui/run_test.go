@@ -19,7 +19,7 @@ func TestSetupReadsConfigAndFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfg, []byte("theme = \"dusk\"\n[keys]\nfork = [\"F\"]\n[model]\nname = \"other section, ignored\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("theme = \"dusk\"\n[keys]\nfork = [\"F\"]\n[default]\nmodel = \"demo\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	th, keys, err := ui.Setup(ui.Options{ConfigPath: cfg, ThemeDir: themeDir})
@@ -39,7 +39,7 @@ func TestSetupReadsConfigAndFlag(t *testing.T) {
 	if _, _, err := ui.Setup(ui.Options{ConfigPath: cfg, ThemeDir: themeDir}); err == nil || !strings.Contains(err.Error(), cfg) {
 		t.Fatalf("a bad key name should be reported with the file: %v", err)
 	}
-	if _, _, err := ui.Setup(ui.Options{ConfigPath: filepath.Join(dir, "absent.toml"), ThemeDir: themeDir}); err != nil {
-		t.Fatalf("a missing config file is fine: %v", err)
+	if _, _, err := ui.Setup(ui.Options{ConfigPath: filepath.Join(dir, "absent.toml"), ThemeDir: themeDir}); err == nil || !strings.Contains(err.Error(), "absent.toml") {
+		t.Fatalf("a config file named on the command line must exist: %v", err)
 	}
 }

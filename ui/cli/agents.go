@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 func init() {
@@ -234,7 +235,7 @@ func agentsCheck(env Env, files []string, asJSON bool) int {
 	for _, f := range files {
 		r := agentCheckOut{File: f, Errors: []string{}}
 		a, err := demo.LoadAgentFile(f)
-		var fe demo.FileErrors
+		var fe config.FileErrors
 		switch {
 		case errors.As(err, &fe):
 			for _, e := range fe {

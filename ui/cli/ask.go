@@ -196,7 +196,7 @@ type askOut struct {
 	Demo      bool        `json:"demo"`
 	Usage     askUsageOut `json:"usage"`
 	LatencyMS int64       `json:"latency_ms"`
-	Tries     int         `json:"tries"`
+	Tries     int         `json:"attempts"` // HTTP tries (the key predates lm.Try)
 }
 
 type askUsageOut struct {

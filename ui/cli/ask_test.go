@@ -126,7 +126,7 @@ func TestAskUsageErrors(t *testing.T) {
 		t.Errorf("unknown model: exit %d %s", code, errOut)
 	}
 	path := writeConfig(t, dir, "[[providers]]\nname = \"x\"\nbase_url = \"localhost\"\n")
-	if code, _, errOut := run(t, "", "ask", "hi"); code != askUsage || !strings.Contains(errOut, path+":3: key providers.base_url") {
+	if code, _, errOut := run(t, "", "ask", "hi"); code != askUsage || !strings.Contains(errOut, path+":3: providers[1].base_url") {
 		t.Errorf("bad config: exit %d %s", code, errOut)
 	}
 }
@@ -209,7 +209,7 @@ func TestAskAndModelsFlagsAndJSON(t *testing.T) {
 	}
 	writeConfig(t, dir, "[[providers]]\nname = \"x\"\nbase_url = \"http://h/v1\"\nmodelz = [\"a\"]\n")
 	checkCLI(t, []cliCase{
-		{args: []string{"models", "--json"}, code: 2, quietOut: true, stderr: []string{path + ":4: key providers.modelz: unknown key"}},
-		{args: []string{"ask", "--json", "hi"}, code: askUsage, quietOut: true, stderr: []string{path + ":4: key providers.modelz"}},
+		{args: []string{"models", "--json"}, code: 2, quietOut: true, stderr: []string{path + ":4: providers.modelz: unknown key"}},
+		{args: []string{"ask", "--json", "hi"}, code: askUsage, quietOut: true, stderr: []string{path + ":4: providers.modelz"}},
 	})
 }

@@ -121,7 +121,7 @@ func TestRunChecksTheModelBeforeCreatingTheDatabase(t *testing.T) {
 	})
 	path := writeConfig(t, dir, "[default]\nprovider = \"x\"\n")
 	checkCLI(t, []cliCase{
-		{args: []string{"run", "--agent", "SupportAgent", "--input", "question=hi", "--db", db}, code: storeUsage, stderr: []string{path + ":2: key default.provider"}},
+		{args: []string{"run", "--agent", "SupportAgent", "--input", "question=hi", "--db", db}, code: storeUsage, stderr: []string{path + ":2: default.provider"}},
 	})
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("run created %s before refusing the model (stat: %v)", db, err)

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 func init() {
@@ -59,14 +60,14 @@ func runModels(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench models: unexpected argument %q (see 'sessionbench models --help')\n", pos[0])
 		return 2
 	}
-	path := *configPath
-	if path == "" {
-		path = llm.DefaultConfigPath(os.Getenv)
-	}
-	cfg, err := llm.LoadConfig(path, *configPath != "")
+	cfg, err := llm.LoadConfig(llm.Flags{ConfigPath: *configPath}, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench models: %v\n", err)
 		return 2
+	}
+	path := *configPath
+	if path == "" {
+		path = config.ConfigFile(os.Getenv)
 	}
 	out := modelsOut{Config: path}
 	if _, statErr := os.Stat(path); statErr == nil {
@@ -120,7 +121,7 @@ func keyStatus(keyEnv, keyCommand string) string {
 
 // providerRows lists the demo model, the configured providers and the one the
 // environment defines.
-func providerRows(cfg *llm.Config, sel *llm.Selection) []providerRow {
+func providerRows(cfg *config.File, sel *llm.Selection) []providerRow {
 	isDefault := func(provider string) bool { return sel != nil && sel.Provider == provider }
 	rows := []providerRow{{Name: "demo", BaseURL: "", APIKey: "none needed", Models: []string{"demo"}, Default: isDefault("demo"), Note: "offline, built in"}}
 	for _, p := range cfg.Providers {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -67,7 +68,7 @@ var errNoDatabase = errors.New("no database")
 func (f *storeFlags) open(ctx context.Context, create bool) (*storage.Store, error) {
 	path := f.db
 	if path == "" {
-		p, err := storage.DefaultPath()
+		p, err := config.DatabaseFile(os.Getenv)
 		if err != nil {
 			return nil, err
 		}

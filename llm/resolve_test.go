@@ -2,12 +2,12 @@ package llm
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 const sampleConfig = `# models
@@ -35,66 +35,19 @@ first_token_timeout = "30s"
 token_rate = 0
 `
 
-func TestParseConfig(t *testing.T) {
-	c, err := ParseConfig("cfg.toml", []byte(sampleConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Default.Provider != "ollama" || len(c.Providers) != 2 || c.Providers[1].Line != 11 {
-		t.Fatalf("config = %+v", c)
-	}
-	p := c.Providers[1]
-	if p.APIKeyEnv != "MY_OPENAI_KEY" || p.Headers["X-Title"] != "sessionbench" || *p.Temperature != 0 ||
-		*p.MaxTokens != 512 || *p.FirstTokenTimeout != 30*time.Second {
-		t.Errorf("provider = %+v", p)
-	}
-}
-
-func TestConfigErrorsNameFileLineAndKey(t *testing.T) {
-	cases := []struct {
-		name, text string
-		line       int
-		key, msg   string
-	}{
-		{"syntax", "[default]\nmodel = \n", 2, "default.model", "expected value"},
-		{"wrong type", "[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\nmax_tokens = \"many\"\n", 4, "providers.max_tokens", "incompatible types"},
-		{"bad duration", "[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\ntotal_timeout = \"5 minutes\"\n", 4, "providers.total_timeout", "invalid duration"},
-		{"unknown key", "[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\nbaseurl = \"http://h\"\n", 4, "providers.baseurl", "unknown key"},
-		{"unknown table", "[defaults]\nmodel = \"m\"\n", 1, "defaults", "unknown key"},
-		{"missing base_url", "[[providers]]\nname = \"x\"\n", 1, "providers.base_url", "has no base_url"},
-		{"bad url", "[[providers]]\nname = \"x\"\nbase_url = \"localhost:11434\"\n", 3, "providers.base_url", "must start with http"},
-		{"key in file", "[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\napi_key_env = \"sk-abc123\"\n", 4, "providers.api_key_env", "looks like a key"},
-		{"duplicate", "[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\n[[providers]]\nname = \"x\"\nbase_url = \"http://h\"\n", 5, "providers.name", "already used"},
-		{"unknown default", "[default]\nprovider = \"nope\"\n", 2, "default.provider", `no provider named "nope"`},
-		{"azure", "[[providers]]\nname = \"az\"\nbase_url = \"https://x.openai.azure.com\"\nazure = true\n", 1, "providers.api_version", "api_version"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseConfig("/home/u/.config/sessionbench/config.toml", []byte(c.text))
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("err = %v, want a ConfigError", err)
-			}
-			if ce.File != "/home/u/.config/sessionbench/config.toml" || ce.Line != c.line || ce.Key != c.key || !strings.Contains(ce.Msg, c.msg) {
-				t.Errorf("got %q (line %d key %q), want line %d key %q containing %q", err, ce.Line, ce.Key, c.line, c.key, c.msg)
-			}
-		})
-	}
-}
-
-func env(m map[string]string) Env { return func(k string) string { return m[k] } }
+func env(m map[string]string) config.Env { return func(k string) string { return m[k] } }
 
 func TestResolve(t *testing.T) {
-	cfg, err := ParseConfig("cfg.toml", []byte(sampleConfig))
+	cfg, err := config.Parse("cfg.toml", []byte(sampleConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
-	empty := &Config{}
+	empty := &config.File{}
 	cases := []struct {
 		name                string
 		flags               Flags
 		env                 map[string]string
-		cfg                 *Config
+		cfg                 *config.File
 		provider, model     string
 		baseURL, keyEnv     string
 		keySet, demo        bool
@@ -148,7 +101,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestResolveKeyCommandAndFlagsOverrides(t *testing.T) {
-	cfg, err := ParseConfig("cfg.toml", []byte("[[providers]]\nname = \"p\"\nbase_url = \"http://h/v1\"\nkey_command = \"echo secret-from-command\"\nmodels = [\"m\"]\ntemperature = 0.3\n"))
+	cfg, err := config.Parse("cfg.toml", []byte("[[providers]]\nname = \"p\"\nbase_url = \"http://h/v1\"\nkey_command = \"echo secret-from-command\"\nmodels = [\"m\"]\ntemperature = 0.3\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,21 +138,5 @@ func TestResolveReadsTheConfigFile(t *testing.T) {
 	}
 	if _, err := Resolve(context.Background(), Flags{ConfigPath: filepath.Join(dir, "nope.toml")}, env(nil)); err == nil {
 		t.Error("missing explicit file accepted")
-	}
-}
-
-// The workbench's keys (theme, [keys]) share the file; they are not unknown keys here.
-func TestConfigAcceptsWorkbenchKeys(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "config.toml")
-	text := "theme = \"light\"\n[default]\nmodel = \"demo\"\n[keys]\nfork = [\"F\"]\n"
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := LoadConfig(path, true)
-	if err != nil {
-		t.Fatalf("a config with theme and [keys] is refused: %v", err)
-	}
-	if c.Default.Model != "demo" {
-		t.Errorf("default model = %q", c.Default.Model)
 	}
 }

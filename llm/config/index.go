@@ -1,16 +1,16 @@
-package demo
+package config
 
 import (
 	"strconv"
 	"strings"
 )
 
-// lineIndex maps the keys of a TOML text to the lines they are written on, so that
+// Index maps the keys of a TOML text to the lines they are written on, so that
 // validation errors found after decoding can still say where. The TOML library keeps
 // positions private (and only one per key name, which is useless for arrays of tables),
 // hence this small scanner. Keys are dotted paths with 0-based indices for array
 // tables: "steps.1.steps.0.predictor".
-type lineIndex struct {
+type Index struct {
 	lines  map[string]int
 	counts map[string]int    // array-table instances per path
 	isArr  map[string]bool   // paths (without index) that are arrays of tables
@@ -18,8 +18,10 @@ type lineIndex struct {
 	text   []string          // the file's lines
 }
 
-func newLineIndex(text string) *lineIndex {
-	ix := &lineIndex{lines: map[string]int{}, counts: map[string]int{}, isArr: map[string]bool{}, last: map[string]string{}}
+// NewIndex scans a TOML text.
+func NewIndex(data []byte) *Index {
+	text := string(data)
+	ix := &Index{lines: map[string]int{}, counts: map[string]int{}, isArr: map[string]bool{}, last: map[string]string{}}
 	cur := ""
 	var sc valueScanner
 	ix.text = strings.Split(text, "\n")
@@ -51,7 +53,15 @@ func newLineIndex(text string) *lineIndex {
 	return ix
 }
 
-func (ix *lineIndex) note(path string, line int) {
+// Text is line n of the file (1-based), "" past its end.
+func (ix *Index) Text(n int) string {
+	if n < 1 || n > len(ix.text) {
+		return ""
+	}
+	return ix.text[n-1]
+}
+
+func (ix *Index) note(path string, line int) {
 	if _, ok := ix.lines[path]; !ok {
 		ix.lines[path] = line
 	}
@@ -66,7 +76,7 @@ func join(a, b string) string {
 
 // table resolves a header's dotted name to an instance path: parent segments that
 // are arrays of tables refer to their latest instance.
-func (ix *lineIndex) table(name string, array bool) string {
+func (ix *Index) table(name string, array bool) string {
 	segs := splitKey(name)
 	cur := ""
 	for i, s := range segs {
@@ -90,8 +100,8 @@ func (ix *lineIndex) table(name string, array bool) string {
 	return cur
 }
 
-// line returns the line of key, or of its closest written ancestor; 0 when unknown.
-func (ix *lineIndex) line(key string) int {
+// Line returns the line of key, or of its closest written ancestor; 0 when unknown.
+func (ix *Index) Line(key string) int {
 	for key != "" {
 		if l, ok := ix.lines[key]; ok {
 			return l
@@ -105,9 +115,9 @@ func (ix *lineIndex) line(key string) int {
 	return 0
 }
 
-// lineOfPattern finds the first key whose path, indices dropped, equals pattern (for
+// LineOfPattern finds the first key whose path, indices dropped, equals pattern (for
 // the library's undecoded keys, which carry no indices).
-func (ix *lineIndex) lineOfPattern(pattern string) int {
+func (ix *Index) LineOfPattern(pattern string) int {
 	best := 0
 	for k, l := range ix.lines {
 		if stripIndices(k) == pattern && (best == 0 || l < best) {
