@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -47,7 +48,7 @@ func TestToExamples(t *testing.T) {
 		t.Fatalf("%d examples, %v", len(ex), err)
 	}
 	if !reflect.DeepEqual(ex[1].InputKeys, []string{"question", "history"}) || ex[1].Labels().String("answer") != "answer:Q2" {
-		t.Fatalf("example 1 = %v / %s", ex[1].InputKeys, sig.JSON(ex[1].Labels()))
+		t.Fatalf("example 1 = %v / %s", ex[1].InputKeys, py.CompactJSON(ex[1].Labels()))
 	}
 	if h, _ := ex[1].Fields.Get("history"); len(h.(sig.History).Messages) != 1 {
 		t.Fatal("example history is not the snapshot")
@@ -145,8 +146,8 @@ func TestSaveLoad(t *testing.T) {
 	if v, _ := doc.Get("version"); v != int64(2) {
 		t.Fatalf("version = %v", v)
 	}
-	if sig.JSON(must2(doc.Get("exclude_fields"))) != `["context","history"]` {
-		t.Fatalf("exclude_fields = %s", sig.JSON(must2(doc.Get("exclude_fields"))))
+	if py.CompactJSON(must2(doc.Get("exclude_fields"))) != `["context","history"]` {
+		t.Fatalf("exclude_fields = %s", py.CompactJSON(must2(doc.Get("exclude_fields"))))
 	}
 	turn0 := must2(doc.Get("turns")).([]any)[0].(*sig.Map)
 	if !reflect.DeepEqual(turn0.Keys(), []string{"index", "inputs", "outputs", "score"}) {
@@ -162,7 +163,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 	for i, tr := range l.Turns() {
 		if !sig.Equal(tr.History, s.Turns()[i].History) || !tr.Inputs.Equal(s.Turns()[i].Inputs) {
-			t.Fatalf("turn %d differs after load: %s vs %s", i, sig.JSON(tr.History), sig.JSON(s.Turns()[i].History))
+			t.Fatalf("turn %d differs after load: %s vs %s", i, py.CompactJSON(tr.History), py.CompactJSON(s.Turns()[i].History))
 		}
 	}
 	if !l.Turns()[1].Explicit {

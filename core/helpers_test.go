@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -15,7 +16,7 @@ import (
 func chatAnswer(kv ...any) string {
 	var b strings.Builder
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, "[[ ## %s ## ]]\n%s\n\n", kv[i], sig.PyStr(sig.Normalize(kv[i+1])))
+		fmt.Fprintf(&b, "[[ ## %s ## ]]\n%s\n\n", kv[i], py.Text(sig.Normalize(kv[i+1])))
 	}
 	b.WriteString("[[ ## completed ## ]]")
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -136,7 +137,7 @@ func TestEditsKeepScores(t *testing.T) {
 		}
 		var got []string
 		for _, v := range op.run(s) {
-			got = append(got, sig.PyFloat(v))
+			got = append(got, py.Float(v))
 		}
 		if strings.Join(got, ",") != want[op.name] {
 			t.Errorf("%s returned scores %v, want %s", op.name, got, want[op.name])

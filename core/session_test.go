@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -31,16 +32,16 @@ func TestSessionRecordsTurnsWithSnapshots(t *testing.T) {
 	if len(turns) != 2 {
 		t.Fatalf("turns = %d, want 2", len(turns))
 	}
-	if got := sig.JSON(turns[0].Inputs); got != `{"question":"Q1"}` {
+	if got := py.CompactJSON(turns[0].Inputs); got != `{"question":"Q1"}` {
 		t.Errorf("inputs = %s", got)
 	}
-	if got := sig.JSON(turns[0].Outputs); got != `{"answer":"answer:Q1"}` {
+	if got := py.CompactJSON(turns[0].Outputs); got != `{"answer":"answer:Q1"}` {
 		t.Errorf("outputs = %s", got)
 	}
 	if len(turns[0].History.Messages) != 0 {
 		t.Errorf("turn 0 snapshot not empty")
 	}
-	if got := sig.JSON(turns[1].History); got != `{"messages":[{"question":"Q1","answer":"answer:Q1"}]}` {
+	if got := py.CompactJSON(turns[1].History); got != `{"messages":[{"question":"Q1","answer":"answer:Q1"}]}` {
 		t.Errorf("turn 1 snapshot = %s", got)
 	}
 }
@@ -148,7 +149,7 @@ func TestInitialHistoryAndReset(t *testing.T) {
 	seed := sig.History{Messages: []*sig.Map{in("question", "Hi", "answer", "Hello")}}
 	s, ctx := qa(t, Options{InitialHistory: &seed})
 	mustRun(t, ctx, s, "question", "Q1")
-	if got := sig.JSON(s.Turns()[0].History); got != `{"messages":[{"question":"Hi","answer":"Hello"}]}` {
+	if got := py.CompactJSON(s.Turns()[0].History); got != `{"messages":[{"question":"Hi","answer":"Hello"}]}` {
 		t.Fatalf("snapshot = %s", got)
 	}
 	s.Reset(false)
@@ -208,7 +209,7 @@ func TestEditingOperations(t *testing.T) {
 	s, ctx := qa(t, Options{})
 	s.AddTurn(in("question", "Q1"), in("answer", "A"))
 	mustRun(t, ctx, s, "question", "Q2")
-	if got := sig.JSON(s.Turns()[1].History); got != `{"messages":[{"question":"Q1","answer":"A"}]}` {
+	if got := py.CompactJSON(s.Turns()[1].History); got != `{"messages":[{"question":"Q1","answer":"A"}]}` {
 		t.Fatalf("snapshot after add_turn = %s", got)
 	}
 	e, _ := qa(t, Options{})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -56,7 +57,7 @@ func kvLine(m *sig.Map) string {
 		if s, ok := v.(string); ok {
 			parts = append(parts, fmt.Sprintf("%s=%q", k, truncate(s, 60)))
 		} else {
-			parts = append(parts, k+"="+truncate(sig.PyStr(v), 60))
+			parts = append(parts, k+"="+truncate(py.Text(v), 60))
 		}
 		return true
 	})

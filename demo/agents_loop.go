@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -66,7 +67,7 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 			status = StatusCompleted
 			break
 		}
-		task = fmt.Sprintf("%s\n\nPrevious attempt was invalid: %s", sig.PyStr(task), r.String("feedback"))
+		task = fmt.Sprintf("%s\n\nPrevious attempt was invalid: %s", py.Text(task), r.String("feedback"))
 	}
 	if status != StatusCompleted {
 		last = log.Best().Values

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -20,7 +21,7 @@ func paths(t *trace.Turn) []string {
 
 // histJSON is the history's messages as a JSON list.
 func histJSON(h sig.History) string {
-	s := sig.JSON(h)
+	s := py.CompactJSON(h)
 	return strings.TrimSuffix(strings.TrimPrefix(s, `{"messages":`), "}")
 }
 
@@ -30,7 +31,7 @@ func TestDemoAgentConversations(t *testing.T) {
 	checks := map[string]func(t *testing.T, s *core.Session, turns []*trace.Turn){
 		"SupportAgent": func(t *testing.T, s *core.Session, turns []*trace.Turn) {
 			want := []string{`{"reply":"Try resetting your password.","intent":"technical"}`}
-			if got := sig.JSON(turns[0].Outputs); got != want[0] {
+			if got := py.CompactJSON(turns[0].Outputs); got != want[0] {
 				t.Errorf("turn 0 outputs = %s", got)
 			}
 			for _, tr := range turns {
@@ -50,7 +51,7 @@ func TestDemoAgentConversations(t *testing.T) {
 			}
 		},
 		"CorrectThenTranslate": func(t *testing.T, s *core.Session, turns []*trace.Turn) {
-			if got := sig.JSON(turns[2].Outputs); got != `{"corrected":"No, it's too precious. I want to keep it.","translated":"Non, elle est trop précieuse. Je veux la garder."}` {
+			if got := py.CompactJSON(turns[2].Outputs); got != `{"corrected":"No, it's too precious. I want to keep it.","translated":"Non, elle est trop précieuse. Je veux la garder."}` {
 				t.Errorf("turn 2 outputs = %s", got)
 			}
 			// Seed 000 line 731: the translator's own history on turn 2.
@@ -68,7 +69,7 @@ func TestDemoAgentConversations(t *testing.T) {
 			o := turns[0].Outputs
 			valid, _ := o.Get("is_valid")
 			if o.String("status") != StatusCompleted || o.String("attempts") != "2" || o.String("best_attempt") != "2" || valid != true {
-				t.Errorf("outputs = %s", sig.JSON(o))
+				t.Errorf("outputs = %s", py.CompactJSON(o))
 			}
 			// per_turn: the retry sees the first attempt; the next turn starts afresh.
 			if n := len(turns[0].Calls[2].History.Messages); n != 1 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -42,7 +43,7 @@ func checkResearchConversation(t *testing.T, s *core.Session, turns []*trace.Tur
 			t.Errorf("turn %d: research inputs %v", i, got)
 		}
 		if res.Outputs.String("findings") != sum.Outputs.String("findings") || !strings.HasPrefix(res.Outputs.String("findings"), "- [") {
-			t.Errorf("turn %d: module outputs %s, summary %s", i, sig.JSON(res.Outputs), sig.JSON(sum.Outputs))
+			t.Errorf("turn %d: module outputs %s, summary %s", i, py.CompactJSON(res.Outputs), py.CompactJSON(sum.Outputs))
 		}
 		if q1.Outputs.String("query") == q2.Outputs.String("query") {
 			t.Errorf("turn %d: both queries are %q", i, q1.Outputs.String("query"))

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/llm"
 )
@@ -244,7 +245,7 @@ func ragScripts() []llm.Script {
 			if len(list) == 0 {
 				return sig.NewMap("answer", "I could not find this in the knowledge base."), true
 			}
-			return sig.NewMap("answer", docText(sig.PyStr(list[0]))), true
+			return sig.NewMap("answer", docText(py.Text(list[0]))), true
 		}},
 	)
 }

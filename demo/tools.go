@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // The built-in tools are deliberately small and safe: pure functions over their text
@@ -253,7 +253,7 @@ type Action struct {
 // "search: refund policy", "date", or "finish: the answer". An unknown tool or a
 // failing tool is an observation, not an error, so the thinker can correct itself.
 func Act(action string, now time.Time) Action {
-	name, arg, _ := strings.Cut(sig.PyStrip(action), ":")
+	name, arg, _ := strings.Cut(py.Strip(action), ":")
 	name, arg = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(arg)
 	var obs string
 	switch name {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -395,7 +396,7 @@ func summarize(name string, child *scope, start int) string {
 	var parts []string
 	for _, k := range child.written[min(start, len(child.written)):] {
 		v, _ := child.vals.Get(k)
-		s := strings.Join(strings.Fields(sig.PyStr(v)), " ")
+		s := strings.Join(strings.Fields(py.Text(v)), " ")
 		if r := []rune(s); len(r) > 120 {
 			s = string(r[:117]) + "..."
 		}
@@ -505,7 +506,7 @@ func resolve(sc *scope, b binding) (any, error) {
 	}
 	return renderTemplate(b.from, func(name string) (string, bool) {
 		v, ok := sc.get(name)
-		return sig.PyStr(v), ok
+		return py.Text(v), ok
 	})
 }
 

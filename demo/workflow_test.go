@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -21,7 +22,7 @@ import (
 func chat(kv ...any) string {
 	var b strings.Builder
 	for i := 0; i+1 < len(kv); i += 2 {
-		fmt.Fprintf(&b, "[[ ## %s ## ]]\n%s\n\n", kv[i], sig.PyStr(sig.Normalize(kv[i+1])))
+		fmt.Fprintf(&b, "[[ ## %s ## ]]\n%s\n\n", kv[i], py.Text(sig.Normalize(kv[i+1])))
 	}
 	return b.String() + "[[ ## completed ## ]]"
 }
@@ -125,7 +126,7 @@ func TestContextModes(t *testing.T) {
 	m := &lm.Scripted{Func: echo}
 	run(t, s, m, "q", "one")
 	t2 := run(t, s, m, "q", "two")
-	if got := sig.JSON(t2.Outputs); got != `{"iso_a":"a:two","out_shared":"shared b:two","x":"outer","inh":"c:two"}` {
+	if got := py.CompactJSON(t2.Outputs); got != `{"iso_a":"a:two","out_shared":"shared b:two","x":"outer","inh":"c:two"}` {
 		t.Errorf("outputs = %s (inherited writes must not leak, shared ones must)", got)
 	}
 	byPath := map[string]*trace.Call{}
@@ -136,10 +137,10 @@ func TestContextModes(t *testing.T) {
 		t.Errorf("isolated (per_turn) predictor saw %d messages on turn 2", n)
 	}
 	if !sig.Equal(byPath["sha"].History, t2.History) {
-		t.Errorf("shared predictor history %s, want the outer %s", sig.JSON(byPath["sha"].History), sig.JSON(t2.History))
+		t.Errorf("shared predictor history %s, want the outer %s", py.CompactJSON(byPath["sha"].History), py.CompactJSON(t2.History))
 	}
 	if h := byPath["inh"].History; len(h.Messages) != 1 || h.Messages[0].String("c") != "c:one" {
-		t.Errorf("inherited (keep, cross_turn) predictor history = %s", sig.JSON(h))
+		t.Errorf("inherited (keep, cross_turn) predictor history = %s", py.CompactJSON(h))
 	}
 	if s.Children()["sha"].Len() != 0 || s.Children()["inh"].Len() != 2 {
 		t.Errorf("child turns: sha %d (inherit records none), inh %d", s.Children()["sha"].Len(), s.Children()["inh"].Len())
@@ -195,7 +196,7 @@ func TestRetriesKeepTheBestAttempt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s, _ := session(t, mustAgent(t, retryAgentText))
 			turn := run(t, s, &lm.Scripted{ByPath: map[string][]string{"scorer": c.answers}}, "q", "x")
-			if got := sig.JSON(turn.Outputs); got != c.want {
+			if got := py.CompactJSON(turn.Outputs); got != c.want {
 				t.Fatalf("outputs = %s, want %s", got, c.want)
 			}
 		})
@@ -241,7 +242,7 @@ set = { done = "finished {q}" }
 		s, _ := session(t, mustAgent(t, text("skip", "")))
 		turn := run(t, s, failFirst(), "q", "x")
 		if turn.Outputs.String("done") != "finished x" || len(turn.Calls) != 1 || !strings.Contains(turn.Calls[0].Error, "overloaded") {
-			t.Fatalf("outputs %s, calls %d", sig.JSON(turn.Outputs), len(turn.Calls))
+			t.Fatalf("outputs %s, calls %d", py.CompactJSON(turn.Outputs), len(turn.Calls))
 		}
 	})
 	t.Run("fail", func(t *testing.T) {
@@ -284,7 +285,7 @@ func TestLoopsAndSummaries(t *testing.T) {
 	for _, c := range cases {
 		s, _ := session(t, mustAgent(t, strings.Replace(loopAgent, "MAX", c.max, 1)))
 		turn := run(t, s, &lm.Scripted{ByPath: map[string][]string{"checker": answers}}, "q", "x")
-		if got := sig.JSON(turn.Outputs); got != c.want {
+		if got := py.CompactJSON(turn.Outputs); got != c.want {
 			t.Errorf("max %s: outputs = %s\nwant %s", c.max, got, c.want)
 		}
 		// keep, cross_turn (inherited): the third call sees the two before it.
@@ -357,7 +358,7 @@ func TestParallelStepsDeterministicOrder(t *testing.T) {
 		if got := paths(turn); !reflect.DeepEqual(got, []string{"p0a", "p1a", "p2a", "p0b", "p1b", "p2b"}) {
 			t.Fatalf("run %d: record order %v", i, got)
 		}
-		if got := sig.JSON(turn.Outputs); got != `{"a0":"a0:x","b0":"b0:x","a1":"a1:x","b1":"b1:x","a2":"a2:x","b2":"b2:x"}` {
+		if got := py.CompactJSON(turn.Outputs); got != `{"a0":"a0:x","b0":"b0:x","a1":"a1:x","b1":"b1:x","a2":"a2:x","b2":"b2:x"}` {
 			t.Fatalf("joined outputs = %s", got)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -138,7 +139,7 @@ func demoSeed(meta lm.Meta, inputs *sig.Map, msgs []lm.Message) uint64 {
 	h.Write([]byte(meta.Path))
 	h.Write([]byte{0})
 	if inputs.Len() > 0 {
-		h.Write([]byte(sig.JSON(inputs)))
+		h.Write([]byte(py.CompactJSON(inputs)))
 	} else if len(msgs) > 0 {
 		h.Write([]byte(msgs[len(msgs)-1].Content))
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -212,7 +213,7 @@ func inputsFromMessages(msgs []lm.Message, f demoFormat) *sig.Map {
 	var buf []string
 	flush := func() {
 		if name != "" && name != "completed" {
-			out.Set(name, sig.PyStrip(strings.Join(buf, "\n")))
+			out.Set(name, py.Strip(strings.Join(buf, "\n")))
 		}
 	}
 	for _, line := range strings.Split(last, "\n") {
@@ -242,10 +243,10 @@ func inputsFromMessages(msgs []lm.Message, f demoFormat) *sig.Map {
 
 // render writes the outputs in the format's syntax.
 func render(f demoFormat, outputs *sig.Map) string {
-	text := func(v any) string { return sig.PyStr(v) }
+	text := func(v any) string { return py.Text(v) }
 	switch f.kind {
 	case formatJSON:
-		return sig.PyJSONIndent(outputs, 2)
+		return py.JSONIndent(outputs, 2)
 	case formatXML:
 		var lines []string
 		outputs.Range(func(k string, v any) bool {

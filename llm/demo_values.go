@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -26,7 +27,7 @@ func newGen(seed uint64, inputs *sig.Map) *gen {
 		if _, isHist := v.(sig.History); isHist {
 			return true
 		}
-		s := sig.PyStr(v)
+		s := py.Text(v)
 		if str, ok := v.(string); ok && g.main == "" && strings.TrimSpace(str) != "" {
 			g.main = strings.TrimSpace(str)
 		}
@@ -125,7 +126,7 @@ func (g *gen) typed(f sig.Field, t *sig.Type, depth int) any {
 			} else {
 				v = g.typed(f, elem, depth+1)
 			}
-			if k := sig.JSON(v); !seen[k] {
+			if k := py.CompactJSON(v); !seen[k] {
 				seen[k] = true
 				out = append(out, v)
 			}

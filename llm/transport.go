@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -170,5 +171,5 @@ func fillEmptyContent(body []byte) []byte {
 		msgs[i] = fixed
 	}
 	req.Set("messages", msgs)
-	return []byte(sig.JSON(req))
+	return []byte(py.CompactJSON(req))
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -278,4 +278,4 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	return out
 }
 
-func pyStr(v any) string { return sig.PyStr(v) }
+func pyStr(v any) string { return py.Text(v) }

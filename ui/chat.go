@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -178,10 +179,10 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 	if t.Outputs.Len() == 1 {
 		k := t.Outputs.Keys()[0]
 		v, _ := t.Outputs.Get(k)
-		out = append(out, r.md.render(sig.PyStr(v), w)...)
+		out = append(out, r.md.render(py.Text(v), w)...)
 	} else {
 		t.Outputs.Range(func(k string, v any) bool {
-			text := sig.PyStr(v)
+			text := py.Text(v)
 			if label := "  " + OneLine(k) + ": "; plainShort(text, w-len(label)) {
 				// a short plain value (a score, a flag, a label) reads best beside its name
 				out = append(out, s.Muted.Render(label)+Sanitize(text))
@@ -217,11 +218,11 @@ func plainShort(text string, w int) bool {
 func fieldLines(r renderer, m *sig.Map, w int) []string {
 	if m.Len() == 1 {
 		v, _ := m.Get(m.Keys()[0])
-		return wrapLines(Sanitize(sig.PyStr(v)), w)
+		return wrapLines(Sanitize(py.Text(v)), w)
 	}
 	var out []string
 	m.Range(func(k string, v any) bool {
-		out = append(out, wrapLines(r.st.s.Muted.Render(OneLine(k)+": ")+Sanitize(sig.PyStr(v)), w)...)
+		out = append(out, wrapLines(r.st.s.Muted.Render(OneLine(k)+": ")+Sanitize(py.Text(v)), w)...)
 		return true
 	})
 	return out

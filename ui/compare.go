@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -244,11 +245,11 @@ func compareSide(t *trace.Turn, w int) []string {
 // mapText shows a value map: a lone value as is, several as "k: v" lines.
 func mapText(m *sig.Map) string {
 	if m.Len() == 1 {
-		return sig.PyStr(mustGet(m, m.Keys()[0]))
+		return py.Text(mustGet(m, m.Keys()[0]))
 	}
 	var s string
 	m.Range(func(k string, v any) bool {
-		s += k + ": " + sig.PyStr(v) + "\n"
+		s += k + ": " + py.Text(v) + "\n"
 		return true
 	})
 	return s

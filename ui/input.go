@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 )
@@ -139,7 +140,7 @@ func (p *inputPane) set(m *sig.Map) {
 			if s, isStr := v.(string); isStr {
 				text = s
 			} else {
-				text = sig.JSON(v)
+				text = py.CompactJSON(v)
 			}
 		}
 		p.areas[i].SetValue(text)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -160,13 +161,13 @@ func describeFields(fs []sig.Field) string {
 			b.WriteString("\nConstraints: " + c)
 		}
 	}
-	return sig.PyStrip(b.String())
+	return py.Strip(b.String())
 }
 
 // FieldStructure is ChatAdapter's "All interactions will be structured ..." block (§2.2).
 func FieldStructure(s *sig.Signature) string {
 	parts := []string{structureIntro, placeholderBlock(s.Inputs, false), placeholderBlock(s.Outputs, true), completedHeader + "\n"}
-	return sig.PyStrip(strings.Join(parts, "\n\n"))
+	return py.Strip(strings.Join(parts, "\n\n"))
 }
 
 func placeholderBlock(fs []sig.Field, outputs bool) string {
@@ -174,7 +175,7 @@ func placeholderBlock(fs []sig.Field, outputs bool) string {
 	for i, f := range fs {
 		parts[i] = "[[ ## " + f.Name + " ## ]]\n" + Placeholder(f, outputs)
 	}
-	return sig.PyStrip(strings.Join(parts, "\n\n"))
+	return py.Strip(strings.Join(parts, "\n\n"))
 }
 
 // Placeholder is DSPy's translate_field_type: "{name}", plus the type note for non-str
@@ -204,11 +205,11 @@ func TypeNote(t *sig.Type) string {
 	case sig.KindLiteral:
 		vals := make([]string, len(t.Lits))
 		for i, l := range t.Lits {
-			vals[i] = sig.PyStr(l)
+			vals[i] = py.Text(l)
 		}
 		return "must exactly match (no extra characters) one of: " + strings.Join(vals, "; ")
 	}
-	return "must adhere to the JSON schema: " + sig.PyJSON(JSONSchema(t))
+	return "must adhere to the JSON schema: " + py.JSON(JSONSchema(t))
 }
 
 // TaskDescription is "In adhering to this structure, your objective is: " plus each
@@ -216,7 +217,7 @@ func TypeNote(t *sig.Type) string {
 func TaskDescription(s *sig.Signature) string {
 	var b strings.Builder
 	b.WriteString("In adhering to this structure, your objective is: ")
-	for _, l := range sig.PySplitLines(textwrapDedent(Cleandoc(s.Instructions))) {
+	for _, l := range py.SplitLines(py.Dedent(py.Cleandoc(s.Instructions))) {
 		b.WriteString("\n        " + l)
 	}
 	return b.String()
@@ -231,19 +232,19 @@ func FormatFieldValue(f sig.Field, v any) string {
 		case 0:
 			return "N/A"
 		case 1:
-			return formatBlob(pyStrValue(list[0]))
+			return formatBlob(py.Str(list[0]))
 		}
 		var b strings.Builder
 		for i, e := range list {
 			if i > 0 {
 				b.WriteByte('\n')
 			}
-			b.WriteString("[" + strconv.Itoa(i+1) + "] " + formatBlob(pyStrValue(e)))
+			b.WriteString("[" + strconv.Itoa(i+1) + "] " + formatBlob(py.Str(e)))
 		}
 		return b.String()
 	}
 	// Containers go through pydantic's JSON mode first (NaN inside becomes null).
-	return sig.PyStr(Jsonable(v))
+	return py.Text(Jsonable(v))
 }
 
 func formatBlob(x string) string {
@@ -284,7 +285,7 @@ func userContent(st style, s *sig.Signature, values *sig.Map, prefix string, mai
 		b.WriteString("\n\n" + st.requirements(s))
 	}
 	b.WriteString("\n\n")
-	return sig.PyStrip(b.String())
+	return py.Strip(b.String())
 }
 
 // OutputRequirements is ChatAdapter's "Respond with the corresponding output fields ..." line.
@@ -316,5 +317,5 @@ func AssistantContent(s *sig.Signature, values *sig.Map, missing any) string {
 		}
 		parts[i] = Section(f, v)
 	}
-	return sig.PyStrip(strings.Join(parts, "\n\n")) + "\n\n" + completedHeader + "\n"
+	return py.Strip(strings.Join(parts, "\n\n")) + "\n\n" + completedHeader + "\n"
 }

@@ -5,6 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -61,8 +62,8 @@ type section struct {
 // chatSections splits a completion at "[[ ## name ## ]]" header lines (§8 steps 1-3).
 func chatSections(completion string) []section {
 	sections := []section{{}}
-	for _, line := range sig.PySplitLines(completion) {
-		name, end, ok := matchHeader(sig.PyStrip(line))
+	for _, line := range py.SplitLines(completion) {
+		name, end, ok := matchHeader(py.Strip(line))
 		if !ok {
 			sections[len(sections)-1].lines = append(sections[len(sections)-1].lines, line)
 			continue
@@ -70,7 +71,7 @@ func chatSections(completion string) []section {
 		// DSPy slices the remainder out of the UNSTRIPPED line at the offset measured in
 		// the stripped one, so an indented header leaks its last characters.
 		sec := section{name: name}
-		if rest := sig.PyStrip(dropRunes(line, end)); rest != "" {
+		if rest := py.Strip(py.SliceFrom(line, end)); rest != "" {
 			sec.lines = []string{rest}
 		}
 		sections = append(sections, sec)
@@ -119,7 +120,7 @@ func ParseChat(s *sig.Signature, completion string) (*sig.Map, error) {
 		if !ok {
 			continue
 		}
-		text := sig.PyStrip(strings.Join(sec.lines, "\n"))
+		text := py.Strip(strings.Join(sec.lines, "\n"))
 		v, err := ParseValue(typ(f), text)
 		if err != nil {
 			return nil, &ParseError{

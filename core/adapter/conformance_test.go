@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -74,18 +75,18 @@ func TestValidateLikePydantic(t *testing.T) {
 		if c.kind != "" {
 			var ve *ValidationError
 			if err == nil {
-				t.Errorf("%s %s: got %s, want a %s error", c.typ, pyRepr(c.in), sig.PyStr(got), c.kind)
+				t.Errorf("%s %s: got %s, want a %s error", c.typ, py.Repr(c.in), py.Text(got), c.kind)
 			} else if !asValidation(err, &ve) || ve.Kind != c.kind {
-				t.Errorf("%s %s: error %v, want kind %s", c.typ, pyRepr(c.in), err, c.kind)
+				t.Errorf("%s %s: error %v, want kind %s", c.typ, py.Repr(c.in), err, c.kind)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%s %s: %v", c.typ, pyRepr(c.in), err)
+			t.Errorf("%s %s: %v", c.typ, py.Repr(c.in), err)
 			continue
 		}
-		if !sig.Equal(got, c.want) || pyTypeName(got) != pyTypeName(c.want) {
-			t.Errorf("%s %s: got %s %s, want %s %s", c.typ, pyRepr(c.in), pyTypeName(got), sig.PyStr(got), pyTypeName(c.want), sig.PyStr(c.want))
+		if !sig.Equal(got, c.want) || py.TypeName(got) != py.TypeName(c.want) {
+			t.Errorf("%s %s: got %s %s, want %s %s", c.typ, py.Repr(c.in), py.TypeName(got), py.Text(got), py.TypeName(c.want), py.Text(c.want))
 		}
 	}
 }
@@ -126,10 +127,10 @@ func TestJSONSchemas(t *testing.T) {
 	}
 	for _, c := range cases {
 		typ := sig.MustType(c.typ)
-		if got := sig.PyJSON(JSONSchema(typ)); got != c.dspy {
+		if got := py.JSON(JSONSchema(typ)); got != c.dspy {
 			t.Errorf("%s DSPy order:\n got %s\nwant %s", c.typ, got, c.dspy)
 		}
-		if got := sig.PyJSON(PydanticJSONSchema(typ)); got != c.pydantic {
+		if got := py.JSON(PydanticJSONSchema(typ)); got != c.pydantic {
 			t.Errorf("%s pydantic order:\n got %s\nwant %s", c.typ, got, c.pydantic)
 		}
 	}

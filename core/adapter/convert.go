@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -22,7 +23,7 @@ func ParseValue(t *sig.Type, text string) (any, error) {
 // ConvertValue is parse_value for any decoded value (JSONAdapter hands it JSON values).
 func ConvertValue(t *sig.Type, v any) (any, error) {
 	if t.IsStr() {
-		return pyStrValue(v), nil
+		return py.Str(v), nil
 	}
 	if t.Kind == sig.KindLiteral {
 		return matchLiteral(t, v)
@@ -36,7 +37,7 @@ func ConvertValue(t *sig.Type, v any) (any, error) {
 	}
 	cand := RepairLoads(s)
 	if isEmptyString(cand) && s != "" {
-		if lv, err := literalEval(s); err == nil {
+		if lv, err := py.LiteralEval(s, newDict); err == nil {
 			cand = lv
 		} else {
 			cand = s
@@ -54,27 +55,19 @@ func hasArg(t *sig.Type, k sig.Kind) bool {
 	return false
 }
 
-// pyStrValue is Python's str(): strings as they are, containers as their repr.
-func pyStrValue(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case []any, *sig.Map, sig.History:
-		return pyRepr(t)
-	}
-	return sig.PyStr(v)
-}
+// newDict makes the dicts py.LiteralEval returns.
+func newDict() py.SetDict { return sig.NewMap() }
 
 // matchLiteral follows DSPy: an exact match, then the text with whitespace, a
 // Literal[...] / str[...] wrapper and one pair of matching quotes removed.
 func matchLiteral(t *sig.Type, v any) (any, error) {
 	for _, l := range t.Lits {
-		if pyEqual(l, v) {
+		if py.Equal(l, v) {
 			return v, nil
 		}
 	}
 	if s, ok := v.(string); ok {
-		c := sig.PyStrip(s)
+		c := py.Strip(s)
 		if (strings.HasPrefix(c, "Literal[") || strings.HasPrefix(c, "str[")) && strings.HasSuffix(c, "]") {
 			c = c[strings.Index(c, "[")+1 : len(c)-1]
 		}
@@ -82,12 +75,12 @@ func matchLiteral(t *sig.Type, v any) (any, error) {
 			c = string(r[1 : len(r)-1])
 		}
 		for _, l := range t.Lits {
-			if pyEqual(l, c) {
+			if py.Equal(l, c) {
 				return c, nil
 			}
 		}
 	}
-	return nil, fmt.Errorf("%s is not one of %s", pyRepr(v), pyTupleRepr(t.Lits))
+	return nil, fmt.Errorf("%s is not one of %s", py.Repr(v), py.TupleRepr(t.Lits))
 }
 
 // ValidationError is pydantic's ValidationError, reduced to its first error.
@@ -105,30 +98,8 @@ func (e *ValidationError) Error() string {
 	if len(e.Loc) > 0 {
 		b.WriteString(strings.Join(e.Loc, ".") + "\n")
 	}
-	fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.Msg, e.Kind, pyRepr(e.Input), pyTypeName(e.Input))
+	fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.Msg, e.Kind, py.Repr(e.Input), py.TypeName(e.Input))
 	return b.String()
-}
-
-func pyTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "NoneType"
-	case string:
-		return "str"
-	case bool:
-		return "bool"
-	case int64, json.Number:
-		return "int"
-	case float64:
-		return "float"
-	case []any:
-		return "list"
-	case *sig.Map:
-		return "dict"
-	case sig.History:
-		return "History"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // Validate checks and coerces v against t like pydantic's TypeAdapter(t).validate_python
@@ -187,7 +158,7 @@ func validate(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 		}
 		parts := make([]string, len(t.Lits))
 		for i, l := range t.Lits {
-			parts[i] = pyRepr(l)
+			parts[i] = py.Repr(l)
 		}
 		return nil, fail(loc, v, "literal_error", "Input should be "+joinOr(parts))
 	case sig.KindUnion, sig.KindPipeUnion:
@@ -294,7 +265,7 @@ func validateInt(v any, loc []string) (any, *ValidationError) {
 		}
 		return nil, fail(loc, v, "int_parsing_size", "Unable to parse input string as an integer, exceeded maximum size")
 	case string:
-		if s, ok := intText(sig.PyStrip(t)); ok {
+		if s, ok := intText(py.Strip(t)); ok {
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				return n, nil
 			}
@@ -376,7 +347,7 @@ func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 			}
 		}
 		if t.Kind == sig.KindSet {
-			out = appendUnique(out, ev)
+			out = py.SetAdd(out, ev)
 			continue
 		}
 		out = append(out, ev)

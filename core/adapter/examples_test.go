@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -61,12 +62,12 @@ func loadExamples(t testing.TB) (format []exampleCase, parse []*sig.Map) {
 		req := sig.NewMap("adapter", "chat", "signature", s, "demos", demos, "inputs", in)
 		var msgs []lm.Message
 		if raw, ok := c.Get("messages"); ok && raw != nil {
-			if err := json.Unmarshal([]byte(sig.JSON(raw)), &msgs); err != nil {
+			if err := json.Unmarshal([]byte(py.CompactJSON(raw)), &msgs); err != nil {
 				t.Fatal(err)
 			}
 		}
 		errv, _ := c.Get("error")
-		format = append(format, exampleCase{Name: c.String("name"), Request: []byte(sig.JSON(req)), Messages: msgs, Error: errv})
+		format = append(format, exampleCase{Name: c.String("name"), Request: []byte(py.CompactJSON(req)), Messages: msgs, Error: errv})
 	}
 	for _, raw := range f.ParseCases {
 		v, err := sig.DecodeJSON(raw)
@@ -139,7 +140,7 @@ func TestExamplesParse(t *testing.T) {
 				em := e.(*sig.Map)
 				var pe *ParseError
 				if !errors.As(err, &pe) {
-					t.Fatalf("want AdapterParseError, got %v (result %v)", err, sig.JSON(got))
+					t.Fatalf("want AdapterParseError, got %v (result %v)", err, py.CompactJSON(got))
 				}
 				want := em.String("message")
 				if pe.Message == "" && err.Error() != want {
@@ -161,11 +162,11 @@ func TestExamplesParse(t *testing.T) {
 				return true
 			})
 			if !got.Equal(want) {
-				t.Errorf("got %s, want %s", sig.JSON(got), sig.JSON(want))
+				t.Errorf("got %s, want %s", py.CompactJSON(got), py.CompactJSON(want))
 			}
 			if order, ok := c.Get("result_key_order"); ok {
-				if sig.JSON(sig.Normalize(got.Keys())) != sig.JSON(order) {
-					t.Errorf("key order %v, want %s", got.Keys(), sig.JSON(order))
+				if py.CompactJSON(sig.Normalize(got.Keys())) != py.CompactJSON(order) {
+					t.Errorf("key order %v, want %s", got.Keys(), py.CompactJSON(order))
 				}
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -59,9 +60,9 @@ func (jsonStyle) fieldStructure(s *sig.Signature) string {
 		"Inputs will have the following structure:",
 		placeholderBlock(s.Inputs, false),
 		"Outputs will be a JSON object with the following fields.",
-		sig.PyJSONIndent(outs, 2),
+		py.JSONIndent(outs, 2),
 	}
-	return sig.PyStrip(strings.Join(parts, "\n\n"))
+	return py.Strip(strings.Join(parts, "\n\n"))
 }
 
 func (jsonStyle) requirements(s *sig.Signature) string {
@@ -81,7 +82,7 @@ func (jsonStyle) assistant(s *sig.Signature, values *sig.Map, missing any) strin
 		}
 		out.Set(f.Name, sig.Normalize(v))
 	}
-	return sig.PyJSONIndent(Jsonable(out), 2)
+	return py.JSONIndent(Jsonable(out), 2)
 }
 
 // ParseJSON is JSONAdapter.parse: the completion (or, failing that, its first balanced

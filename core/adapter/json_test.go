@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -32,13 +33,13 @@ func TestRepairJSON(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := RepairJSON(c.in)
-		if err != nil || sig.JSON(got) != c.want {
-			t.Errorf("%q: got %s, %v; want %s", c.in, sig.JSON(got), err, c.want)
+		if err != nil || py.CompactJSON(got) != c.want {
+			t.Errorf("%q: got %s, %v; want %s", c.in, py.CompactJSON(got), err, c.want)
 		}
 	}
 	for _, none := range []string{"", "42", "true", `"str"`, "plain words", "yes"} {
 		if v, err := RepairJSON(none); !errors.Is(err, ErrNoJSON) {
-			t.Errorf("%q: want ErrNoJSON, got %s, %v", none, sig.JSON(v), err)
+			t.Errorf("%q: want ErrNoJSON, got %s, %v", none, py.CompactJSON(v), err)
 		}
 		if v := RepairLoads(none); v != "" {
 			t.Errorf("RepairLoads(%q) = %#v, want \"\"", none, v)
@@ -93,8 +94,8 @@ func TestJSONParse(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := JSON{}.Parse(s, c.completion)
-		if err != nil || sig.JSON(got) != c.want {
-			t.Errorf("%q: got %s, %v; want %s", c.completion, sig.JSON(got), err, c.want)
+		if err != nil || py.CompactJSON(got) != c.want {
+			t.Errorf("%q: got %s, %v; want %s", c.completion, py.CompactJSON(got), err, c.want)
 		}
 	}
 

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -233,7 +234,7 @@ func (p *repairParser) object() any {
 		}
 		p.push(ctxKey)
 		start := p.pos
-		key := pyStrValue(p.str())
+		key := py.Str(p.str())
 		p.pop()
 		p.skipFiller()
 		if p.end() || p.at(0) == '}' {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -33,8 +34,8 @@ func TestChatParse(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 			continue
 		}
-		if sig.JSON(got) != c.want {
-			t.Errorf("%s: got %s, want %s", c.name, sig.JSON(got), c.want)
+		if py.CompactJSON(got) != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, py.CompactJSON(got), c.want)
 		}
 	}
 }
@@ -73,8 +74,8 @@ func TestChatParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"a":"x","b":null,"c":"None"}`; sig.JSON(got) != want {
-		t.Errorf("got %s, want %s", sig.JSON(got), want)
+	if want := `{"a":"x","b":null,"c":"None"}`; py.CompactJSON(got) != want {
+		t.Errorf("got %s, want %s", py.CompactJSON(got), want)
 	}
 }
 
@@ -109,11 +110,11 @@ func TestParseValue(t *testing.T) {
 		got, err := ParseValue(sig.MustType(c.typ), c.text)
 		switch {
 		case c.want == "" && err == nil:
-			t.Errorf("%s %q: want an error, got %s", c.typ, c.text, sig.JSON(got))
+			t.Errorf("%s %q: want an error, got %s", c.typ, c.text, py.CompactJSON(got))
 		case c.want != "" && err != nil:
 			t.Errorf("%s %q: %v", c.typ, c.text, err)
-		case c.want != "" && sig.JSON(got) != c.want:
-			t.Errorf("%s %q: got %s, want %s", c.typ, c.text, sig.JSON(got), c.want)
+		case c.want != "" && py.CompactJSON(got) != c.want:
+			t.Errorf("%s %q: got %s, want %s", c.typ, c.text, py.CompactJSON(got), c.want)
 		}
 	}
 	_, err := ParseValue(sig.MustType("Literal['low', 'high']"), "mid")
@@ -142,8 +143,8 @@ func TestConvertValueNonString(t *testing.T) {
 	}
 	for _, c := range cases {
 		got, err := ConvertValue(sig.MustType(c.typ), c.v)
-		if err != nil || sig.JSON(got) != c.want {
-			t.Errorf("%s %v: got %s, %v; want %s", c.typ, c.v, sig.JSON(got), err, c.want)
+		if err != nil || py.CompactJSON(got) != c.want {
+			t.Errorf("%s %v: got %s, %v; want %s", c.typ, c.v, py.CompactJSON(got), err, c.want)
 		}
 	}
 }
@@ -157,14 +158,14 @@ func TestLiteralEval(t *testing.T) {
 		{"'''tri\nple'''", `"tri\nple"`}, {"{True: 1}", `{"true":1}`},
 	}
 	for _, c := range cases {
-		got, err := literalEval(c.text)
-		if err != nil || sig.JSON(got) != c.want {
-			t.Errorf("%q: got %s, %v; want %s", c.text, sig.JSON(got), err, c.want)
+		got, err := py.LiteralEval(c.text, newDict)
+		if err != nil || py.CompactJSON(got) != c.want {
+			t.Errorf("%q: got %s, %v; want %s", c.text, py.CompactJSON(got), err, c.want)
 		}
 	}
 	for _, bad := range []string{"", "yes", "42 apples", "True.", "a, b", "1. a", "[1, 2", "'open", "f'x'", "007", "1__0", "{[1]: 2}", "x = 1", "1\n2", "--"} {
-		if v, err := literalEval(bad); err == nil {
-			t.Errorf("%q: want an error, got %s", bad, sig.JSON(v))
+		if v, err := py.LiteralEval(bad, newDict); err == nil {
+			t.Errorf("%q: want an error, got %s", bad, py.CompactJSON(v))
 		}
 	}
 }

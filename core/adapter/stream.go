@@ -2,8 +2,10 @@ package adapter
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -12,9 +14,9 @@ import (
 // and after [[ ## completed ## ]]). A header still being typed does not count.
 func (Chat) StreamField(s *sig.Signature, partial string) string {
 	current := ""
-	lines := sig.PySplitLines(partial)
+	lines := py.SplitLines(partial)
 	for _, line := range lines {
-		name, _, ok := matchHeader(sig.PyStrip(line))
+		name, _, ok := matchHeader(py.Strip(line))
 		if !ok {
 			continue
 		}
@@ -30,17 +32,47 @@ func (Chat) StreamField(s *sig.Signature, partial string) string {
 	return current
 }
 
-// StreamField names the output field a growing JSONAdapter completion is writing now:
-// the last top-level key of the first JSON object whose value has begun ("" before any,
-// and after the object closes).
+// json scanner states at depth 1.
+const (
+	jsBefore   = iota // before the opening brace
+	jsKey             // expecting a key
+	jsInKey           // inside a quoted key
+	jsBareKey         // inside an unquoted key
+	jsColon           // after a key, expecting ':'
+	jsValue           // inside the value of the current key
+	jsFinished        // the top-level object closed
+)
+
+// StreamField names the output field a growing JSONAdapter completion is writing now: the
+// key at depth 1 of the first JSON object whose value was begun last ("" before any value
+// and after the object closes; while the next key is being written the previous field
+// stays). Strings (with escapes) and nesting are tracked so that braces and commas inside
+// values do not end the current key; keys may be unquoted, as json_repair reads them.
+// Without a signature every key counts. The template adapter's json mode uses it too.
 func (JSON) StreamField(s *sig.Signature, partial string) string {
-	depth := 0
+	state, depth := jsBefore, 0
 	inStr, esc := false, false
 	var key strings.Builder
-	lastStr, current := "", ""
-	expectKey := false
+	cur, next := "", "" // the key whose value was begun last; the key being read
 	for _, r := range partial {
-		if inStr {
+		switch state {
+		case jsBefore:
+			if r == '{' {
+				state, depth = jsKey, 1
+			}
+		case jsKey:
+			switch {
+			case r == '"':
+				key.Reset()
+				state = jsInKey
+			case r == '}':
+				state = jsFinished
+			case r == '_' || unicode.IsLetter(r):
+				key.Reset()
+				key.WriteRune(r)
+				state = jsBareKey
+			}
+		case jsInKey:
 			switch {
 			case esc:
 				esc = false
@@ -48,47 +80,60 @@ func (JSON) StreamField(s *sig.Signature, partial string) string {
 			case r == '\\':
 				esc = true
 			case r == '"':
-				inStr = false
-				lastStr = key.String()
+				next, state = key.String(), jsColon
 			default:
 				key.WriteRune(r)
 			}
-			continue
-		}
-		switch r {
-		case '"':
-			inStr = true
-			key.Reset()
-		case '{', '[':
-			depth++
-			if depth == 1 {
-				expectKey = true
+		case jsBareKey:
+			switch {
+			case r == ':':
+				cur, state = key.String(), jsValue
+			case unicode.IsSpace(r):
+				next, state = key.String(), jsColon
+			default:
+				key.WriteRune(r)
 			}
-		case '}', ']':
-			if depth == 0 {
-				continue // stray closer before the object
+		case jsColon:
+			if r == ':' {
+				cur, state = next, jsValue
 			}
-			depth--
-			if depth == 0 {
-				return ""
-			}
-		case ':':
-			if depth == 1 && expectKey {
-				current = ""
-				if s == nil {
-					current = lastStr
-				} else if _, ok := s.Output(lastStr); ok {
-					current = lastStr
+		case jsValue:
+			switch {
+			case inStr:
+				switch {
+				case esc:
+					esc = false
+				case r == '\\':
+					esc = true
+				case r == '"':
+					inStr = false
 				}
-				expectKey = false
+			case r == '"':
+				inStr = true
+			case r == '{' || r == '[':
+				depth++
+			case r == '}' || r == ']':
+				depth--
+				if depth == 0 {
+					state = jsFinished
+				}
+			case r == ',' && depth == 1:
+				state = jsKey
 			}
-		case ',':
-			if depth == 1 {
-				expectKey = true
-			}
+		case jsFinished:
+			return ""
 		}
 	}
-	return current
+	if state == jsFinished {
+		return ""
+	}
+	if s == nil {
+		return cur
+	}
+	if _, ok := s.Output(cur); ok {
+		return cur
+	}
+	return ""
 }
 
 // FieldText is what one output field has received so far in a growing completion.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -212,7 +213,7 @@ func decodeFields(m *sig.Map, key, path string) ([]sig.Field, error) {
 		name, _ := fm.Get("name")
 		f.Name, _ = name.(string)
 		if !validFieldName(f.Name) {
-			return nil, werr(at+".name", "want a field name (letters, digits, _), got %s", pyRepr(name))
+			return nil, werr(at+".name", "want a field name (letters, digits, _), got %s", py.Repr(name))
 		}
 		if d, ok := fm.Get("desc"); ok && d != nil {
 			if f.Desc, ok = d.(string); !ok {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -251,7 +252,7 @@ func parseDemo(st style, s *sig.Signature, prefix, user, asst string) (*sig.Map,
 		return nil, err
 	}
 	out.Range(func(k string, v any) bool {
-		if t, ok := v.(string); !(prefix != "" && ok && sig.PyRStrip(t) == sig.PyRStrip(adapter.NotSupplied)) {
+		if t, ok := v.(string); !(prefix != "" && ok && py.RStrip(t) == py.RStrip(adapter.NotSupplied)) {
 			d.Set(k, v)
 		}
 		return true

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -110,14 +111,14 @@ func TestRoundTrip(t *testing.T) {
 				}
 				checkSignature(t, r.Signature, signatures[rt.sig])
 				if want := rt.inputs; !r.Inputs.Equal(want) {
-					t.Errorf("inputs %s, want %s", sig.JSON(r.Inputs), sig.JSON(want))
+					t.Errorf("inputs %s, want %s", py.CompactJSON(r.Inputs), py.CompactJSON(want))
 				}
 				wantHist := sig.History{}
 				if rt.history != nil {
 					wantHist = stripped(*rt.history, r.Signature, ad.Name() == "chat")
 				}
 				if !sig.Equal(r.History, wantHist) {
-					t.Errorf("history %s, want %s", sig.JSON(r.History), sig.JSON(wantHist))
+					t.Errorf("history %s, want %s", py.CompactJSON(r.History), py.CompactJSON(wantHist))
 				}
 				if len(r.Demos) != len(rt.demos) {
 					t.Fatalf("%d demos, want %d", len(r.Demos), len(rt.demos))
@@ -144,7 +145,7 @@ func stripped(h sig.History, s *sig.Signature, chat bool) sig.History {
 		}
 		if v, ok := e.Get(lastIn); ok {
 			if str, isStr := v.(string); isStr {
-				e.Set(lastIn, sig.PyRStrip(str))
+				e.Set(lastIn, py.RStrip(str))
 			}
 		}
 		for i, f := range turn.Outputs {
@@ -156,7 +157,7 @@ func stripped(h sig.History, s *sig.Signature, chat bool) sig.History {
 				}
 			}
 			if str, isStr := v.(string); isStr && i == len(turn.Outputs)-1 {
-				v = sig.PyRStrip(str)
+				v = py.RStrip(str)
 			}
 			e.Set(f.Name, v)
 		}
@@ -199,7 +200,7 @@ func TestDemosRecovered(t *testing.T) {
 	want := []*sig.Map{rt.demos[1], rt.demos[0]}
 	for i := range want {
 		if !r.Demos[i].Equal(want[i]) {
-			t.Errorf("demo %d: %s, want %s", i, sig.JSON(r.Demos[i]), sig.JSON(want[i]))
+			t.Errorf("demo %d: %s, want %s", i, py.CompactJSON(r.Demos[i]), py.CompactJSON(want[i]))
 		}
 	}
 }
@@ -224,7 +225,7 @@ func TestOutputs(t *testing.T) {
 			t.Fatalf("%s: %v", ad.Name(), err)
 		}
 		if !got.Equal(want) {
-			t.Errorf("%s: outputs %s, want %s", ad.Name(), sig.JSON(got), sig.JSON(want))
+			t.Errorf("%s: outputs %s, want %s", ad.Name(), py.CompactJSON(got), py.CompactJSON(want))
 		}
 		if _, err := r.Outputs("no sections at all"); err == nil {
 			t.Errorf("%s: a completion without the outputs parsed", ad.Name())

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -202,7 +203,7 @@ func decodeState(doc *sig.Map, where string) (*State, int, error) {
 		if !ok {
 			return nil, 0, perr(where, "no \"version\" key (want 1 or 2)")
 		}
-		return nil, 0, perr(where+".version", "unsupported session state version: %s (want 1 or 2)", sig.PyStr(ver))
+		return nil, 0, perr(where+".version", "unsupported session state version: %s (want 1 or 2)", py.Text(ver))
 	}
 	rawTurns, _ := doc.Get("turns")
 	list, ok := rawTurns.([]any)
@@ -358,7 +359,7 @@ func decodeTurnExt(f *File, i int, e any, at string) error {
 		s, ok := v.(string)
 		tm, err := time.Parse(time.RFC3339Nano, s)
 		if !ok || err != nil {
-			return perr(at+"."+k, "is %s, want an RFC 3339 time", sig.PyJSON(v))
+			return perr(at+"."+k, "is %s, want an RFC 3339 time", py.JSON(v))
 		}
 		if tm.Year() <= 1 {
 			tm = time.Time{} // a zero time written out
@@ -394,7 +395,7 @@ func decodeTurnExt(f *File, i int, e any, at string) error {
 		cm.Range(func(p string, v any) bool {
 			n, ok := v.(int64)
 			if !ok || n < 0 {
-				err = perr(fmt.Sprintf("%s.child_turns[%s]", at, strconv.Quote(p)), "is %s, want a count", sig.PyJSON(v))
+				err = perr(fmt.Sprintf("%s.child_turns[%s]", at, strconv.Quote(p)), "is %s, want a count", py.JSON(v))
 				return false
 			}
 			counts = append(counts, ChildCount{Path: p, Turns: int(n)})
@@ -414,7 +415,7 @@ func decodeCalls(v any, at string) ([]*trace.Call, error) {
 		return nil, perr(at, "is %s, want a list", sig.KindName(v))
 	}
 	var calls []*trace.Call
-	if err := json.Unmarshal([]byte(sig.JSON(v)), &calls); err != nil {
+	if err := json.Unmarshal([]byte(py.CompactJSON(v)), &calls); err != nil {
 		return nil, perr(at, "not call records: %v", err)
 	}
 	for j, c := range calls {
@@ -458,7 +459,7 @@ func decodeMeta(f *File, doc *sig.Map, where string) error {
 		}
 		fm.Metadata = map[string]any{}
 		mm.Range(func(k string, v any) bool {
-			fm.Metadata[k] = json.RawMessage(sig.JSON(v))
+			fm.Metadata[k] = json.RawMessage(py.CompactJSON(v))
 			return true
 		})
 	}
@@ -466,7 +467,7 @@ func decodeMeta(f *File, doc *sig.Map, where string) error {
 		if _, ok := v.(*sig.Map); !ok {
 			return perr(at+".agent_config", "is %s, want an object", sig.KindName(v))
 		}
-		fm.AgentConfig = json.RawMessage(sig.JSON(v))
+		fm.AgentConfig = json.RawMessage(py.CompactJSON(v))
 	}
 	f.Meta = fm
 	return nil

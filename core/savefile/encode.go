@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -271,7 +272,7 @@ func (j *jsonWriter) close(c byte) {
 
 func (j *jsonWriter) key(k string) {
 	j.sep()
-	j.raw(sig.PyJSON(k) + ": ")
+	j.raw(py.JSON(k) + ": ")
 }
 
 func (j *jsonWriter) field(k string, v any) {
@@ -287,7 +288,7 @@ func (j *jsonWriter) item(v any) {
 // value writes a complete value at the current depth (JSON strings hold no raw newline,
 // so indenting every line of the rendered value is exact).
 func (j *jsonWriter) value(v any) {
-	text := sig.PyJSONIndent(v, 2)
+	text := py.JSONIndent(v, 2)
 	if j.depth > 0 {
 		text = strings.ReplaceAll(text, "\n", "\n"+strings.Repeat("  ", j.depth))
 	}

@@ -14,6 +14,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // Map is an insertion-ordered string-keyed map, the Go form of a Python dict.
@@ -74,7 +76,7 @@ func (m *Map) String(k string) string {
 	if !ok {
 		return ""
 	}
-	return PyStr(v)
+	return py.Text(v)
 }
 
 // Set stores v at k, keeping k's original position when it already exists.
@@ -156,11 +158,7 @@ func (m *Map) Equal(o *Map) bool {
 
 // MarshalJSON writes standard JSON in insertion order.
 func (m *Map) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	if err := writeJSON(&b, m, jsonStd); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return []byte(py.CompactJSON(m)), nil
 }
 
 // UnmarshalJSON reads a JSON object keeping key order and number kinds.
@@ -180,6 +178,16 @@ func (m *Map) UnmarshalJSON(data []byte) error {
 // History is DSPy's dspy.History: a list of field -> value messages.
 type History struct {
 	Messages []*Map
+}
+
+// PyModel makes a History the pydantic model it is to package py: class History, one
+// field "messages".
+func (h History) PyModel() (string, py.Dict) {
+	msgs := make([]any, len(h.Messages))
+	for i, m := range h.Messages {
+		msgs[i] = m
+	}
+	return "History", NewMap("messages", msgs)
 }
 
 // Clone deep-copies the history.

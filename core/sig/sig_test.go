@@ -2,62 +2,11 @@ package sig
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/py"
 )
-
-var tenth = 0.1 // a variable, so that 0.1+0.2 is float arithmetic, not exact constant folding
-
-func TestPyFloat(t *testing.T) {
-	cases := []struct {
-		f    float64
-		want string
-	}{
-		{0.5, "0.5"}, {1, "1.0"}, {2, "2.0"}, {-2, "-2.0"}, {0, "0.0"}, {math.Copysign(0, -1), "-0.0"},
-		{1e-05, "1e-05"}, {0.0001, "0.0001"}, {0.00012345, "0.00012345"}, {1.5e-7, "1.5e-07"},
-		{1e16, "1e+16"}, {1e15, "1000000000000000.0"}, {123456789012345678, "1.2345678901234568e+17"},
-		{tenth + 2*tenth, "0.30000000000000004"}, {1e100, "1e+100"}, {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
-		{math.Inf(1), "inf"}, {math.Inf(-1), "-inf"}, {math.NaN(), "nan"}, {3.14159, "3.14159"}, {-1e-10, "-1e-10"},
-	}
-	for _, c := range cases {
-		if got := PyFloat(c.f); got != c.want {
-			t.Errorf("PyFloat(%v) = %q, want %q", c.f, got, c.want)
-		}
-	}
-}
-
-func TestPyStrAndPyJSON(t *testing.T) {
-	cases := []struct {
-		v         any
-		str, pyjs string
-	}{
-		{nil, "None", "null"},
-		{true, "True", "true"},
-		{int64(3), "3", "3"},
-		{2.0, "2.0", "2.0"},
-		{"ü \"q\"\n", "ü \"q\"\n", `"ü \"q\"\n"`},
-		{[]any{"a", int64(1), nil, 1e-05}, `["a", 1, null, 1e-05]`, `["a", 1, null, 1e-05]`},
-		{NewMap("b", int64(1), "a", []any{}), `{"b": 1, "a": []}`, `{"b": 1, "a": []}`},
-		{NewMap(), "{}", "{}"},
-		{History{Messages: []*Map{NewMap("q", "x")}}, `{"messages": [{"q": "x"}]}`, `{"messages": [{"q": "x"}]}`},
-		{"\x01\t<>&", "\x01\t<>&", `"\u0001\t<>&"`},
-	}
-	for _, c := range cases {
-		if got := PyStr(c.v); got != c.str {
-			t.Errorf("PyStr(%#v) = %q, want %q", c.v, got, c.str)
-		}
-		if got := PyJSON(c.v); got != c.pyjs {
-			t.Errorf("PyJSON(%#v) = %q, want %q", c.v, got, c.pyjs)
-		}
-	}
-	if got, want := PyJSONIndent(NewMap("a", []any{int64(1), NewMap()}, "b", []any{}), 2), "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}"; got != want {
-		t.Errorf("PyJSONIndent = %q, want %q", got, want)
-	}
-	if got, want := JSON(NewMap("f", 2.0, "i", int64(2))), `{"f":2.0,"i":2}`; got != want {
-		t.Errorf("JSON = %q, want %q", got, want)
-	}
-}
 
 func TestDecodeJSONKeepsKinds(t *testing.T) {
 	v, err := DecodeJSON([]byte(`{"z": 2.0, "a": 2, "big": 123456789012345678901234, "e": 1e2, "l": [true, null]}`))
@@ -74,29 +23,13 @@ func TestDecodeJSONKeepsKinds(t *testing.T) {
 	if a, _ := m.Get("a"); a != int64(2) {
 		t.Errorf("2 should be int64, got %#v", a)
 	}
-	if got := PyStr(m); got != `{"z": 2.0, "a": 2, "big": 123456789012345678901234, "e": 100.0, "l": [true, null]}` {
+	if got := py.Text(m); got != `{"z": 2.0, "a": 2, "big": 123456789012345678901234, "e": 100.0, "l": [true, null]}` {
 		t.Errorf("round trip %s", got)
 	}
 	for _, bad := range []string{`{"a":`, `{"a": 1} x`, `[1,]`, ``} {
 		if _, err := DecodeJSON([]byte(bad)); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}
-	}
-}
-
-func TestPyStripAndSplitLines(t *testing.T) {
-	if got := PyStrip("\x1c\u3000 x \u00a0\x1f"); got != "x" {
-		t.Errorf("PyStrip = %q", got)
-	}
-	if got := PyStrip("\u200bx"); got != "\u200bx" {
-		t.Errorf("zero-width space is not whitespace in Python: %q", got)
-	}
-	got := PySplitLines("a\r\nb\rc\nd\u2028e\x0bf\n")
-	if strings.Join(got, "|") != "a|b|c|d|e|f" {
-		t.Errorf("PySplitLines = %q", got)
-	}
-	if got := PySplitLines("x\n\n"); len(got) != 2 || got[1] != "" {
-		t.Errorf("PySplitLines keeps inner empty lines: %q", got)
 	}
 }
 
@@ -269,12 +202,12 @@ func TestParseConstraintText(t *testing.T) {
 		got, ok := ParseConstraintText(c.text)
 		if c.want == nil {
 			if ok {
-				t.Errorf("%q: parsed as %s, want refused", c.text, JSON(got))
+				t.Errorf("%q: parsed as %s, want refused", c.text, py.CompactJSON(got))
 			}
 			continue
 		}
 		if !ok || !got.Equal(c.want) {
-			t.Errorf("%q: got %v %v, want %s", c.text, ok, got, JSON(c.want))
+			t.Errorf("%q: got %v %v, want %s", c.text, ok, got, py.CompactJSON(c.want))
 			continue
 		}
 		if back := (Field{Constraints: got}).ConstraintText(); back != c.text {

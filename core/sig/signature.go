@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // Constraint keys DSPy translates into a "Constraints:" line, in the order it writes them.
@@ -30,7 +32,7 @@ func (f Field) ConstraintText() string {
 	var parts []string
 	for _, c := range constraintOrder {
 		if v, ok := f.Constraints.Get(c.key); ok {
-			parts = append(parts, c.text+": "+PyStr(v))
+			parts = append(parts, c.text+": "+py.Text(v))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -54,7 +56,7 @@ func ParseConstraintText(text string) (m *Map, ok bool) {
 			return nil, false
 		}
 		v := numberValue(val)
-		if _, isNum := v.(json.Number); isNum || PyStr(v) != val {
+		if _, isNum := v.(json.Number); isNum || py.Text(v) != val {
 			return nil, false
 		}
 		m.Set(constraintOrder[next].key, v)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // Kind is the head of a type annotation.
@@ -124,7 +126,7 @@ func (t *Type) Name() string {
 			if s, ok := l.(string); ok {
 				parts[i] = quoteLiteral(s)
 			} else {
-				parts[i] = PyStr(l)
+				parts[i] = py.Text(l)
 			}
 		}
 		return "Literal[" + strings.Join(parts, ", ") + "]"

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -21,7 +22,7 @@ func (r *render) inputsFunc(style string) string {
 		case "xml":
 			parts = append(parts, "<"+f.Name+">"+v+"</"+f.Name+">")
 		case "json":
-			parts = append(parts, `"`+f.Name+`": `+sig.PyJSON(v))
+			parts = append(parts, `"`+f.Name+`": `+py.JSON(v))
 		default: // "yaml" and the default are the same
 			parts = append(parts, f.Name+": "+v)
 		}
@@ -41,7 +42,7 @@ func outputsFunc(s *sig.Signature, style, wrap string) string {
 		for _, f := range s.Outputs {
 			m.Set(f.Name, adapter.PydanticJSONSchema(f.Type))
 		}
-		return sig.PyJSONIndent(m, 2)
+		return py.JSONIndent(m, 2)
 	case "xml":
 		indent := ""
 		if wrap != "" {
@@ -79,7 +80,7 @@ func fieldDescriptions(fields []sig.Field) string {
 		}
 		parts[i] = p
 	}
-	return sig.PyStrip(strings.Join(parts, "\n"))
+	return py.Strip(strings.Join(parts, "\n"))
 }
 
 // demosInline is {demos(style=...)}: each demo's fields (inputs then outputs, present
@@ -107,16 +108,16 @@ func (r *render) demosInline(style string) string {
 			present.Set(k, v)
 			switch style {
 			case "xml":
-				lines = append(lines, "<"+k+">"+pyStr(v)+"</"+k+">")
+				lines = append(lines, "<"+k+">"+py.Str(v)+"</"+k+">")
 			case "yaml":
-				lines = append(lines, k+": "+pyStr(v))
+				lines = append(lines, k+": "+py.Str(v))
 			default:
-				lines = append(lines, "  "+k+": "+pyStr(v))
+				lines = append(lines, "  "+k+": "+py.Str(v))
 			}
 		}
 		switch style {
 		case "json":
-			blocks[i] = sig.PyJSONIndent(adapter.Jsonable(present), 2)
+			blocks[i] = py.JSONIndent(adapter.Jsonable(present), 2)
 		case "xml", "yaml":
 			blocks[i] = strings.Join(lines, "\n")
 		default:
@@ -133,7 +134,7 @@ func historyInline(h *sig.History, style string) string {
 		return ""
 	}
 	if style == "json" {
-		return sig.PyJSONIndent(adapter.Jsonable(historyList(*h)), 2)
+		return py.JSONIndent(adapter.Jsonable(sig.Normalize(h.Messages)), 2)
 	}
 	var b strings.Builder
 	for i, m := range h.Messages {
@@ -145,7 +146,7 @@ func historyInline(h *sig.History, style string) string {
 			}
 			b.WriteString("- turn: " + n)
 			m.Range(func(k string, v any) bool {
-				b.WriteString("\n  " + k + ": " + pyStr(v))
+				b.WriteString("\n  " + k + ": " + py.Str(v))
 				return true
 			})
 		case "xml":
@@ -159,7 +160,7 @@ func historyInline(h *sig.History, style string) string {
 					b.WriteByte('\n')
 				}
 				first = false
-				b.WriteString("  <" + k + ">" + pyStr(v) + "</" + k + ">")
+				b.WriteString("  <" + k + ">" + py.Str(v) + "</" + k + ">")
 				return true
 			})
 			b.WriteString("\n</turn>")
@@ -169,7 +170,7 @@ func historyInline(h *sig.History, style string) string {
 			}
 			b.WriteString("Turn " + n + ":")
 			m.Range(func(k string, v any) bool {
-				b.WriteString("\n  " + k + ": " + pyStr(v))
+				b.WriteString("\n  " + k + ": " + py.Str(v))
 				return true
 			})
 		}

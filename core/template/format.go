@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -16,10 +17,10 @@ type render struct {
 	s        *sig.Signature
 	demos    []*sig.Map
 	ctx      Context
-	hist     *sig.History // the predictor's history object (nil when none)
-	histMsgs []lm.Message // its default expansion (or the raw list, verbatim)
-	lazyHist bool         // histMsgs still to be expanded from hist
-	histStr  *fmtValue    // str()/repr() of hist, computed on first use
+	hist     *sig.History    // the predictor's history object (nil when none)
+	histMsgs []lm.Message    // its default expansion (or the raw list, verbatim)
+	lazyHist bool            // histMsgs still to be expanded from hist
+	histStr  *py.FormatValue // str()/repr() of hist, computed on first use
 }
 
 // Format renders the request's messages (the reference's format()).
@@ -116,7 +117,7 @@ func (r *render) prepare(req adapter.Request) error {
 	for _, f := range r.s.Inputs {
 		v, ok := inputs.Get(f.Name)
 		if ok && f.Name != hf {
-			vars[f.Name] = formatFieldValue(f, v)
+			vars[f.Name] = adapter.FormatFieldValue(f, v)
 		} else {
 			vars[f.Name] = ""
 		}
@@ -185,18 +186,19 @@ func (r *render) plainHistory() []lm.Message {
 
 // lookup resolves pass-2 variables: "history" (the History object, or ""), then
 // "instruction", then input fields; anything else is missing and passes through.
-func (r *render) lookup(key string) (fmtValue, bool) {
+func (r *render) lookup(key string) (py.FormatValue, bool) {
 	if key == "history" {
 		if r.hist == nil {
-			return strValue(""), true
+			return py.StrValue(""), true
 		}
 		if r.histStr == nil {
-			r.histStr = &fmtValue{Str: pyStr(*r.hist), Repr: pyRepr(*r.hist), IsObject: true, TypeName: "History"}
+			v := py.ObjectValue(*r.hist)
+			r.histStr = &v
 		}
 		return *r.histStr, true
 	}
 	v, ok := r.ctx.Vars[key]
-	return strValue(v), ok
+	return py.StrValue(v), ok
 }
 
 // call evaluates one template function of pass 1.
@@ -259,7 +261,7 @@ func (r *render) expandHistory(h *sig.History) []lm.Message {
 				if b.Len() > 0 {
 					b.WriteByte('\n')
 				}
-				b.WriteString(f.Name + ": " + pyStr(v))
+				b.WriteString(f.Name + ": " + py.Str(v))
 			}
 		}
 		if b.Len() > 0 {
@@ -291,15 +293,15 @@ func replyText(mode string, present *sig.Map) (string, bool) {
 	case mode == ParseXML:
 		parts := make([]string, 0, present.Len())
 		present.Range(func(k string, v any) bool {
-			parts = append(parts, "<"+k+">"+pyStr(v)+"</"+k+">")
+			parts = append(parts, "<"+k+">"+py.Str(v)+"</"+k+">")
 			return true
 		})
 		return strings.Join(parts, "\n"), true
 	case mode == ParseFullText && present.Len() == 1:
 		v, _ := present.Get(present.Keys()[0])
-		return pyStr(v), true
+		return py.Str(v), true
 	}
-	return sig.PyJSONIndent(adapter.Jsonable(present), 2), true
+	return py.JSONIndent(adapter.Jsonable(present), 2), true
 }
 
 // mappedHistory is the EXTENSION {"role":"history","user":T,"assistant":T}: per history
@@ -311,9 +313,9 @@ func (r *render) mappedHistory(index int, m MessageTemplate) ([]lm.Message, erro
 	}
 	out := make([]lm.Message, 0, 2*len(r.hist.Messages))
 	for _, e := range r.hist.Messages {
-		lookup := func(k string) (fmtValue, bool) {
+		lookup := func(k string) (py.FormatValue, bool) {
 			if v, ok := e.Get(k); ok {
-				return strValue(pyStr(v)), true
+				return py.StrValue(py.Str(v)), true
 			}
 			return r.entryLookup(e, k)
 		}
@@ -328,7 +330,7 @@ func (r *render) mappedHistory(index int, m MessageTemplate) ([]lm.Message, erro
 
 // entryLookup is the demos directive context: outputs_json (json.dumps of the output
 // fields, "" for absent ones), then str(entry.get(field, "")) for every signature field.
-func (r *render) entryLookup(e *sig.Map, k string) (fmtValue, bool) {
+func (r *render) entryLookup(e *sig.Map, k string) (py.FormatValue, bool) {
 	if k == "outputs_json" {
 		outs := sig.NewMap()
 		for _, f := range r.s.Outputs {
@@ -338,26 +340,26 @@ func (r *render) entryLookup(e *sig.Map, k string) (fmtValue, bool) {
 			}
 			outs.Set(f.Name, v)
 		}
-		return strValue(sig.PyJSON(adapter.Jsonable(outs))), true
+		return py.StrValue(py.JSON(adapter.Jsonable(outs))), true
 	}
 	_, in := r.s.Input(k)
 	_, out := r.s.Output(k)
 	if !in && !out {
-		return fmtValue{}, false
+		return py.FormatValue{}, false
 	}
 	v, ok := e.Get(k)
 	if !ok {
-		return strValue(""), true
+		return py.StrValue(""), true
 	}
-	return strValue(pyStr(v)), true
+	return py.StrValue(py.Str(v)), true
 }
 
-func formatPair(index int, m MessageTemplate, lookup lookupFunc) (string, string, error) {
-	u, err := vformat(*m.User, lookup, 2, 0)
+func formatPair(index int, m MessageTemplate, lookup py.FormatLookup) (string, string, error) {
+	u, err := py.FormatMap(*m.User, lookup)
 	if err != nil {
 		return "", "", newTemplateError(index, "user", *m.User, err.Offset, err.Msg)
 	}
-	a, err := vformat(*m.Assistant, lookup, 2, 0)
+	a, err := py.FormatMap(*m.Assistant, lookup)
 	if err != nil {
 		return "", "", newTemplateError(index, "assistant", *m.Assistant, err.Offset, err.Msg)
 	}
@@ -375,7 +377,7 @@ func (r *render) demosDirective(index int, m MessageTemplate) ([]lm.Message, err
 	}
 	out := make([]lm.Message, 0, 2*len(r.demos))
 	for _, d := range r.demos {
-		u, a, err := formatPair(index, m, func(k string) (fmtValue, bool) { return r.entryLookup(d, k) })
+		u, a, err := formatPair(index, m, func(k string) (py.FormatValue, bool) { return r.entryLookup(d, k) })
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +395,7 @@ func (r *render) demoMessages() []lm.Message {
 		var lines []string
 		for _, f := range r.s.Inputs {
 			if v, ok := d.Get(f.Name); ok {
-				lines = append(lines, f.Name+": "+formatFieldValue(f, v))
+				lines = append(lines, f.Name+": "+adapter.FormatFieldValue(f, v))
 			}
 		}
 		if len(lines) == 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -45,7 +46,7 @@ func FuzzParse(f *testing.F) {
 			tpl := &Template{ParseMode: modes[int(m)%len(modes)]}
 			out, err := tpl.Parse(s, completion)
 			if err == nil && out.Len() != len(s.Outputs) {
-				t.Fatalf("parsed %s without error but not every field", sig.JSON(out))
+				t.Fatalf("parsed %s without error but not every field", py.CompactJSON(out))
 			}
 			_ = tpl.StreamField(s, completion)
 		}

@@ -2,6 +2,7 @@ package template
 
 import (
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -48,22 +49,10 @@ func Placeholders(text string, plain bool) []Placeholder {
 		})
 		out = append(out, calls...)
 	}
-	for i := 0; i < len(t2); i++ {
-		if t2[i] != '{' {
-			continue
+	for _, f := range py.FormatFields(t2) {
+		if f.Conv == 0 && f.Spec == "" && f.Name != "" && isIdent(f.Name) {
+			out = append(out, Placeholder{Name: f.Name, Text: "{" + f.Name + "}"})
 		}
-		if i+1 < len(t2) && t2[i+1] == '{' {
-			i++
-			continue
-		}
-		name, conv, spec, _, next, err := parseField(t2, i+1)
-		if err != nil {
-			break
-		}
-		if conv == 0 && spec == "" && name != "" && isIdent(name) {
-			out = append(out, Placeholder{Name: name, Text: "{" + name + "}"})
-		}
-		i = next - 1
 	}
 	return out
 }

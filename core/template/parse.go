@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -55,21 +56,21 @@ func (t *Template) Parse(s *sig.Signature, completion string) (*sig.Map, error) 
 // starts with ``` (the reference's _strip_markdown_code_fences); other text is returned
 // unchanged, untrimmed.
 func StripFences(text string) string {
-	stripped := sig.PyStrip(text)
+	stripped := py.Strip(text)
 	if !strings.HasPrefix(stripped, "```") {
 		return text
 	}
-	lines := sig.PySplitLines(stripped)
+	lines := py.SplitLines(stripped)
 	if len(lines) == 0 {
 		return text
 	}
 	if strings.HasPrefix(lines[0], "```") {
 		lines = lines[1:]
 	}
-	if len(lines) > 0 && strings.HasPrefix(sig.PyStrip(lines[len(lines)-1]), "```") {
+	if len(lines) > 0 && strings.HasPrefix(py.Strip(lines[len(lines)-1]), "```") {
 		lines = lines[:len(lines)-1]
 	}
-	return sig.PyStrip(strings.Join(lines, "\n"))
+	return py.Strip(strings.Join(lines, "\n"))
 }
 
 func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
@@ -103,10 +104,10 @@ func (t *Template) parseJSON(s *sig.Signature, completion string) (*sig.Map, err
 func (t *Template) parseFullText(s *sig.Signature, completion string) (*sig.Map, error) {
 	if len(s.Outputs) != 1 {
 		return nil, t.parseErr(s, completion, fmt.Sprintf("parse_mode='full_text' requires exactly 1 output field, got %d: %s",
-			len(s.Outputs), pyRepr(stringList(outputNames(s)))), nil, "", nil)
+			len(s.Outputs), py.Repr(stringList(outputNames(s)))), nil, "", nil)
 	}
 	f := s.Outputs[0]
-	v, err := adapter.ParseValue(f.Type, sig.PyStrip(completion))
+	v, err := adapter.ParseValue(f.Type, py.Strip(completion))
 	if err != nil {
 		// The reference does not catch here: parse_value's own error reaches the caller.
 		e := t.parseErr(s, completion, "", nil, f.Name, err)
@@ -142,7 +143,7 @@ func (t *Template) parseXML(s *sig.Signature, completion string) (*sig.Map, erro
 		if m == nil {
 			continue
 		}
-		v, err := adapter.ParseValue(f.Type, sig.PyStrip(m[1]))
+		v, err := adapter.ParseValue(f.Type, py.Strip(m[1]))
 		if err != nil {
 			return nil, t.parseErr(s, completion, fmt.Sprintf("Failed to parse XML field '%s': %v", f.Name, err), nil, f.Name, err)
 		}
@@ -152,7 +153,7 @@ func (t *Template) parseXML(s *sig.Signature, completion string) (*sig.Map, erro
 		var missing []string
 		for _, f := range s.Outputs {
 			if !parsed.Has(f.Name) {
-				missing = append(missing, reprString(f.Name, false))
+				missing = append(missing, py.ReprString(f.Name, false))
 			}
 		}
 		return nil, t.parseErr(s, completion, "Missing XML tags for output fields: {"+strings.Join(missing, ", ")+"}", parsed, "", nil)
@@ -170,11 +171,11 @@ func (t *Template) FinetuneReply(s *sig.Signature, outputs *sig.Map) string {
 		if !ok {
 			return ""
 		}
-		return pyStr(v)
+		return py.Str(v)
 	case t.Mode() == ParseXML:
 		var parts []string
 		outputs.Range(func(k string, v any) bool {
-			parts = append(parts, "<"+k+">"+pyStr(v)+"</"+k+">")
+			parts = append(parts, "<"+k+">"+py.Str(v)+"</"+k+">")
 			return true
 		})
 		return strings.Join(parts, "\n")
@@ -186,23 +187,5 @@ func (t *Template) FinetuneReply(s *sig.Signature, outputs *sig.Map) string {
 		vals.Set(k, adapter.Jsonable(v))
 		return true
 	})
-	return asciiJSON(sig.PyJSONIndent(vals, 2))
-}
-
-// asciiJSON escapes non-ASCII characters as \uXXXX (surrogate pairs above U+FFFF), which
-// is what json.dumps does by default; in JSON text they can only occur inside strings.
-func asciiJSON(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x80:
-			b.WriteRune(r)
-		case r < 0x10000:
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			r -= 0x10000
-			fmt.Fprintf(&b, "\\u%04x\\u%04x", 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-		}
-	}
-	return b.String()
+	return py.EnsureASCII(py.JSONIndent(vals, 2))
 }

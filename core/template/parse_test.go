@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -53,7 +54,7 @@ func TestParseModes(t *testing.T) {
 			switch {
 			case c.err != "" || c.errHas != "":
 				if err == nil {
-					t.Fatalf("no error; got %s", sig.JSON(got))
+					t.Fatalf("no error; got %s", py.CompactJSON(got))
 				}
 				if c.err != "" && err.Error() != c.err {
 					t.Errorf("error\n got %q\nwant %q", err.Error(), c.err)
@@ -67,8 +68,8 @@ func TestParseModes(t *testing.T) {
 				}
 			case err != nil:
 				t.Fatal(err)
-			case sig.JSON(got) != c.want:
-				t.Errorf("got %s want %s", sig.JSON(got), c.want)
+			case py.CompactJSON(got) != c.want:
+				t.Errorf("got %s want %s", py.CompactJSON(got), c.want)
 			}
 		})
 	}
@@ -79,8 +80,8 @@ func TestParseFuncAndFinetune(t *testing.T) {
 		return sig.NewMap("answer", strings.ToUpper(c)), nil
 	}}
 	got, err := tpl.Parse(twoOut, "shout")
-	if err != nil || sig.JSON(got) != `{"answer":"SHOUT"}` {
-		t.Errorf("got %s %v", sig.JSON(got), err)
+	if err != nil || py.CompactJSON(got) != `{"answer":"SHOUT"}` {
+		t.Errorf("got %s %v", py.CompactJSON(got), err)
 	}
 	outs := sig.NewMap("answer", "café", "score", int64(2))
 	for mode, want := range map[string]string{
@@ -147,9 +148,9 @@ func TestStreamField(t *testing.T) {
 		{ParseChat, twoOut, "[[ ## answer ## ]]\nfoo\n[[ ## completed ## ]]", ""},
 		{ParseChat, twoOut, "[[ ## answer ## ]]\nfoo\n[[ ## sco", "answer"},
 		{ParseJSON, twoOut, `{"answer": "a, b`, "answer"},
-		{ParseJSON, twoOut, `{"answer": "x", "sc`, ""},
+		{ParseJSON, twoOut, `{"answer": "x", "sc`, "answer"},
 		{ParseJSON, twoOut, `{"answer": "x", "score": 1`, "score"},
-		{ParseJSON, twoOut, `{"answer": {"n": "}", "m": [1, {"k": 2}]}, `, ""},
+		{ParseJSON, twoOut, `{"answer": {"n": "}", "m": [1, {"k": 2}]}, `, "answer"},
 		{ParseJSON, twoOut, `{"answer": {"n": "}", "m": [1, {"k": 2`, "answer"},
 		{ParseJSON, twoOut, `{"answer": "x"}`, ""},
 		{ParseJSON, twoOut, "```json\n{\"answer\": \"", "answer"},

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -11,7 +12,7 @@ import (
 // with a dict answering "{key}" for missing keys, restore) under CPython 3.11.
 func TestFormatMapLikePython(t *testing.T) {
 	vars := map[string]string{"question": "hi", "n": "x"}
-	lookup := func(k string) (fmtValue, bool) { v, ok := vars[k]; return strValue(v), ok }
+	lookup := func(k string) (py.FormatValue, bool) { v, ok := vars[k]; return py.StrValue(v), ok }
 	noFuncs := func(call) (string, bool, error) { return "", false, nil }
 	cases := []struct{ in, want, err string }{
 		{in: "{{{question}}}", want: "{{question}}"},
@@ -94,7 +95,7 @@ func TestTemplateErrorPosition(t *testing.T) {
 
 func TestPyStrAndRepr(t *testing.T) {
 	v := []any{"a", "it's", int64(1), nil, true, 2.0, sig.NewMap("k", []any{int64(1)})}
-	if got, want := pyStr(v), `['a', "it's", 1, None, True, 2.0, {'k': [1]}]`; got != want {
+	if got, want := py.Str(v), `['a', "it's", 1, None, True, 2.0, {'k': [1]}]`; got != want {
 		t.Errorf("pyStr = %s, want %s", got, want)
 	}
 	cases := map[string]string{
@@ -105,11 +106,11 @@ func TestPyStrAndRepr(t *testing.T) {
 		`back\slash`:   `'back\\slash'`,
 	}
 	for in, want := range cases {
-		if got := reprString(in, false); got != want {
+		if got := py.ReprString(in, false); got != want {
 			t.Errorf("repr(%q) = %s, want %s", in, got, want)
 		}
 	}
-	if got := reprString("é", true); got != `'\xe9'` {
+	if got := py.ReprString("é", true); got != `'\xe9'` {
 		t.Errorf("ascii = %s", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -38,7 +39,7 @@ func FromWireRequest(spec json.RawMessage) (adapter.Adapter, error) {
 	if !ok || raw == nil {
 		return nil, errors.New("template: missing (the template adapter needs {\"messages\":[…],\"parse_mode\":…})")
 	}
-	t, err := Load([]byte(sig.JSON(raw)))
+	t, err := Load([]byte(py.CompactJSON(raw)))
 	if err != nil {
 		return nil, err
 	}

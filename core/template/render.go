@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // Escaped braces are held as bytes that never occur in UTF-8 text, so that pass 2 cannot
@@ -87,7 +87,7 @@ type evalFunc func(c call) (result string, ok bool, err error)
 // renderText runs the reference's _render on one content string: escape, pass 1
 // (template functions), pass 2 (format_map), restore. Errors name the message index and
 // the line and column in the original text.
-func renderText(index int, key, text string, eval evalFunc, lookup lookupFunc) (string, error) {
+func renderText(index int, key, text string, eval evalFunc, lookup py.FormatLookup) (string, error) {
 	if strings.IndexByte(text, '{') < 0 && strings.IndexByte(text, '}') < 0 {
 		return text, nil
 	}
@@ -100,7 +100,7 @@ func renderText(index int, key, text string, eval evalFunc, lookup lookupFunc) (
 		}
 		return "", err
 	}
-	out, ferr := vformat(t2, lookup, 2, 0)
+	out, ferr := py.FormatMap(t2, lookup)
 	if ferr != nil {
 		return "", newTemplateError(index, key, text, int(pos[min(mapOffset(segs, ferr.Offset), len(pos)-1)]), ferr.Msg)
 	}
@@ -144,7 +144,7 @@ func evalFunctions(t1 string, eval evalFunc) (string, []segment, error) {
 	for _, m := range matches {
 		segs = append(segs, segment{b.Len(), last, true})
 		b.WriteString(t1[last:m[0]])
-		raw := sig.PyStrip(t1[m[4]:m[5]])
+		raw := py.Strip(t1[m[4]:m[5]])
 		c := call{Name: t1[m[2]:m[3]], RawArg: raw, Text: t1[m[0]:m[1]]}
 		if raw != "" {
 			c.Kwargs = parseKwargs(raw)

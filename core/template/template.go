@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -138,12 +139,12 @@ func (t *Template) Validate() error {
 
 // resolveAll and missingAll stand in for a real context when checking a template: every
 // function resolves and every variable passes through, so only brace errors remain.
-func resolveAll(call) (string, bool, error) { return "", true, nil }
-func missingAll(string) (fmtValue, bool)    { return fmtValue{}, false }
+func resolveAll(call) (string, bool, error)    { return "", true, nil }
+func missingAll(string) (py.FormatValue, bool) { return py.FormatValue{}, false }
 
 // checkPlain checks a directive template, which is formatted without pass 1.
 func checkPlain(msg int, key, text string) error {
-	if _, err := vformat(text, missingAll, 2, 0); err != nil {
+	if _, err := py.FormatMap(text, missingAll); err != nil {
 		return newTemplateError(msg, key, text, err.Offset, err.Msg)
 	}
 	return nil
@@ -287,7 +288,7 @@ func (t *Template) MarshalJSON() ([]byte, error) {
 	for i, m := range msgs {
 		list[i] = m
 	}
-	return []byte(sig.JSON(sig.NewMap("messages", list, "parse_mode", t.Mode()))), nil
+	return []byte(py.CompactJSON(sig.NewMap("messages", list, "parse_mode", t.Mode()))), nil
 }
 
 // UnmarshalJSON reads the wire form.

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -93,5 +94,5 @@ func exampleLine(ex core.Example) string {
 		keys[i] = k
 	}
 	m.Set("_input_keys", keys)
-	return sig.JSON(m)
+	return py.CompactJSON(m)
 }

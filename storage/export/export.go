@@ -14,6 +14,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -164,7 +165,7 @@ func Markdown(w io.Writer, src *Source) error {
 		fmt.Fprintf(&b, "## Turn %d\n\n", t.Index)
 		fields := func(m *sig.Map) {
 			m.Range(func(k string, v any) bool {
-				text := sig.PyStr(v)
+				text := py.Text(v)
 				if strings.Contains(text, "\n") {
 					fmt.Fprintf(&b, "**%s**:\n\n%s\n\n", k, text)
 				} else {
@@ -180,7 +181,7 @@ func Markdown(w io.Writer, src *Source) error {
 			fields(t.Outputs)
 		}
 		if t.Score != nil {
-			fmt.Fprintf(&b, "score: %s\n\n", sig.PyFloat(*t.Score))
+			fmt.Fprintf(&b, "score: %s\n\n", py.Float(*t.Score))
 		}
 		if len(t.Calls) > 0 {
 			b.WriteString("Calls:\n\n")

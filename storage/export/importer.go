@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -125,7 +126,7 @@ func BuildImport(f *savefile.File) (*Import, error) {
 	if cfg.Len() > 0 {
 		// Kept as JSON text: metadata objects come back with sorted keys, and the order of
 		// fields in history messages decides the prompts they render to.
-		im.Metadata[ConfigMetaKey] = sig.JSON(cfg)
+		im.Metadata[ConfigMetaKey] = py.CompactJSON(cfg)
 	}
 	return im, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
@@ -30,7 +31,7 @@ func childDoc(outer, n int, counts []int) string {
 		}
 		doc.Set(savefile.ExtKey, sig.NewMap("format", int64(1), "turns", ext))
 	}
-	return sig.JSON(doc)
+	return py.CompactJSON(doc)
 }
 
 func TestBuildImportAttachesChildTurns(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -170,7 +171,7 @@ func TestImportVersion1(t *testing.T) {
 	}
 	ws, ow := f.Node("worker"), orig.Node("worker")
 	if ws == nil || ws.L2Memory != "worker notes" || !sig.Equal(ws.Raw, ow.Raw) {
-		t.Errorf("worker state:\n%s\nwant\n%s", sig.JSON(ws.Raw), sig.JSON(ow.Raw))
+		t.Errorf("worker state:\n%s\nwant\n%s", py.CompactJSON(ws.Raw), py.CompactJSON(ow.Raw))
 	}
 }
 
@@ -243,7 +244,7 @@ func TestImportVersion2(t *testing.T) {
 		g, _ := gm.Get(k)
 		w, _ := wm.Get(k)
 		if !sig.Equal(g, w) {
-			t.Errorf("%s differs:\n got %s\nwant %s", k, sig.JSON(g), sig.JSON(w))
+			t.Errorf("%s differs:\n got %s\nwant %s", k, py.CompactJSON(g), py.CompactJSON(w))
 		}
 	}
 	// A conversation without an agent can be read but not continued.

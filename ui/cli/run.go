@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
@@ -520,7 +521,7 @@ func runPrintTurn(w io.Writer, key string, t *trace.Turn, calls int, u lm.Usage,
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nturn %d (id %s) · %d call(s) · %d tokens · %s\n", t.Index, key, calls, u.TotalTokens, latency.Round(time.Millisecond))
 	field := func(mark, k string, v any) {
-		lines := strings.Split(sig.PyStr(v), "\n")
+		lines := strings.Split(py.Text(v), "\n")
 		fmt.Fprintf(&b, "  %s %s: %s\n", mark, k, lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(&b, "      %s\n", l)
@@ -529,7 +530,7 @@ func runPrintTurn(w io.Writer, key string, t *trace.Turn, calls int, u lm.Usage,
 	t.Inputs.Range(func(k string, v any) bool { field(">", k, v); return true })
 	t.Outputs.Range(func(k string, v any) bool { field("<", k, v); return true })
 	if t.Score != nil {
-		fmt.Fprintf(&b, "  score %s\n", sig.PyFloat(*t.Score))
+		fmt.Fprintf(&b, "  score %s\n", py.Float(*t.Score))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

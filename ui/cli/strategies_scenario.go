@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/template"
 )
@@ -112,7 +113,7 @@ func (o sobj) maxTurns(key string) (int, error) {
 	}
 	n, ok := v.(int64)
 	if !ok || n < 0 || n > 1<<31 {
-		return 0, werrf(o.at(key), "want a whole number >= 0, got %s", sig.JSON(v))
+		return 0, werrf(o.at(key), "want a whole number >= 0, got %s", py.CompactJSON(v))
 	}
 	return int(n), nil
 }
@@ -185,7 +186,7 @@ func decodeScenario(data []byte) (*scenario, error) {
 	for i, e := range list {
 		n, ok := e.(int64)
 		if !ok || n < 1 || n > 5 {
-			return nil, werrf(fmt.Sprintf("strategies[%d]", i), "want a strategy number 1 to 5, got %s", sig.JSON(e))
+			return nil, werrf(fmt.Sprintf("strategies[%d]", i), "want a strategy number 1 to 5, got %s", py.CompactJSON(e))
 		}
 		sc.Strategies = append(sc.Strategies, int(n))
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 func init() {
@@ -115,10 +115,10 @@ func wireParse(env Env, a adapter.Adapter, req *adapter.WireRequest, bad func(er
 	}
 	out, err := encodeJSON(struct {
 		Outputs json.RawMessage `json:"outputs"`
-	}{json.RawMessage(sig.JSON(outputs))})
+	}{json.RawMessage(py.CompactJSON(outputs))})
 	if err != nil {
 		// NaN and infinities are not JSON; write them as Python's json.dumps would.
-		out = []byte(`{"outputs":` + sig.JSON(outputs) + "}\n")
+		out = []byte(`{"outputs":` + py.CompactJSON(outputs) + "}\n")
 	}
 	_, _ = env.Stdout.Write(out)
 	return wireOK

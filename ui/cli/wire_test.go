@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
@@ -56,7 +57,7 @@ func TestWireFormatExamples(t *testing.T) {
 			}
 			s, _ := c.Get("signature")
 			demos, _ := c.Get("demos")
-			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "demos", demos, "inputs", inputs))
+			req := py.CompactJSON(sig.NewMap("adapter", "chat", "signature", s, "demos", demos, "inputs", inputs))
 			code, stdout, stderr := runWireCLI(t, req, "wire", "format")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
@@ -65,7 +66,7 @@ func TestWireFormatExamples(t *testing.T) {
 				Messages []lm.Message `json:"messages"`
 			}
 			msgs, _ := c.Get("messages")
-			if err := json.Unmarshal([]byte(sig.JSON(msgs)), &want.Messages); err != nil {
+			if err := json.Unmarshal([]byte(py.CompactJSON(msgs)), &want.Messages); err != nil {
 				t.Fatal(err)
 			}
 			var b bytes.Buffer
@@ -88,7 +89,7 @@ func TestWireParseExamples(t *testing.T) {
 		c := e.(*sig.Map)
 		t.Run(c.String("name"), func(t *testing.T) {
 			s, _ := c.Get("signature")
-			req := sig.JSON(sig.NewMap("adapter", "chat", "signature", s, "completion", c.String("completion")))
+			req := py.CompactJSON(sig.NewMap("adapter", "chat", "signature", s, "completion", c.String("completion")))
 			code, stdout, stderr := runWireCLI(t, req, "wire", "parse")
 			if errv, _ := c.Get("error"); errv != nil {
 				if code != 1 {
@@ -109,7 +110,7 @@ func TestWireParseExamples(t *testing.T) {
 				want.Set(k, val)
 				return true
 			})
-			if w := `{"outputs":` + sig.JSON(want) + "}\n"; stdout != w {
+			if w := `{"outputs":` + py.CompactJSON(want) + "}\n"; stdout != w {
 				t.Errorf("stdout %q, want %q", stdout, w)
 			}
 		})

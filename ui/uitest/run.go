@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -170,7 +171,7 @@ func render(agent sessions.AgentInfo, inputs *sig.Map, h sig.History, strategy i
 	}
 	var b strings.Builder
 	inputs.Range(func(k string, v any) bool {
-		b.WriteString(k + ": " + sig.PyStr(v) + "\n")
+		b.WriteString(k + ": " + py.Text(v) + "\n")
 		return true
 	})
 	return append(msgs, lm.Message{Role: "user", Content: strings.TrimSuffix(b.String(), "\n")})

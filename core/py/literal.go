@@ -1,4 +1,4 @@
-package adapter
+package py
 
 import (
 	"encoding/json"
@@ -9,21 +9,26 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// errLiteral is returned when text is not a Python literal (ast.literal_eval would raise
+// ErrNotLiteral is returned when text is not a Python literal (ast.literal_eval would raise
 // ValueError or SyntaxError; DSPy treats both the same way).
-var errLiteral = errors.New("not a Python literal")
+var ErrNotLiteral = errors.New("not a Python literal")
 
-// literalEval evaluates the subset of Python's ast.literal_eval that a model's answer can
+// SetDict is a Dict LiteralEval can fill (package sig's Map).
+type SetDict interface {
+	Dict
+	Set(k string, v any)
+}
+
+// LiteralEval evaluates the subset of Python's ast.literal_eval that a model's answer can
 // plausibly contain: strings (with r/u prefixes and implicit concatenation), ints, floats,
 // True/False/None, lists, tuples, sets and dicts, and unary +/- on numbers. Tuples and sets
-// come back as []any (they are JSON arrays once validated).
-func literalEval(text string) (any, error) {
+// come back as []any (they are JSON arrays once validated); dicts as newDict makes them,
+// their keys as json.dumps would write them.
+func LiteralEval(text string, newDict func() SetDict) (any, error) {
 	// literal_eval strips leading spaces and tabs only; anything else must parse.
-	p := &litParser{src: strings.TrimLeft(text, " \t")}
+	p := &litParser{src: strings.TrimLeft(text, " \t"), newDict: newDict}
 	p.skip(false)
 	v, err := p.expr(false)
 	if err != nil {
@@ -31,15 +36,16 @@ func literalEval(text string) (any, error) {
 	}
 	p.skip(false)
 	if p.pos < len(p.src) {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	return v, nil
 }
 
 type litParser struct {
-	src   string
-	pos   int
-	depth int
+	src     string
+	pos     int
+	depth   int
+	newDict func() SetDict
 }
 
 // skip passes whitespace and comments; newlines only count as whitespace inside brackets
@@ -99,11 +105,11 @@ func (p *litParser) unary(in bool) (any, error) {
 	p.depth++
 	defer func() { p.depth-- }()
 	if p.depth > 200 {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	p.skip(in)
 	if p.pos >= len(p.src) {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	c := p.src[p.pos]
 	if c == '-' || c == '+' {
@@ -135,7 +141,7 @@ func (p *litParser) unary(in bool) (any, error) {
 			}
 			return n, nil
 		}
-		return nil, errLiteral // -"a", -True is allowed by Python but never matters here
+		return nil, ErrNotLiteral // -"a", -True is allowed by Python but never matters here
 	}
 	return p.atom(in)
 }
@@ -182,7 +188,7 @@ func (p *litParser) atom(in bool) (any, error) {
 				p.pos = start
 				return p.strings(in)
 			}
-			return nil, errLiteral
+			return nil, ErrNotLiteral
 		}
 		switch word {
 		case "True":
@@ -193,7 +199,7 @@ func (p *litParser) atom(in bool) (any, error) {
 			return nil, nil
 		}
 	}
-	return nil, errLiteral
+	return nil, ErrNotLiteral
 }
 
 // seq reads comma-separated expressions up to the closing bracket.
@@ -203,7 +209,7 @@ func (p *litParser) seq(closer byte) ([]any, bool, error) {
 	for {
 		p.skip(true)
 		if p.pos >= len(p.src) {
-			return nil, false, errLiteral
+			return nil, false, ErrNotLiteral
 		}
 		if p.src[p.pos] == closer {
 			p.pos++
@@ -224,7 +230,7 @@ func (p *litParser) seq(closer byte) ([]any, bool, error) {
 		if p.pos < len(p.src) && p.src[p.pos] == closer {
 			continue
 		}
-		return nil, false, errLiteral
+		return nil, false, ErrNotLiteral
 	}
 }
 
@@ -232,15 +238,15 @@ func (p *litParser) dictOrSet() (any, error) {
 	p.skip(true)
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
-		return sig.NewMap(), nil // {} is a dict
+		return p.newDict(), nil // {} is a dict
 	}
-	m := sig.NewMap()
+	m := p.newDict()
 	var set []any
 	isDict := false
 	for first := true; ; first = false {
 		p.skip(true)
 		if p.pos >= len(p.src) {
-			return nil, errLiteral
+			return nil, ErrNotLiteral
 		}
 		if p.src[p.pos] == '}' && !first {
 			p.pos++
@@ -256,7 +262,7 @@ func (p *litParser) dictOrSet() (any, error) {
 		}
 		if isDict {
 			if p.pos >= len(p.src) || p.src[p.pos] != ':' {
-				return nil, errLiteral
+				return nil, ErrNotLiteral
 			}
 			p.pos++
 			v, err := p.unary(true)
@@ -265,14 +271,14 @@ func (p *litParser) dictOrSet() (any, error) {
 			}
 			key, ok := dictKey(k)
 			if !ok {
-				return nil, errLiteral
+				return nil, ErrNotLiteral
 			}
 			m.Set(key, v)
 		} else {
 			if !hashable(k) {
-				return nil, errLiteral
+				return nil, ErrNotLiteral
 			}
-			set = appendUnique(set, k)
+			set = SetAdd(set, k)
 		}
 		p.skip(true)
 		if p.pos < len(p.src) && p.src[p.pos] == ',' {
@@ -282,7 +288,7 @@ func (p *litParser) dictOrSet() (any, error) {
 		if p.pos < len(p.src) && p.src[p.pos] == '}' {
 			continue
 		}
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	if isDict {
 		return m, nil
@@ -292,7 +298,7 @@ func (p *litParser) dictOrSet() (any, error) {
 
 func hashable(v any) bool {
 	switch v.(type) {
-	case *sig.Map:
+	case Dict:
 		return false
 	case []any:
 		return true // a tuple here; a list would be unhashable but we cannot tell them apart
@@ -300,9 +306,10 @@ func hashable(v any) bool {
 	return true
 }
 
-func appendUnique(set []any, v any) []any {
+// SetAdd is set.add for a set held as a list in insertion order.
+func SetAdd(set []any, v any) []any {
 	for _, e := range set {
-		if pyEqual(e, v) {
+		if Equal(e, v) {
 			return set
 		}
 	}
@@ -322,9 +329,9 @@ func dictKey(k any) (string, bool) {
 		}
 		return "false", true
 	case int64, json.Number:
-		return sig.PyStr(t), true
+		return scalar(t), true
 	case float64:
-		return sig.PyFloat(t), true
+		return Float(t), true
 	}
 	return "", false
 }
@@ -357,7 +364,7 @@ func (p *litParser) strings(in bool) (any, error) {
 		n++
 	}
 	if n == 0 {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	return b.String(), nil
 }
@@ -381,7 +388,7 @@ func (p *litParser) oneString(raw bool) (string, error) {
 			p.pos++
 			return b.String(), nil
 		case !triple && c == '\n':
-			return "", errLiteral
+			return "", ErrNotLiteral
 		case c == '\\' && p.pos+1 < len(p.src):
 			if raw {
 				b.WriteString(p.src[p.pos : p.pos+2])
@@ -396,7 +403,7 @@ func (p *litParser) oneString(raw bool) (string, error) {
 			p.pos++
 		}
 	}
-	return "", errLiteral
+	return "", ErrNotLiteral
 }
 
 func (p *litParser) escape(b *strings.Builder) error {
@@ -410,11 +417,11 @@ func (p *litParser) escape(b *strings.Builder) error {
 	}
 	hex := func(n int) error {
 		if p.pos+n > len(p.src) {
-			return errLiteral
+			return ErrNotLiteral
 		}
 		v, err := strconv.ParseUint(p.src[p.pos:p.pos+n], 16, 32)
 		if err != nil || v > unicode.MaxRune {
-			return errLiteral
+			return ErrNotLiteral
 		}
 		p.pos += n
 		b.WriteRune(rune(v))
@@ -454,7 +461,7 @@ func (p *litParser) number() (any, error) {
 		}
 		n, ok := new(big.Int).SetString(s[start:p.pos], 0)
 		if !ok {
-			return nil, errLiteral
+			return nil, ErrNotLiteral
 		}
 		return bigToValue(n), nil
 	}
@@ -479,11 +486,11 @@ done:
 	text := s[start:p.pos]
 	if p.pos < len(s) {
 		if r, _ := utf8.DecodeRuneInString(s[p.pos:]); r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) {
-			return nil, errLiteral // 42apples, 1j (complex is out of scope)
+			return nil, ErrNotLiteral // 42apples, 1j (complex is out of scope)
 		}
 	}
 	if strings.Contains(text, "__") || strings.HasSuffix(text, "_") || strings.Contains(text, "_.") || strings.Contains(text, "._") {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	clean := strings.ReplaceAll(text, "_", "")
 	if isFloat {
@@ -493,16 +500,16 @@ done:
 			if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
 				return f, nil // Python gives inf / 0.0 as well
 			}
-			return nil, errLiteral
+			return nil, ErrNotLiteral
 		}
 		return f, nil
 	}
 	if len(clean) > 1 && clean[0] == '0' && strings.Trim(clean, "0") != "" {
-		return nil, errLiteral // leading zeros are a SyntaxError in Python 3
+		return nil, ErrNotLiteral // leading zeros are a SyntaxError in Python 3
 	}
 	n, ok := new(big.Int).SetString(clean, 10)
 	if !ok {
-		return nil, errLiteral
+		return nil, ErrNotLiteral
 	}
 	return bigToValue(n), nil
 }

@@ -1,4 +1,4 @@
-package template
+package py
 
 import (
 	"fmt"
@@ -7,36 +7,49 @@ import (
 	"unicode/utf8"
 )
 
-// formatError is a failure of Python's str.format_map at a byte offset of the text.
-type formatError struct {
+// FormatError is a failure of Python's str.format_map at a byte offset of the text.
+type FormatError struct {
 	Offset int
 	Msg    string
 }
 
-func (e *formatError) Error() string { return e.Msg }
+func (e *FormatError) Error() string { return e.Msg }
 
-// lookupFunc resolves a format_map key. ok=false means "missing": the reference's
-// _SafeDict then answers "{key}", which still goes through indexing, conversion and spec.
-type lookupFunc func(key string) (val fmtValue, ok bool)
+// FormatLookup resolves a format_map key. ok=false means "missing": the mapping then
+// answers "{key}" (the template adapter's _SafeDict), which still goes through indexing,
+// conversion and spec.
+type FormatLookup func(key string) (val FormatValue, ok bool)
 
-// fmtValue is what a context key holds: a string, or (for the "history" key) an object
-// whose str() and repr() differ from a string's.
-type fmtValue struct {
+// FormatValue is what a mapping key holds: a string, or an object (a dspy.History) whose
+// str() and repr() differ from a string's.
+type FormatValue struct {
 	Str      string
 	Repr     string // set for objects; empty for strings (computed on demand)
 	IsObject bool
 	TypeName string // Python type name for error messages ("History")
 }
 
-func strValue(s string) fmtValue { return fmtValue{Str: s} }
+// StrValue is a string held by a mapping.
+func StrValue(s string) FormatValue { return FormatValue{Str: s} }
+
+// ObjectValue is an object held by a mapping, with its str() and repr().
+func ObjectValue(v any) FormatValue {
+	return FormatValue{Str: Str(v), Repr: Repr(v), IsObject: true, TypeName: TypeName(v)}
+}
+
+// FormatMap is Python's str.format_map(mapping) whose mapping answers a missing key
+// "{key}" (see FormatLookup).
+func FormatMap(s string, lookup FormatLookup) (string, *FormatError) {
+	return vformat(s, lookup, 2, 0)
+}
 
 // vformat is Python's str.format_map(mapping) (called with depth 2 and base 0): "{{" and
 // "}}" are literal braces, "{name[idx]!conv:spec}" fields are looked up, and a lone brace is
 // an error. Missing keys resolve to "{key}" (the reference's _SafeDict), so unknown
 // variables pass through. base is the offset of s in the outer string, for error positions.
-func vformat(s string, lookup lookupFunc, depth, base int) (string, *formatError) {
+func vformat(s string, lookup FormatLookup, depth, base int) (string, *FormatError) {
 	if depth <= 0 {
-		return "", &formatError{base, "Max string recursion exceeded"}
+		return "", &FormatError{base, "Max string recursion exceeded"}
 	}
 	if strings.IndexByte(s, '{') < 0 && strings.IndexByte(s, '}') < 0 {
 		return s, nil
@@ -61,10 +74,10 @@ func vformat(s string, lookup lookupFunc, depth, base int) (string, *formatError
 			continue
 		}
 		if c == '}' {
-			return "", &formatError{base + i, "Single '}' encountered in format string"}
+			return "", &FormatError{base + i, "Single '}' encountered in format string"}
 		}
 		if i+1 >= n {
-			return "", &formatError{base + i, "Single '{' encountered in format string"}
+			return "", &FormatError{base + i, "Single '{' encountered in format string"}
 		}
 		name, conv, spec, specAt, next, err := parseField(s, i+1)
 		if err != nil {
@@ -89,7 +102,7 @@ func vformat(s string, lookup lookupFunc, depth, base int) (string, *formatError
 
 // parseField reads a replacement field starting just after its '{' (CPython's
 // parse_field): the field name runs to '}', ':' or '!', skipping over "[...]".
-func parseField(s string, i int) (name string, conv byte, spec string, specAt, next int, err *formatError) {
+func parseField(s string, i int) (name string, conv byte, spec string, specAt, next int, err *FormatError) {
 	n := len(s)
 	start := i
 	var c byte
@@ -98,7 +111,7 @@ func parseField(s string, i int) (name string, conv byte, spec string, specAt, n
 		c = s[i]
 		i++
 		if c == '{' {
-			return "", 0, "", 0, 0, &formatError{i - 1, "unexpected '{' in field name"}
+			return "", 0, "", 0, 0, &FormatError{i - 1, "unexpected '{' in field name"}
 		}
 		if c == '[' {
 			for i < n && s[i] != ']' {
@@ -114,7 +127,7 @@ func parseField(s string, i int) (name string, conv byte, spec string, specAt, n
 		c = 0
 	}
 	if end < 0 {
-		return "", 0, "", 0, 0, &formatError{start - 1, "expected '}' before end of string"}
+		return "", 0, "", 0, 0, &FormatError{start - 1, "expected '}' before end of string"}
 	}
 	name = s[start:end]
 	if c == '}' {
@@ -122,7 +135,7 @@ func parseField(s string, i int) (name string, conv byte, spec string, specAt, n
 	}
 	if c == '!' {
 		if i >= n {
-			return "", 0, "", 0, 0, &formatError{i - 1, "end of string while looking for conversion specifier"}
+			return "", 0, "", 0, 0, &FormatError{i - 1, "end of string while looking for conversion specifier"}
 		}
 		conv = s[i]
 		i++
@@ -133,7 +146,7 @@ func parseField(s string, i int) (name string, conv byte, spec string, specAt, n
 				return name, conv, "", i, i, nil
 			}
 			if c2 != ':' {
-				return "", 0, "", 0, 0, &formatError{i - 1, "expected ':' after conversion specifier"}
+				return "", 0, "", 0, 0, &FormatError{i - 1, "expected ':' after conversion specifier"}
 			}
 		}
 	}
@@ -152,7 +165,7 @@ func parseField(s string, i int) (name string, conv byte, spec string, specAt, n
 			}
 		}
 	}
-	return "", 0, "", 0, 0, &formatError{start - 1, "unmatched '{' in format spec"}
+	return "", 0, "", 0, 0, &FormatError{start - 1, "unmatched '{' in format spec"}
 }
 
 func pyInt(s string) (int, bool) {
@@ -170,9 +183,9 @@ func pyInt(s string) (int, bool) {
 
 // renderField resolves one field. Errors carry Offset -1 when they belong to the field as
 // a whole (the caller fills in the field's position).
-func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, specAt int) (string, *formatError) {
-	fail := func(format string, a ...any) (string, *formatError) {
-		return "", &formatError{-1, fmt.Sprintf(format, a...)}
+func renderField(name string, conv byte, spec string, lookup FormatLookup, depth, specAt int) (string, *FormatError) {
+	fail := func(format string, a ...any) (string, *FormatError) {
+		return "", &FormatError{-1, fmt.Sprintf(format, a...)}
 	}
 	i := 0
 	for i < len(name) && name[i] != '.' && name[i] != '[' {
@@ -184,7 +197,7 @@ func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, 
 	}
 	val, ok := lookup(first)
 	if !ok {
-		val = strValue("{" + first + "}")
+		val = StrValue("{" + first + "}")
 	}
 	for i < len(name) {
 		c := name[i]
@@ -223,7 +236,7 @@ func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, 
 			if !found {
 				return fail("string index out of range")
 			}
-			val = strValue(string(r))
+			val = StrValue(string(r))
 		default:
 			return fail("Only '.' or '[' may follow ']' in format field specifier")
 		}
@@ -231,19 +244,19 @@ func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, 
 	switch conv {
 	case 0, 's':
 		if val.IsObject && conv == 's' {
-			val = strValue(val.Str)
+			val = StrValue(val.Str)
 		}
 	case 'r':
 		if val.IsObject {
-			val = strValue(val.Repr)
+			val = StrValue(val.Repr)
 		} else {
-			val = strValue(reprString(val.Str, false))
+			val = StrValue(ReprString(val.Str, false))
 		}
 	case 'a':
 		if val.IsObject {
-			val = strValue(asciiOnly(val.Repr))
+			val = StrValue(asciiOnly(val.Repr))
 		} else {
-			val = strValue(reprString(val.Str, true))
+			val = StrValue(ReprString(val.Str, true))
 		}
 	default:
 		return fail("Unknown conversion specifier %s", string(rune(conv)))
@@ -253,7 +266,7 @@ func renderField(name string, conv byte, spec string, lookup lookupFunc, depth, 
 	}
 	expanded := spec
 	if strings.ContainsAny(spec, "{}") {
-		var err *formatError
+		var err *FormatError
 		if expanded, err = vformat(spec, lookup, depth-1, specAt); err != nil {
 			return "", err
 		}
@@ -368,16 +381,40 @@ func formatStrSpec(s, spec string) (string, string) {
 func asciiOnly(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		switch {
-		case r < 0x80:
+		if r < 0x80 {
 			b.WriteRune(r)
-		case r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case r < 0x10000:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			fmt.Fprintf(&b, `\U%08x`, r)
+		} else {
+			writeEscape(&b, r)
 		}
 	}
 	return b.String()
+}
+
+// FormatField is one replacement field of a format string.
+type FormatField struct {
+	Name string // the field name with any index ("a", "a[0]")
+	Conv byte   // 0, 's', 'r' or 'a'
+	Spec string // the format spec, unexpanded
+}
+
+// FormatFields lists the replacement fields of s in order, as string.Formatter().parse
+// finds them ("{{" and "}}" are literal braces); it stops at the first malformed field.
+func FormatFields(s string) []FormatField {
+	var out []FormatField
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '{' {
+			i++
+			continue
+		}
+		name, conv, spec, _, next, err := parseField(s, i+1)
+		if err != nil {
+			break
+		}
+		out = append(out, FormatField{Name: name, Conv: conv, Spec: spec})
+		i = next - 1
+	}
+	return out
 }

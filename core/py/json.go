@@ -1,4 +1,4 @@
-package sig
+package py
 
 import (
 	"bytes"
@@ -10,38 +10,10 @@ import (
 	"unicode/utf8"
 )
 
-// PyStr renders a value the way Python's str() renders its JSON-mode form, which is what
-// DSPy writes into prompts: strings verbatim, True/False/None, Python float repr, and
-// lists/dicts as json.dumps(..., ensure_ascii=False).
-func PyStr(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "None"
-	case string:
-		return t
-	case bool:
-		if t {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(t, 10)
-	case int:
-		return strconv.Itoa(t)
-	case json.Number:
-		return string(t)
-	case float64:
-		return PyFloat(t)
-	case []any, *Map, History:
-		return PyJSON(v)
-	}
-	return fmt.Sprint(v)
-}
-
-// PyFloat renders a float exactly as Python's repr(): shortest round-trip digits, fixed
+// Float renders a float exactly as Python's repr(): shortest round-trip digits, fixed
 // notation when the decimal exponent is in [-4, 16), else scientific with a two-digit
 // minimum exponent ("1e-05", "1e+16"); integral values keep ".0".
-func PyFloat(f float64) string {
+func Float(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "nan"
@@ -99,23 +71,24 @@ var (
 	jsonPy  = jsonMode{py: true}
 )
 
-// PyJSON is json.dumps(v, ensure_ascii=False): ", " / ": " separators, insertion order.
-func PyJSON(v any) string {
+// JSON is json.dumps(v, ensure_ascii=False): ", " / ": " separators, insertion order.
+func JSON(v any) string {
 	var b bytes.Buffer
 	_ = writeJSON(&b, v, jsonPy)
 	return b.String()
 }
 
-// PyJSONIndent is json.dumps(v, indent=n, ensure_ascii=False).
-func PyJSONIndent(v any, n int) string {
+// JSONIndent is json.dumps(v, indent=n, ensure_ascii=False).
+func JSONIndent(v any, n int) string {
 	var b bytes.Buffer
 	_ = writeJSONIndent(&b, v, n, 0)
 	return b.String()
 }
 
-// JSON is compact standard JSON in insertion order, floats in Python repr spelling
-// (so 2.0 stays 2.0 when read back).
-func JSON(v any) string {
+// CompactJSON is json.dumps(v, separators=(",", ":"), ensure_ascii=False): compact
+// standard JSON in insertion order, floats in Python repr spelling (so 2.0 stays 2.0 when
+// read back).
+func CompactJSON(v any) string {
 	var b bytes.Buffer
 	_ = writeJSON(&b, v, jsonStd)
 	return b.String()
@@ -126,22 +99,30 @@ func writeJSON(b *bytes.Buffer, v any, mode jsonMode) error {
 	if mode.py {
 		sep, kv = ", ", ": "
 	}
+	if isNil(v) {
+		b.WriteString("null")
+		return nil
+	}
 	switch t := v.(type) {
-	case *Map:
-		if t == nil {
-			b.WriteString("null")
-			return nil
-		}
+	case Model:
+		_, fields := t.PyModel()
+		return writeJSON(b, fields, mode)
+	case Dict:
 		b.WriteByte('{')
-		for i, k := range t.keys {
-			if i > 0 {
+		first := true
+		var err error
+		t.Range(func(k string, e any) bool {
+			if !first {
 				b.WriteString(sep)
 			}
+			first = false
 			writeJSONString(b, k)
 			b.WriteString(kv)
-			if err := writeJSON(b, t.vals[k], mode); err != nil {
-				return err
-			}
+			err = writeJSON(b, e, mode)
+			return err == nil
+		})
+		if err != nil {
+			return err
 		}
 		b.WriteByte('}')
 	case []any:
@@ -155,12 +136,6 @@ func writeJSON(b *bytes.Buffer, v any, mode jsonMode) error {
 			}
 		}
 		b.WriteByte(']')
-	case History:
-		msgs := make([]any, len(t.Messages))
-		for i, m := range t.Messages {
-			msgs[i] = m
-		}
-		return writeJSON(b, NewMap("messages", msgs), mode)
 	default:
 		writeJSONScalar(b, v)
 	}
@@ -173,21 +148,31 @@ func writeJSONIndent(b *bytes.Buffer, v any, n, depth int) error {
 		b.WriteString(strings.Repeat(" ", n*d))
 	}
 	switch t := v.(type) {
-	case *Map:
-		if t.Len() == 0 {
+	case Model:
+		if isNil(v) {
+			b.WriteString("null")
+			return nil
+		}
+		_, fields := t.PyModel()
+		return writeJSONIndent(b, fields, n, depth)
+	case Dict:
+		if t.Len() == 0 { // a nil map too
 			b.WriteString("{}")
 			return nil
 		}
 		b.WriteByte('{')
-		for i, k := range t.keys {
-			if i > 0 {
+		first := true
+		t.Range(func(k string, e any) bool {
+			if !first {
 				b.WriteByte(',')
 			}
+			first = false
 			nl(depth + 1)
 			writeJSONString(b, k)
 			b.WriteString(": ")
-			_ = writeJSONIndent(b, t.vals[k], n, depth+1)
-		}
+			_ = writeJSONIndent(b, e, n, depth+1)
+			return true
+		})
 		nl(depth)
 		b.WriteByte('}')
 	case []any:
@@ -205,12 +190,6 @@ func writeJSONIndent(b *bytes.Buffer, v any, n, depth int) error {
 		}
 		nl(depth)
 		b.WriteByte(']')
-	case History:
-		msgs := make([]any, len(t.Messages))
-		for i, m := range t.Messages {
-			msgs[i] = m
-		}
-		return writeJSONIndent(b, NewMap("messages", msgs), n, depth)
 	default:
 		writeJSONScalar(b, v)
 	}
@@ -244,7 +223,7 @@ func writeJSONScalar(b *bytes.Buffer, v any) {
 		case math.IsInf(t, -1):
 			b.WriteString("-Infinity")
 		default:
-			b.WriteString(PyFloat(t))
+			b.WriteString(Float(t))
 		}
 	default:
 		writeJSONString(b, fmt.Sprint(v))
@@ -284,50 +263,21 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 }
 
-// PyStrip removes leading and trailing whitespace as Python's str.strip() does, which
-// also treats U+001C..U+001F as whitespace (Go's strings.TrimSpace does not).
-func PyStrip(s string) string {
-	return strings.TrimFunc(s, IsPySpace)
-}
-
-// PyRStrip is Python's str.rstrip().
-func PyRStrip(s string) string { return strings.TrimRightFunc(s, IsPySpace) }
-
-// PyLStrip is Python's str.lstrip().
-func PyLStrip(s string) string { return strings.TrimLeftFunc(s, IsPySpace) }
-
-// IsPySpace reports whether Python's str.isspace() is true for r.
-func IsPySpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0x1c, 0x1d, 0x1e, 0x1f, 0x85, 0xa0, 0x1680,
-		0x2028, 0x2029, 0x202f, 0x205f, 0x3000:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
-
-// PySplitLines splits like Python's str.splitlines(): on \n, \r\n, \r, \v, \f, \x1c-\x1e,
-// \x85, U+2028 and U+2029, without keeping the separators and without a trailing empty line.
-func PySplitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch r {
-		case '\r':
-			out = append(out, s[start:i])
-			if i+1 < len(s) && s[i+1] == '\n' {
-				size = 2
-			}
-			start = i + size
-		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-			out = append(out, s[start:i])
-			start = i + size
+// EnsureASCII turns JSON text written with ensure_ascii=False into what json.dumps writes
+// by default: non-ASCII characters as \uXXXX (surrogate pairs above U+FFFF); in JSON text
+// they can only occur inside strings.
+func EnsureASCII(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r < 0x10000:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			r -= 0x10000
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", 0xd800+(r>>10), 0xdc00+(r&0x3ff))
 		}
-		i += size
 	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
+	return b.String()
 }
