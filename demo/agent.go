@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/workflow"
 	"github.com/sessionbench/sessionbench/llm"
 )
 
@@ -72,7 +73,7 @@ func (a Agent) Signature() *sig.Signature {
 }
 
 // Clock is what the date tool reads; tests pin it.
-type Clock func() time.Time
+type Clock = workflow.Clock
 
 // Agents lists the built-in demo agents in the order the UI shows them.
 func Agents() []Agent {

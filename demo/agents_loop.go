@@ -8,6 +8,7 @@ import (
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/workflow"
 )
 
 // RetryAgent is seed 000's scenario C: a planner and a validator, up to three attempts,
@@ -48,9 +49,9 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 		return nil, err
 	}
 	task := v[0]
-	log := &AttemptLog{Max: max(a.MaxAttempts, 1)}
+	log := &workflow.AttemptLog{Max: max(a.MaxAttempts, 1)}
 	var last *sig.Map
-	status := StatusNeedsHuman
+	status := workflow.StatusNeedsHuman
 	for log.CanRetry() {
 		p, err := a.Planner.Forward(ctx, sig.NewMap("task", task))
 		if err != nil {
@@ -60,16 +61,16 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 		if err != nil {
 			return nil, err
 		}
-		score, _ := Score(r.Get("score"))
+		score, _ := workflow.Score(r.Get("score"))
 		last = sig.NewMap("plan", p.Get("plan"), "is_valid", r.Get("is_valid"), "score", r.Get("score"), "feedback", r.Get("feedback"))
 		log.Add(score, last)
-		if Truthy(r.Get("is_valid")) {
-			status = StatusCompleted
+		if workflow.Truthy(r.Get("is_valid")) {
+			status = workflow.StatusCompleted
 			break
 		}
 		task = fmt.Sprintf("%s\n\nPrevious attempt was invalid: %s", py.Text(task), r.String("feedback"))
 	}
-	if status != StatusCompleted {
+	if status != workflow.StatusCompleted {
 		last = log.Best().Values
 	}
 	out := last.Clone()

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/workflow"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/llm/config"
 )
@@ -14,7 +15,7 @@ import (
 // name their own model (model = "gpt-4o" in a [[predictors]] table): each name is
 // resolved once, as `--model NAME` would be with the same configuration file, and the
 // offline demo model gets the demo agents' scripts as the workbench's own does.
-func NamedModels(ctx context.Context, configPath string, getenv config.Env) ModelResolver {
+func NamedModels(ctx context.Context, configPath string, getenv config.Env) workflow.ModelResolver {
 	var mu sync.Mutex
 	cache := map[string]lm.LM{}
 	return func(name string) (lm.LM, error) {

@@ -10,6 +10,8 @@ import (
 	"unicode"
 
 	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/workflow"
 )
 
 // The built-in tools are deliberately small and safe: pure functions over their text
@@ -278,4 +280,35 @@ func Act(action string, now time.Time) Action {
 		obs = "Unknown tool " + strconv.Quote(name) + ": use calculator, search, date or finish."
 	}
 	return Action{Observation: obs, Answer: obs}
+}
+
+// Tools are the built-in tools agent files may run (tool = "..."), each the safe
+// function above behind the fields it reads and writes.
+func Tools() map[string]workflow.Tool {
+	return map[string]workflow.Tool{
+		"calculator": {Inputs: []string{"expression"}, Outputs: []string{"result"},
+			Run: func(in *sig.Map, _ time.Time) (*sig.Map, error) {
+				r, err := Calculate(in.String("expression"))
+				if err != nil {
+					return nil, err
+				}
+				return sig.NewMap("result", r), nil
+			}},
+		"search": {Inputs: []string{"query"}, Outputs: []string{"documents", "text"},
+			Run: func(in *sig.Map, _ time.Time) (*sig.Map, error) {
+				docs := Search(in.String("query"), 2)
+				list := make([]any, len(docs))
+				for i, d := range docs {
+					list[i] = d
+				}
+				return sig.NewMap("documents", list, "text", strings.Join(docs, "\n")), nil
+			}},
+		"date": {Outputs: []string{"date"},
+			Run: func(_ *sig.Map, now time.Time) (*sig.Map, error) { return sig.NewMap("date", Today(now)), nil }},
+		"act": {Inputs: []string{"action"}, Outputs: []string{"observation", "done", "answer"},
+			Run: func(in *sig.Map, now time.Time) (*sig.Map, error) {
+				a := Act(in.String("action"), now)
+				return sig.NewMap("observation", a.Observation, "done", a.Done, "answer", a.Answer), nil
+			}},
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/core/workflow"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
@@ -27,7 +28,7 @@ type Service struct {
 	store *storage.Store
 	model lm.LM
 	// resolver finds the models that agent-file predictors name for themselves.
-	resolver demo.ModelResolver
+	resolver workflow.ModelResolver
 	files    agentFiles
 	// mu serialises turns per branch: one writer per branch path at a time.
 	mu    sync.Mutex
@@ -47,7 +48,7 @@ func New(store *storage.Store, model lm.LM) *Service {
 
 // SetModelResolver lets agent-file predictors that name their own model (model = "..."
 // in the file) find it; without one such a predictor's call fails with a clear error.
-func (a *Service) SetModelResolver(r demo.ModelResolver) { a.resolver = r }
+func (a *Service) SetModelResolver(r workflow.ModelResolver) { a.resolver = r }
 
 func (a *Service) branchLock(conv, branch string) *sync.Mutex {
 	a.mu.Lock()
@@ -231,10 +232,10 @@ func (a *Service) sessionFrom(ctx context.Context, conv, branch, agentOverride s
 }
 
 // run runs one turn of r with model, streaming to events.
-func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver demo.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
+func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver workflow.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
 	ctx = core.WithObserver(core.WithLM(ctx, model), newObserver(events, r.mod))
 	if resolver != nil {
-		ctx = demo.WithModelResolver(ctx, resolver)
+		ctx = workflow.WithModelResolver(ctx, resolver)
 	}
 	_, t, err := r.s.Run(ctx, inputs)
 	if err != nil {

@@ -1,9 +1,7 @@
-package demo
+package workflow
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,7 +34,8 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown key", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\nretries = 3\n", 10, "steps.retries", "unknown key"},
 		{"wrong type", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\nmax_retries = \"3\"\n", 10, "steps.max_retries", "incompatible types"},
 		{"syntax", okHead + "[[steps]\n", 8, "predictors", "expected end of table array name"},
-		{"unknown tool", okHead + "[[steps]]\nname = \"a\"\ntool = \"shell\"\n", 9, "steps[1].tool", `unknown tool "shell"`},
+		{"unknown tool", okHead + "[[steps]]\nname = \"a\"\ntool = \"shell\"\n", 9, "steps[1].tool", `unknown tool "shell" (built-in tools: upper)`},
+		{"unknown demo script", "demo_script = \"Nope\"\n" + okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\n", 1, "demo_script", `unknown demo script "Nope" (built-in agents: SupportAgent)`},
 		{"bad context mode", okHead + "[[steps]]\nname = \"a\"\ncontext_mode = \"private\"\n[[steps.steps]]\nname = \"b\"\npredictor = \"respond\"\n", 9, "steps[1].context_mode", `"private" is not one of isolated, shared, inherited`},
 		{"two modes", okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\n[[steps]]\nname = \"b\"\ncontext_mode = \"shared\"\n[[steps.steps]]\nname = \"c\"\npredictor = \"respond\"\n", 15, "steps[2].steps[1].predictor", "runs under context_mode shared here but under the top level at steps[1]"},
 		{"parallel writes", okHead + "[[steps]]\nname = \"p\"\nparallel = true\ncontext_mode = \"shared\"\n[[steps.steps]]\nname = \"a\"\nset = { reply = \"x\" }\n[[steps.steps]]\nname = \"b\"\nset = { reply = \"y\" }\n", 14, "steps[1].steps[2]", `parallel steps "a" and "b" both write field "reply"`},
@@ -46,7 +45,7 @@ func TestValidationErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseAgentFile("agents/t.toml", []byte(c.text))
+			_, err := parse("agents/t.toml", c.text)
 			var fe config.FileErrors
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want config.FileErrors", err)
@@ -61,17 +60,17 @@ func TestValidationErrors(t *testing.T) {
 	}
 }
 
-func TestValidFileAndBuiltinFiles(t *testing.T) {
-	a, err := ParseAgentFile("t.toml", []byte(okHead+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"))
+func TestValidFile(t *testing.T) {
+	a, err := parse("agents/t.toml", "demo_script = \"supportagent\"\n"+okHead+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Name != "t" || a.Inputs[0] != "question" || a.Source != "t.toml" {
+	if a.Name != "t" || a.Inputs[0] != "question" || a.Path != "agents/t.toml" || a.DemoScript != "supportagent" {
 		t.Fatalf("agent = %+v", a)
 	}
-	as, err := ExampleAgents()
-	if err != nil || len(as) != len(Agents()) {
-		t.Fatalf("example agents: %d, %v", len(as), err)
+	a, err = parse("agents/unnamed.toml", strings.Replace(okHead, `name = "t"`, "", 1)+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n")
+	if err != nil || a.Name != "unnamed" {
+		t.Fatalf("a file without a name is named for the file: %+v, %v", a, err)
 	}
 }
 
@@ -81,11 +80,11 @@ func TestJSONFallbackOption(t *testing.T) {
 		line string
 		want bool
 	}{{"", false}, {"json_fallback = true\n", false}, {"json_fallback = false\n", true}} {
-		a, err := ParseAgentFile("t.toml", []byte(okHead+c.line+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"))
+		a, err := parse("t.toml", okHead+c.line+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n")
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, _, err := a.Build()
+		m, _, err := a.Build(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,58 +95,7 @@ func TestJSONFallbackOption(t *testing.T) {
 	}
 }
 
-func TestFindAgents(t *testing.T) {
-	d1, d2 := t.TempDir(), t.TempDir()
-	write := func(dir, name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	good := okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"
-	write(d1, "one.toml", good)
-	write(d1, "broken.toml", okHead)
-	write(d2, "two.toml", strings.Replace(good, `name = "t"`, `name = "other"`, 1))
-	write(d2, "dup.toml", good)
-	write(d2, "notes.txt", "not an agent")
-	agents, errs := FindAgentsIn([]string{d1, d2, filepath.Join(d1, "missing")})
-	var names []string
-	for _, a := range agents {
-		names = append(names, a.Name)
-	}
-	if strings.Join(names, ",") != "t,other" {
-		t.Errorf("agents = %v", names)
-	}
-	all := ""
-	for _, e := range errs {
-		all += e.Error() + "\n"
-	}
-	if len(errs) != 2 || !strings.Contains(all, "broken.toml") || !strings.Contains(all, "has no steps") || !strings.Contains(all, `agent "t" is already defined`) {
-		t.Errorf("errors:\n%s", all)
-	}
-	dirs := AgentDirs(func(k string) string { return map[string]string{"HOME": "/home/u"}[k] })
-	if dirs[0] != "/home/u/.config/sessionbench/agents" || dirs[1] != "agents" {
-		t.Errorf("dirs = %v", dirs)
-	}
-}
-
-func TestToolsAndTemplates(t *testing.T) {
-	calc := []struct{ in, out string }{{"17 * 23 + 4", "395"}, {"2 ^ 3 ^ 2", "512"}, {"(1 + 2) / 4", "0.75"}, {"-3 % 2", "-1"}}
-	for _, c := range calc {
-		if got, err := Calculate(c.in); err != nil || got != c.out {
-			t.Errorf("Calculate(%q) = %q, %v", c.in, got, err)
-		}
-	}
-	for _, bad := range []string{"1 / 0", "2 +", "rm -rf /", "(1", strings.Repeat("(", 100) + "1"} {
-		if _, err := Calculate(bad); err == nil {
-			t.Errorf("Calculate(%q) must fail", bad)
-		}
-	}
-	if got := Search("refund", 2); len(got) != 1 || !strings.HasPrefix(got[0], "Refund policy:") {
-		t.Errorf("search = %v", got)
-	}
-	if a := Act("shell: ls", fixedNow()); a.Done || !strings.Contains(a.Observation, "Unknown tool") {
-		t.Errorf("act = %+v", a)
-	}
+func TestTemplates(t *testing.T) {
 	got, err := renderTemplate("{a} {{b}} {a}", func(n string) (string, bool) { return "x", n == "a" })
 	if err != nil || got != "x {b} x" {
 		t.Errorf("template = %q, %v", got, err)

@@ -1,4 +1,4 @@
-package demo
+package workflow
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/llm/config"
 )
 
@@ -132,7 +133,7 @@ signature = "question -> reply"
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseAgentFile("agents/t.toml", []byte(c.text))
+			_, err := parse("agents/t.toml", c.text)
 			var fe config.FileErrors
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want config.FileErrors", err)
@@ -145,4 +146,13 @@ signature = "question -> reply"
 			t.Fatalf("want %s: %s\ngot:\n%v", c.key, c.msg, err)
 		})
 	}
+}
+
+// tree is a turn's call paths with their depth ("  outer.first" one level down).
+func tree(t *trace.Turn) []string {
+	var out []string
+	trace.WalkCalls(t.Calls, func(c *trace.Call, depth int) {
+		out = append(out, strings.Repeat("  ", depth)+c.Path+" "+c.PredictorType)
+	})
+	return out
 }

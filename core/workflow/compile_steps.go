@@ -1,4 +1,4 @@
-package demo
+package workflow
 
 import (
 	"regexp"
@@ -148,12 +148,13 @@ func modeName(mode string) string {
 
 func (c *compiler) toolStep(ss *stepSpec, st *step, key string, avail map[string]bool) []string {
 	st.kind, st.tool = kindTool, ss.Tool
-	t, ok := tools[ss.Tool]
+	t, ok := c.env.Tools[ss.Tool]
 	if !ok {
-		c.errf(key+".tool", "unknown tool %q (built-in tools: %s)", ss.Tool, toolNames())
+		c.errf(key+".tool", "unknown tool %q (built-in tools: %s)", ss.Tool, c.env.toolNames())
 		return nil
 	}
-	return c.bindIO(ss, st, key, avail, "tool "+strconv.Quote(ss.Tool), t.in, t.out)
+	st.run = t.Run
+	return c.bindIO(ss, st, key, avail, "tool "+strconv.Quote(ss.Tool), t.Inputs, t.Outputs)
 }
 
 // bindIO maps a leaf's inputs from the scope (same-named fields unless mapped) and its

@@ -1,10 +1,7 @@
-package demo
+package workflow
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -103,51 +100,63 @@ type workflowSpec struct {
 	Steps []stepSpec `toml:"steps"`
 }
 
-// LoadAgentFile reads and validates an agent file. A file with problems returns
-// FileErrors listing every problem found with its line and key.
-func LoadAgentFile(path string) (Agent, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Agent{}, fmt.Errorf("agent file: %w", err)
-	}
-	return ParseAgentFile(path, data)
+// Env is what an agent file may name outside itself; the application supplies it.
+type Env struct {
+	// Tools are the tools steps may run (tool = "..."), by name.
+	Tools map[string]Tool
+	// DemoScripts are the names demo_script may take (the built-in agents whose
+	// demo-model scripts a file can borrow).
+	DemoScripts []string
+	// ReadFile reads a predictor's template_file (a path relative to the agent file's
+	// directory is joined to it first). Nil: template files cannot be read.
+	ReadFile func(path string) ([]byte, error)
 }
 
-// ParseAgentFile is LoadAgentFile for text already read; path names it in errors and
-// anchors relative template_file paths.
-func ParseAgentFile(path string, data []byte) (Agent, error) {
+// AgentFile is an agent file that compiled: what it declares, ready to build workflows.
+type AgentFile struct {
+	Name        string // the file's name = "...", else its base name without .toml
+	Description string
+	Inputs      []string
+	Outputs     []string
+	DemoScript  string // "" when the file names none
+	Path        string // as given to Parse
+	spec        *fileSpec
+	ix          *config.TOML
+	env         Env
+}
+
+// Parse checks an agent file and compiles it once; path names it in errors and anchors
+// relative template_file paths. A file with problems returns config.FileErrors listing every
+// problem found with its line and key.
+func Parse(path string, data []byte, env Env) (*AgentFile, error) {
 	spec, ix, err := decodeFile(path, data)
 	if err != nil {
-		return Agent{}, err
+		return nil, err
 	}
-	c := &compiler{file: path, dir: filepath.Dir(path), ix: ix, spec: spec}
-	if _, _, errs := c.compile(nil); len(errs) > 0 {
-		return Agent{}, errs
+	f := &AgentFile{Description: spec.Description, Inputs: spec.Inputs, Outputs: spec.Outputs,
+		DemoScript: spec.DemoScript, Path: path, spec: spec, ix: ix, env: env}
+	if _, _, errs := f.compiler().compile(nil); len(errs) > 0 {
+		return nil, errs
 	}
-	name := spec.Name
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	f.Name = spec.Name
+	if f.Name == "" {
+		f.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	a := Agent{Name: name, Description: spec.Description, Inputs: spec.Inputs, Outputs: spec.Outputs, Source: path}
-	if spec.DemoScript != "" {
-		b, _ := builtinByName(spec.DemoScript) // checked by compile
-		a.script = b.script
+	return f, nil
+}
+
+// Build compiles a fresh workflow and its session options; the date tool reads now
+// (nil: the wall clock).
+func (f *AgentFile) Build(now Clock) (*Workflow, core.Options, error) {
+	w, o, errs := f.compiler().compile(now)
+	if len(errs) > 0 {
+		return nil, core.Options{}, errs
 	}
-	var build func(now Clock) Agent
-	build = func(now Clock) Agent {
-		b := a
-		b.build = func() (core.Module, core.Options, error) {
-			cc := &compiler{file: path, dir: filepath.Dir(path), ix: ix, spec: spec}
-			w, o, errs := cc.compile(now)
-			if len(errs) > 0 {
-				return nil, core.Options{}, errs
-			}
-			return w, o, nil
-		}
-		b.withClock = build
-		return b
-	}
-	return build(nil), nil
+	return w, o, nil
+}
+
+func (f *AgentFile) compiler() *compiler {
+	return &compiler{file: f.Path, dir: filepath.Dir(f.Path), ix: f.ix, spec: f.spec, env: f.env}
 }
 
 // decodeFile parses the TOML and reports syntax errors, wrong types and unknown keys
@@ -166,50 +175,3 @@ func decodeFile(path string, data []byte) (*fileSpec, *config.TOML, error) {
 	}
 	return &spec, doc, nil
 }
-
-// AgentDirs are the directories FindAgents searches, in order: config.AgentsDir
-// (~/.config/sessionbench/agents) and ./agents.
-func AgentDirs(getenv config.Env) []string {
-	if dir := config.AgentsDir(getenv); dir != "" {
-		return []string{dir, "agents"}
-	}
-	return []string{"agents"}
-}
-
-// FindAgents loads every *.toml agent file in AgentDirs(os.Getenv). Files that fail
-// to load are reported in the errors and left out; a name used twice keeps the first.
-func FindAgents() ([]Agent, []error) { return FindAgentsIn(AgentDirs(os.Getenv)) }
-
-// FindAgentsIn is FindAgents over given directories (missing ones are skipped).
-func FindAgentsIn(dirs []string) ([]Agent, []error) {
-	var agents []Agent
-	var errs []error
-	seen := map[string]string{}
-	for _, a := range Agents() {
-		seen[strings.ToLower(a.Name)] = "built-in"
-	}
-	for _, d := range dirs {
-		files, err := filepath.Glob(filepath.Join(d, "*.toml"))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("agents in %s: %w", d, err))
-			continue
-		}
-		sort.Strings(files)
-		for _, f := range files {
-			a, err := LoadAgentFile(f)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if prev, dup := seen[strings.ToLower(a.Name)]; dup {
-				errs = append(errs, &config.FileError{File: f, Key: "name", Msg: fmt.Sprintf("agent %q is already defined (%s); this file is ignored", a.Name, prev)})
-				continue
-			}
-			seen[strings.ToLower(a.Name)] = f
-			agents = append(agents, a)
-		}
-	}
-	return agents, errs
-}
-
-func builtinByName(name string) (Agent, bool) { return Lookup(name) }

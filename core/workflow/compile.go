@@ -1,9 +1,8 @@
-package demo
+package workflow
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -24,6 +23,7 @@ type compiler struct {
 	dir   string
 	ix    *config.TOML
 	spec  *fileSpec
+	env   Env
 	errs  config.FileErrors
 	seen  map[string]bool
 	preds map[string]*predInfo
@@ -88,8 +88,8 @@ func (c *compiler) compile(now Clock) (*Workflow, core.Options, config.FileError
 		avail[in] = true
 	}
 	if s.DemoScript != "" {
-		if _, ok := builtinByName(s.DemoScript); !ok {
-			c.errf("demo_script", "unknown demo script %q (built-in agents: %s)", s.DemoScript, builtinNames())
+		if !containsFold(c.env.DemoScripts, s.DemoScript) {
+			c.errf("demo_script", "unknown demo script %q (built-in agents: %s)", s.DemoScript, strings.Join(c.env.DemoScripts, ", "))
 		}
 	}
 	for i := range s.Predictors {
@@ -274,7 +274,11 @@ func (c *compiler) adapter(ps *predictorSpec, key string) adapter.Adapter {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(c.dir, path)
 		}
-		data, err := os.ReadFile(path)
+		if c.env.ReadFile == nil {
+			c.errf(key+".template_file", "template files cannot be read here (use [predictors.template])")
+			return nil
+		}
+		data, err := c.env.ReadFile(path)
 		if err != nil {
 			c.errf(key+".template_file", "%v", err)
 			return nil
@@ -348,10 +352,12 @@ func fieldList(avail map[string]bool) string {
 	return strings.Join(ks, ", ")
 }
 
-func builtinNames() string {
-	var ns []string
-	for _, a := range Agents() {
-		ns = append(ns, a.Name)
+// containsFold reports whether list holds s, ignoring case (built-in agent names).
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
 	}
-	return strings.Join(ns, ", ")
+	return false
 }

@@ -1,9 +1,10 @@
-package demo
+package workflow
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -40,18 +41,30 @@ func echo(req lm.Request) (string, bool, error) {
 	return chat(kv...), true, nil
 }
 
-func mustAgent(t *testing.T, text string) Agent {
+// testEnv gives test files one tool and the file system for template files.
+var testEnv = Env{
+	Tools: map[string]Tool{"upper": {Inputs: []string{"text"}, Outputs: []string{"upper"},
+		Run: func(in *sig.Map, _ time.Time) (*sig.Map, error) {
+			return sig.NewMap("upper", strings.ToUpper(in.String("text"))), nil
+		}}},
+	DemoScripts: []string{"SupportAgent"},
+	ReadFile:    os.ReadFile,
+}
+
+func parse(path, text string) (*AgentFile, error) { return Parse(path, []byte(text), testEnv) }
+
+func mustAgent(t *testing.T, text string) *AgentFile {
 	t.Helper()
-	a, err := ParseAgentFile("test.toml", []byte(text))
+	a, err := parse("test.toml", text)
 	if err != nil {
 		t.Fatalf("agent file rejected:\n%v", err)
 	}
 	return a
 }
 
-func session(t *testing.T, a Agent) (*core.Session, core.Options) {
+func session(t *testing.T, a *AgentFile) (*core.Session, core.Options) {
 	t.Helper()
-	m, o, err := a.Build()
+	m, o, err := a.Build(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +167,7 @@ outputs = { iso_a = "x" }`, `field "x" is not produced by the sub-steps`},
 		{`outputs = ["iso_a", "out_shared", "x", "inh"]`, `outputs = ["iso_a", "out_shared", "x", "inh", "c"]`, `output "c" is not produced`},
 	}
 	for _, b := range bad {
-		_, err := ParseAgentFile("test.toml", []byte(strings.Replace(modesAgent, b.from, b.to, 1)))
+		_, err := parse("test.toml", strings.Replace(modesAgent, b.from, b.to, 1))
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("err = %v, want %q", err, b.want)
 		}
@@ -380,3 +393,12 @@ func (c concurrent) Call(ctx context.Context, req lm.Request) (lm.Response, erro
 }
 
 var _ sync.Mutex
+
+// paths are the paths of a turn's top-level calls, in record order.
+func paths(t *trace.Turn) []string {
+	var out []string
+	for _, c := range t.Calls {
+		out = append(out, c.Path)
+	}
+	return out
+}

@@ -1,11 +1,11 @@
-package demo
+package workflow
 
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/py"
@@ -54,6 +54,7 @@ type step struct {
 	pred     *core.Predict
 	predName string
 	tool     string
+	run      func(in *sig.Map, now time.Time) (*sig.Map, error) // the tool
 	set      []binding
 	inputs   []binding // predictor/tool inputs, or the child scope's initial fields
 	outputs  []binding // scope field <- result field; nil: every result under its name
@@ -462,7 +463,7 @@ func (w *Workflow) runLeaf(ctx context.Context, sc *scope, st *step) error {
 		}
 		return nil
 	case kindTool:
-		r, err := runTool(st.tool, in, w.clock())
+		r, err := st.run(in, w.clock()())
 		if err != nil {
 			return err
 		}
@@ -508,45 +509,4 @@ func resolve(sc *scope, b binding) (any, error) {
 		v, ok := sc.get(name)
 		return py.Text(v), ok
 	})
-}
-
-// tools maps a built-in tool to its input and output fields.
-var tools = map[string]struct{ in, out []string }{
-	"calculator": {[]string{"expression"}, []string{"result"}},
-	"search":     {[]string{"query"}, []string{"documents", "text"}},
-	"date":       {nil, []string{"date"}},
-	"act":        {[]string{"action"}, []string{"observation", "done", "answer"}},
-}
-
-func toolNames() string {
-	var ns []string
-	for n := range tools {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return strings.Join(ns, ", ")
-}
-
-func runTool(name string, in *sig.Map, now Clock) (*sig.Map, error) {
-	switch name {
-	case "calculator":
-		r, err := Calculate(in.String("expression"))
-		if err != nil {
-			return nil, err
-		}
-		return sig.NewMap("result", r), nil
-	case "search":
-		docs := Search(in.String("query"), 2)
-		list := make([]any, len(docs))
-		for i, d := range docs {
-			list[i] = d
-		}
-		return sig.NewMap("documents", list, "text", strings.Join(docs, "\n")), nil
-	case "date":
-		return sig.NewMap("date", Today(now())), nil
-	case "act":
-		a := Act(in.String("action"), now())
-		return sig.NewMap("observation", a.Observation, "done", a.Done, "answer", a.Answer), nil
-	}
-	return nil, fmt.Errorf("unknown tool %q", name)
 }
