@@ -13,7 +13,7 @@
 // the seed's dialogues (Scripts; llm.DemoOptions). The same agents ship as agent files
 // (ExampleFiles) that record identical calls.
 //
-// Agent files are compiled with the built-in tools (Tools) and may borrow a built-in
-// agent's scripts (demo_script); they are found in $XDG_CONFIG_HOME/sessionbench/agents
-// and ./agents (FindAgents) or by path (LoadAgentFile).
+// Agent files are compiled with the built-in tools and may borrow a built-in agent's
+// scripts (demo_script): Env, FileAgent. Reading them from disk is the application's
+// (sessions.LoadAgentFile, sessions.FindAgents).
 package demo

@@ -95,6 +95,15 @@ func TestJSONFallbackOption(t *testing.T) {
 	}
 }
 
+// Without Env.ReadFile a template_file is an error at its key, not a silent read.
+func TestTemplateFileNeedsAReader(t *testing.T) {
+	text := okHead + "adapter = \"template\"\ntemplate_file = \"respond.json\"\n[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"
+	_, err := Parse("agents/t.toml", []byte(text), Env{})
+	if err == nil || !strings.Contains(err.Error(), "agents/t.toml:8: predictors[1].template_file: template files cannot be read here") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestTemplates(t *testing.T) {
 	got, err := renderTemplate("{a} {{b}} {a}", func(n string) (string, bool) { return "x", n == "a" })
 	if err != nil || got != "x {b} x" {

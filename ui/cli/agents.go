@@ -10,6 +10,7 @@ import (
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func init() {
 }
 
 // agentSearch lets tests point the command at other directories.
-var agentSearch = func() ([]demo.Agent, []error) { return demo.FindAgents() }
+var agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgents() }
 
 // agentOut is one agent as agents --json prints it.
 type agentOut struct {
@@ -234,7 +235,7 @@ func agentsCheck(env Env, files []string, asJSON bool) int {
 	results := []agentCheckOut{}
 	for _, f := range files {
 		r := agentCheckOut{File: f, Errors: []string{}}
-		a, err := demo.LoadAgentFile(f)
+		a, err := sessions.LoadAgentFile(f)
 		var fe config.FileErrors
 		switch {
 		case errors.As(err, &fe):

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -35,7 +36,7 @@ func TestAgentsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	saved := agentSearch
-	agentSearch = func() ([]demo.Agent, []error) { return demo.FindAgentsIn([]string{dir}) }
+	agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgentsIn([]string{dir}) }
 	defer func() { agentSearch = saved }()
 
 	cases := []struct {
@@ -82,7 +83,7 @@ func TestAgentsJSON(t *testing.T) {
 	os.WriteFile(goodPath, good, 0o600)
 	os.WriteFile(badPath, []byte(strings.Replace(string(good), `predictor = "respond"`, `predictor = "reply"`, 1)), 0o600)
 	saved := agentSearch
-	agentSearch = func() ([]demo.Agent, []error) { return demo.FindAgentsIn([]string{dir}) }
+	agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgentsIn([]string{dir}) }
 	defer func() { agentSearch = saved }()
 
 	var ls struct {

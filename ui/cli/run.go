@@ -233,7 +233,7 @@ func runFindAgent(spec string) (demo.Agent, error) {
 		return ag, nil
 	}
 	if strings.HasSuffix(strings.ToLower(spec), ".toml") || strings.ContainsRune(spec, os.PathSeparator) || strings.ContainsRune(spec, '/') {
-		ag, err := demo.LoadAgentFile(spec)
+		ag, err := sessions.LoadAgentFile(spec)
 		if err != nil {
 			return demo.Agent{}, fmt.Errorf("--agent %s: %w", spec, err)
 		}

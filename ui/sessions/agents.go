@@ -26,7 +26,7 @@ type agentFiles struct {
 }
 
 // SetAgentDirs replaces the directories searched for agent files (default:
-// demo.AgentDirs(os.Getenv), i.e. the user config dir and ./agents). Call it before use.
+// AgentDirs(os.Getenv), i.e. the user config dir and ./agents). Call it before use.
 func (a *Service) SetAgentDirs(dirs ...string) {
 	a.files.mu.Lock()
 	defer a.files.mu.Unlock()
@@ -59,7 +59,7 @@ func (a *Service) fileAgents() []demo.Agent {
 		}
 	}
 	if s := b.String(); s != f.stamp || f.agents == nil {
-		f.agents, f.errs = demo.FindAgentsIn(f.dirs)
+		f.agents, f.errs = FindAgentsIn(f.dirs)
 		if f.agents == nil {
 			f.agents = []demo.Agent{}
 		}
@@ -118,7 +118,7 @@ func (a *Service) resolveAgent(ref string) (demo.Agent, error) {
 				return ag, nil
 			}
 		}
-		ag, err := demo.LoadAgentFile(abs)
+		ag, err := LoadAgentFile(abs)
 		if err != nil {
 			return demo.Agent{}, err
 		}

@@ -39,10 +39,10 @@ type Service struct {
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
-// demo.AgentDirs(os.Getenv); SetAgentDirs changes that.
+// AgentDirs(os.Getenv); SetAgentDirs changes that.
 func New(store *storage.Store, model lm.LM) *Service {
 	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}}
-	a.files.dirs = demo.AgentDirs(os.Getenv)
+	a.files.dirs = AgentDirs(os.Getenv)
 	return a
 }
 

@@ -2,8 +2,6 @@ package demo
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,40 +37,6 @@ func TestParseAgentFileWithDemoEnv(t *testing.T) {
 	_, err = ParseAgentFile("t.toml", []byte("demo_script = \"Nope\"\n"+okHead+"[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"))
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `unknown demo script "Nope" (built-in agents: SupportAgent, CorrectThenTranslate, `) {
 		t.Fatalf("unknown demo script: %v", err)
-	}
-}
-
-func TestFindAgents(t *testing.T) {
-	d1, d2 := t.TempDir(), t.TempDir()
-	write := func(dir, name, text string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	good := okHead + "[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"
-	write(d1, "one.toml", good)
-	write(d1, "broken.toml", okHead)
-	write(d2, "two.toml", strings.Replace(good, `name = "t"`, `name = "other"`, 1))
-	write(d2, "dup.toml", good)
-	write(d2, "notes.txt", "not an agent")
-	agents, errs := FindAgentsIn([]string{d1, d2, filepath.Join(d1, "missing")})
-	var names []string
-	for _, a := range agents {
-		names = append(names, a.Name)
-	}
-	if strings.Join(names, ",") != "t,other" {
-		t.Errorf("agents = %v", names)
-	}
-	all := ""
-	for _, e := range errs {
-		all += e.Error() + "\n"
-	}
-	if len(errs) != 2 || !strings.Contains(all, "broken.toml") || !strings.Contains(all, "has no steps") || !strings.Contains(all, `agent "t" is already defined`) {
-		t.Errorf("errors:\n%s", all)
-	}
-	dirs := AgentDirs(func(k string) string { return map[string]string{"HOME": "/home/u"}[k] })
-	if dirs[0] != "/home/u/.config/sessionbench/agents" || dirs[1] != "agents" {
-		t.Errorf("dirs = %v", dirs)
 	}
 }
 
