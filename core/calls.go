@@ -39,7 +39,7 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 		path = pathOf(s, p)
 	case ch.kind == childExcluded:
 		// Excluded from recursion: no history injected.
-	case ch.nested == Inherit || ch.nested == Unwrap:
+	case ch.nested == NestedInherit || ch.nested == NestedUnwrap:
 		eff = ch.effSig
 		hist = &f.history
 	case ch.scope == Stateless:
@@ -189,10 +189,10 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 		policy, path = ch.nested, ch.path
 	}
 	isModuleChild := ch != nil && ch.kind == childModule
-	if policy == Error && !isModuleChild {
+	if policy == NestedError && !isModuleChild {
 		return nil, fmt.Errorf("session %q called inside active session %q: set nested_sessions to inherit, keep or unwrap to allow this", path, f.root.name)
 	}
-	if policy == Unwrap && !isModuleChild {
+	if policy == NestedUnwrap && !isModuleChild {
 		return Call(ctx, cs.module, inputs)
 	}
 	// A nested session around a single predictor is traced as that predictor's call;
@@ -238,17 +238,17 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 		// recursive="modules": the module runs under the same root; its own session keeps
 		// a module-level turn unless it inherits or is stateless.
 		p, err := finish2(cs.module.Forward(inner, inputs))
-		if err == nil && policy == Keep && ch.scope != Stateless && !f.readonly {
+		if err == nil && policy == NestedKeep && ch.scope != Stateless && !f.readonly {
 			h := f.root.childHistory(f, ch.path, cs)
 			cs.appendTurn(&trace.Turn{Inputs: inputs.Clone(), Outputs: p.Fields.Clone(), History: h,
 				Calls: []*trace.Call{}, Started: rec.Started, Ended: time.Now().UTC()}, nil)
 		}
 		return p, err
-	case policy == Inherit || f.readonly:
+	case policy == NestedInherit || f.readonly:
 		// Inherit: the inner session runs on the outer history and records nothing of its
 		// own. Replay (override): it answers from its state at the replayed turn.
 		h := f.history
-		if policy != Inherit {
+		if policy != NestedInherit {
 			cs.mu.Lock()
 			saved := cs.tip
 			if f.replay != nil {

@@ -67,7 +67,7 @@ func sourceOf(ch *child) string {
 	switch {
 	case ch.kind == childExcluded || ch.session == nil:
 		return HistoryNone
-	case ch.nested == Inherit || ch.nested == Unwrap:
+	case ch.nested == NestedInherit || ch.nested == NestedUnwrap:
 		return HistoryOuter
 	case ch.scope == Stateless:
 		return HistoryNone

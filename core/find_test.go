@@ -51,7 +51,7 @@ func TestHistorySource(t *testing.T) {
 	root := &Program{Name: "Root", Subs: []Sub{{"keep", MustPredict("q -> a")}, {"inh", MustPredict("q -> b")},
 		{"gone", MustPredict("q -> c")}, {"none", MustPredict("q -> d")}, {"inner", inner}}}
 	s := MustSessionify(root, Options{Recursive: Predictors, Exclude: []string{"gone"},
-		ChildConfigs: map[string]ChildConfig{"inh": {Nested: Inherit}, "none": {Scope: Stateless}}})
+		ChildConfigs: map[string]ChildConfig{"inh": {Nested: NestedInherit}, "none": {Scope: Stateless}}})
 	for path, want := range map[string]string{"keep": HistoryOwn, "inh": HistoryOuter, "gone": HistoryNone,
 		"none": HistoryNone, "inner.a": HistoryOwn, "nope": HistoryNone} {
 		if got := s.HistorySource(path); got != want {
@@ -73,7 +73,7 @@ func TestNextHistory(t *testing.T) {
 			return &Prediction{Fields: sig.NewMap("out", "o")}, nil
 		}}
 	s := MustSessionify(root, Options{Recursive: Predictors, ChildConfigs: map[string]ChildConfig{
-		"keep": {ExcludeFields: []string{"q"}}, "win": {MaxTurns: Int(1)}, "per": {Scope: PerTurn}, "inh": {Nested: Inherit}}})
+		"keep": {ExcludeFields: []string{"q"}}, "win": {MaxTurns: Int(1)}, "per": {Scope: PerTurn}, "inh": {Nested: NestedInherit}}})
 	for _, q := range []string{"one", "two"} {
 		mustRun(t, ctxWith(echoLM()), s, "q", q)
 	}

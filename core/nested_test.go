@@ -135,7 +135,7 @@ func TestScenarioAWire(t *testing.T) {
 	sameMessages(t, requestFor(m, "classify", 1), referenceMessages(t, "A.keep.classify"))
 
 	m2 := supportLM()
-	in2 := MustSessionify(supportAgent(false), Options{Recursive: Predictors, NestedSessions: Inherit})
+	in2 := MustSessionify(supportAgent(false), Options{Recursive: Predictors, NestedSessions: NestedInherit})
 	ctx2 := ctxWith(m2)
 	mustRun(t, ctx2, in2, "question", "I can't log in")
 	mustRun(t, ctx2, in2, "question", "The reset email never arrives")
@@ -150,7 +150,7 @@ func TestScenarioAWire(t *testing.T) {
 // Scenario B under inherit: the translator sees no user turns, only assistant messages.
 func TestScenarioBWire(t *testing.T) {
 	m := translateLM()
-	s := MustSessionify(correctThenTranslate(), Options{Recursive: Predictors, NestedSessions: Inherit})
+	s := MustSessionify(correctThenTranslate(), Options{Recursive: Predictors, NestedSessions: NestedInherit})
 	ctx := ctxWith(m)
 	for _, txt := range []string{"This plant is red", "Can I have it?", "No it to precious, I want to keep it."} {
 		mustRun(t, ctx, s, "text", txt)
@@ -381,7 +381,7 @@ func TestOrchestratorOverContainer(t *testing.T) {
 		}
 		return Call(ctx, c.Get("writer"), sig.NewMap("plan", p.String("plan")))
 	}}
-	app := MustSessionify(orch, Options{NestedSessions: Inherit, Record: RecordAll})
+	app := MustSessionify(orch, Options{NestedSessions: NestedInherit, Record: RecordAll})
 	mustRun(t, ctx, app, "task", "Build a REST API")
 	mustRun(t, ctx, app, "task", "Add auth")
 	if app.Len() != 2 || planner.Len() != 1 || writer.Len() != 0 {
@@ -392,7 +392,7 @@ func TestOrchestratorOverContainer(t *testing.T) {
 		t.Fatalf("orchestrator calls = %+v", calls)
 	}
 	// keep: each piece records its own turns; error: refused naming both.
-	keep := MustSessionify(orch, Options{NestedSessions: Keep})
+	keep := MustSessionify(orch, Options{NestedSessions: NestedKeep})
 	mustRun(t, ctx, keep, "task", "x")
 	if planner.Len() != 2 || writer.Len() != 1 {
 		t.Fatalf("keep: planner %d writer %d", planner.Len(), writer.Len())
@@ -401,12 +401,12 @@ func TestOrchestratorOverContainer(t *testing.T) {
 	if planner.Len() != 1 || writer.Len() != 0 {
 		t.Fatal("cascade undo must roll back nested sessions")
 	}
-	strict := MustSessionify(orch, Options{NestedSessions: Error})
+	strict := MustSessionify(orch, Options{NestedSessions: NestedError})
 	_, err = strict.Forward(ctx, in("task", "x"))
 	if err == nil || !strings.Contains(err.Error(), `"sessions.planner"`) || !strings.Contains(err.Error(), `"Orchestrator"`) {
 		t.Fatalf("error policy: %v", err)
 	}
-	unwrap := MustSessionify(orch, Options{NestedSessions: Unwrap})
+	unwrap := MustSessionify(orch, Options{NestedSessions: NestedUnwrap})
 	mustRun(t, ctx, unwrap, "task", "x")
 	mustRun(t, ctx, unwrap, "task", "y")
 	if planner.Len() != 1 || len(unwrap.Turns()[1].History.Messages) != 1 {
@@ -416,7 +416,7 @@ func TestOrchestratorOverContainer(t *testing.T) {
 	c.Flow = func(ctx context.Context, c *Container, in *sig.Map) (*Prediction, error) {
 		return Call(ctx, c.Get("writer"), in)
 	}
-	cs := MustSessionify(c, Options{NestedSessions: Inherit})
+	cs := MustSessionify(c, Options{NestedSessions: NestedInherit})
 	mustRun(t, ctx, cs, "plan", "p")
 	if cs.Len() != 1 || writer.Len() != 0 {
 		t.Fatal("container as a module")

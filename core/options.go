@@ -24,10 +24,10 @@ type NestedPolicy string
 
 // Nested policies.
 const (
-	Keep    NestedPolicy = "keep"    // own history, own turns (default)
-	Inherit NestedPolicy = "inherit" // outer history, no own turns, traced on the outer turn
-	Unwrap  NestedPolicy = "unwrap"  // behave as the bare module
-	Error   NestedPolicy = "error"   // refuse, naming both sessions
+	NestedKeep    NestedPolicy = "keep"    // own history, own turns (default)
+	NestedInherit NestedPolicy = "inherit" // outer history, no own turns, traced on the outer turn
+	NestedUnwrap  NestedPolicy = "unwrap"  // behave as the bare module
+	NestedError   NestedPolicy = "error"   // refuse, naming both sessions
 )
 
 // Scope says how far back a keep-child's history reaches (seed 000 §6.4).
@@ -125,7 +125,7 @@ func (o Options) normalize() (Options, error) {
 		o.CopyMode = "deep"
 	}
 	if o.NestedSessions == "" {
-		o.NestedSessions = Keep
+		o.NestedSessions = NestedKeep
 	}
 	if o.InnerScope == "" {
 		o.InnerScope = CrossTurn

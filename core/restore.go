@@ -8,7 +8,7 @@ import (
 )
 
 // Restore rebuilds a session from recorded turns (for example one branch's path loaded from
-// storage), oldest first. Keep-children need nothing stored of their own: a child's turns are
+// storage), oldest first. NestedKeep-children need nothing stored of their own: a child's turns are
 // its call records along the path (DESIGN.md), so they are replayed from each turn's calls,
 // down into nested modules (per_turn children included; their history resets per outer
 // turn anyway).
@@ -66,7 +66,7 @@ func restoreChildren(s *Session, prefix string, calls []*trace.Call) {
 		default:
 			restoreChildren(ch.session, c.Path, c.Children)
 		}
-		if ch.nested != Keep || ch.scope == Stateless {
+		if ch.nested != NestedKeep || ch.scope == Stateless {
 			continue // an inheriting or stateless child keeps no turns of its own
 		}
 		ch.session.pushNode(&trace.Turn{Inputs: c.Inputs, Outputs: c.Outputs, History: c.History,

@@ -60,7 +60,7 @@ func TestRestoreNestedModuleHistories(t *testing.T) {
 					return nil, err
 				}
 				return Call(ctx, inner, in)
-			}}, Options{Recursive: Modules, ChildConfigs: map[string]ChildConfig{"inner": {Nested: Inherit}}}
+			}}, Options{Recursive: Modules, ChildConfigs: map[string]ChildConfig{"inner": {Nested: NestedInherit}}}
 		}},
 		{"keep session around a module", func() (Module, Options) {
 			prog, _, _ := twoStep()
@@ -71,7 +71,7 @@ func TestRestoreNestedModuleHistories(t *testing.T) {
 					return nil, err
 				}
 				return inner.Forward(ctx, in)
-			}}, Options{Recursive: Predictors, NestedSessions: Keep}
+			}}, Options{Recursive: Predictors, NestedSessions: NestedKeep}
 		}},
 	}
 	qs := []string{"one", "two", "three"}

@@ -66,7 +66,7 @@ func (a *SupportAgent) Forward(ctx context.Context, in *sig.Map) (*core.Predicti
 // SupportOptions are the seed's recommendation (§6.1): every predictor keeps its own
 // history across turns (keep, cross_turn), all calls recorded.
 func SupportOptions() core.Options {
-	return core.Options{Recursive: core.Predictors, NestedSessions: core.Keep, InnerScope: core.CrossTurn, Record: core.RecordAll}
+	return core.Options{Recursive: core.Predictors, NestedSessions: core.NestedKeep, InnerScope: core.CrossTurn, Record: core.RecordAll}
 }
 
 func supportAgent() Agent {

@@ -84,7 +84,7 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 // scenarios C and D): keep, per_turn — each turn is a fresh episode in which every
 // call sees the earlier calls of the same turn, but no stale reasoning from older turns.
 func LoopOptions() core.Options {
-	return core.Options{Recursive: core.Predictors, NestedSessions: core.Keep, InnerScope: core.PerTurn, Record: core.RecordAll}
+	return core.Options{Recursive: core.Predictors, NestedSessions: core.NestedKeep, InnerScope: core.PerTurn, Record: core.RecordAll}
 }
 
 func retryAgent() Agent {

@@ -113,7 +113,7 @@ func (o *Orchestrator) Forward(ctx context.Context, in *sig.Map) (*core.Predicti
 
 // OrchestratorOptions: the inner sessions inherit the outer conversation (§5.3).
 func OrchestratorOptions() core.Options {
-	return core.Options{NestedSessions: core.Inherit, Record: core.RecordAll}
+	return core.Options{NestedSessions: core.NestedInherit, Record: core.RecordAll}
 }
 
 func orchestratorAgent() Agent {

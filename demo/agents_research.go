@@ -120,8 +120,8 @@ func (r *Research) Forward(ctx context.Context, in *sig.Map) (*core.Prediction, 
 // ResearchOptions: recursive over modules so that the research module is recorded
 // around its calls; its predictors start every turn afresh (keep, per_turn).
 func ResearchOptions() core.Options {
-	perTurn := core.ChildConfig{Nested: core.Keep, Scope: core.PerTurn}
-	return core.Options{Recursive: core.Modules, NestedSessions: core.Keep, InnerScope: core.CrossTurn, Record: core.RecordAll,
+	perTurn := core.ChildConfig{Nested: core.NestedKeep, Scope: core.PerTurn}
+	return core.Options{Recursive: core.Modules, NestedSessions: core.NestedKeep, InnerScope: core.CrossTurn, Record: core.RecordAll,
 		ChildConfigs: map[string]core.ChildConfig{"research.query": perTurn, "research.summarize": perTurn}}
 }
 

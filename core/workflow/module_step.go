@@ -217,11 +217,11 @@ func modeConfig(mode string) core.ChildConfig {
 	var cc core.ChildConfig
 	switch mode {
 	case "isolated":
-		cc.Nested, cc.Scope = core.Keep, core.PerTurn
+		cc.Nested, cc.Scope = core.NestedKeep, core.PerTurn
 	case "shared":
-		cc.Nested = core.Inherit
+		cc.Nested = core.NestedInherit
 	case "inherited":
-		cc.Nested, cc.Scope = core.Keep, core.CrossTurn
+		cc.Nested, cc.Scope = core.NestedKeep, core.CrossTurn
 	}
 	return cc
 }

@@ -129,9 +129,9 @@ outputs = { inh = "c" }
 func TestContextModes(t *testing.T) {
 	s, o := session(t, mustAgent(t, modesAgent))
 	want := map[string]core.ChildConfig{
-		"iso": {Nested: core.Keep, Scope: core.PerTurn},
-		"sha": {Nested: core.Inherit},
-		"inh": {Nested: core.Keep, Scope: core.CrossTurn},
+		"iso": {Nested: core.NestedKeep, Scope: core.PerTurn},
+		"sha": {Nested: core.NestedInherit},
+		"inh": {Nested: core.NestedKeep, Scope: core.CrossTurn},
 	}
 	if !reflect.DeepEqual(o.ChildConfigs, want) {
 		t.Fatalf("child configs = %+v", o.ChildConfigs)

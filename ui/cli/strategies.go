@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
-	"github.com/sessionbench/sessionbench/core/template"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
 )
@@ -29,17 +29,12 @@ const (
 	strategiesBadInput = 2
 )
 
-const strategiesHelp = `usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]
+var strategiesHelp = `usage: sessionbench wire strategies [--json] [--model M] [--strategies 1,3,5] [--path P] [FILE]
 
 Renders, without calling any model, the messages each predictor of an agent would send
 for the next turn under each of the five history strategies (docs/wire/template-language.md):
 
-  1 per-predictor               keep        ChatAdapter over the predictor's own calls
-  2 outer, signature-filtered   inherit     ChatAdapter over the outer turns
-  3 outer inline                inherit     template: outer turns as YAML in the system message
-  4 outer field mapping         inherit     template: outer turns as user/assistant via a mapping
-  5 hybrid                      keep+outer  template: outer turns as YAML + own calls as turns
-
+` + strategyTable() + `
 "keep" strategies give the predictor's history field its OWN earlier calls (inputs and
 outputs of turns[].calls with its path); "inherit" ones give it the OUTER turns (each
 turn's inputs then outputs). Each message gets its token count (tiktoken, offline:
@@ -95,6 +90,15 @@ Values keep their JSON kinds (2.0 stays a float) and key order.
 Exit codes: 0 rendered, 1 a strategy could not be rendered, 2 bad input (one line on
 stderr saying what and where: a JSON path, or line and column for malformed JSON).
 `
+
+// strategyTable lists the five strategies (core.Strategies) for the help text.
+func strategyTable() string {
+	var b strings.Builder
+	for _, st := range core.Strategies {
+		fmt.Fprintf(&b, "  %d %-27s %-11s %s\n", st.Number, st.Name, st.Policy(), st.Desc)
+	}
+	return b.String()
+}
 
 // Output of --json (documented in strategiesHelp).
 type strategiesOut struct {
@@ -330,22 +334,22 @@ func renderScenario(ctx context.Context, sc *scenario) (out strategiesOut, faile
 	return out, failed, nil
 }
 
-// renderStrategy formats one predictor call under strategy n (template.Strategy.Render, as
+// renderStrategy formats one predictor call under strategy n (core.Strategy.Render, as
 // ui/sessions' preview does for a recorded call), then counts tokens and lints the result.
 func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signature, h histories, inputs *sig.Map, missing []string) (strategyOut, error) {
-	so := strategyOut{Number: n, Name: template.StrategyName(n), Messages: []messageOut{}, Lint: []lintOut{}}
-	st, err := template.Preset(n, eff, template.PresetOptions{Outer: sc.Outer, Mapping: p.Mapping, TemplateForKeep: sc.TemplateForKeep})
+	so := strategyOut{Number: n, Name: core.StrategyName(n), Messages: []messageOut{}, Lint: []lintOut{}}
+	st, err := core.Preset(n, eff, core.PresetOptions{Outer: sc.Outer, Mapping: p.Mapping, TemplateForKeep: sc.TemplateForKeep})
 	if err != nil {
 		return so, err
 	}
-	so.Policy, so.Adapter = string(st.Policy), st.Adapter.Name()
+	so.Policy, so.Adapter = st.Policy(), st.Adapter.Name()
 	hist, cut, maxTurns := h.own, h.ownCut, p.MaxTurns
 	so.History.Source = "own"
-	switch st.Policy {
-	case template.PolicyInherit:
+	switch {
+	case st.Nested == core.NestedInherit:
 		hist, cut, maxTurns = h.outer, h.outerCut, sc.OuterMaxTurns
 		so.History.Source = "outer"
-	case template.PolicyKeepOuter:
+	case st.Outer:
 		so.History.Source = "own+outer"
 	}
 	so.History.Turns, so.History.Truncated = len(hist.Messages), cut
@@ -362,7 +366,7 @@ func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signatur
 	}
 	so.Tokens = total
 	warns := wirediff.Lint(wirediff.Facts{Signature: eff, Adapter: st.Adapter, History: &hist, Messages: msgs, Truncated: cut, MaxTurns: maxTurns})
-	if st.Policy == template.PolicyKeepOuter && h.outerCut > 0 {
+	if st.Outer && h.outerCut > 0 {
 		warns = append(warns, wirediff.Warning{Kind: wirediff.Truncated, Message: -1,
 			Text: fmt.Sprintf("outer context: %d earlier turn(s) not shown: agent max_turns=%d keeps the last %d", h.outerCut, sc.OuterMaxTurns, sc.OuterMaxTurns)})
 	}

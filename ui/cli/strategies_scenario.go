@@ -34,7 +34,7 @@ type scenarioPredictor struct {
 	Type      string         // "Predict" or "ChainOfThought"
 	Signature *sig.Signature // as the predictor sends it (ChainOfThought's reasoning included), without the history field
 	MaxTurns  int            // window over the predictor's own history; -1 means none
-	Mapping   *template.Mapping
+	Mapping   *core.Mapping
 	Demos     []*sig.Map
 }
 
@@ -362,7 +362,7 @@ func decodePredictor(v any, path string, outer *sig.Signature) (*scenarioPredict
 		if err := mo.only("user", "assistant"); err != nil {
 			return nil, err
 		}
-		var m template.Mapping
+		var m core.Mapping
 		if m.User, err = mo.str("user"); err != nil {
 			return nil, err
 		}
@@ -376,7 +376,7 @@ func decodePredictor(v any, path string, outer *sig.Signature) (*scenarioPredict
 	}
 	// Strategy 4 is the only preset built from scenario text (the mapping): check it now
 	// so that a bad template is an input error, not a failed rendering.
-	if _, err := template.Preset(4, withHistory(p.Signature), template.PresetOptions{Outer: outer, Mapping: p.Mapping}); err != nil {
+	if _, err := core.Preset(4, withHistory(p.Signature), core.PresetOptions{Outer: outer, Mapping: p.Mapping}); err != nil {
 		var te *template.TemplateError
 		if errors.As(err, &te) && (te.Key == "user" || te.Key == "assistant") {
 			return nil, werrf(o.at("mapping."+te.Key), "line %d, column %d: %s", te.Line, te.Column, te.Msg)

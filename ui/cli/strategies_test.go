@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
-	"github.com/sessionbench/sessionbench/core/template"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
 )
@@ -134,10 +134,10 @@ func TestWireStrategiesScenarioB(t *testing.T) {
 		sig     *sig.Signature
 		now     *sig.Map
 		own     sig.History
-		mapping *template.Mapping
+		mapping *core.Mapping
 	}{
 		{"corrector", mustSig(t, "text -> corrected", "Correct grammar and spelling in the input sentence."),
-			sig.NewMap("text", "No it to precious, I want to keep it."), correctorOwnB, &template.Mapping{User: "{text}", Assistant: "{corrected}"}},
+			sig.NewMap("text", "No it to precious, I want to keep it."), correctorOwnB, &core.Mapping{User: "{text}", Assistant: "{corrected}"}},
 		{"translator", mustSig(t, "corrected, target_language -> translated", "Translate corrected text into the target language."),
 			sig.NewMap("corrected", "No, it's too precious. I want to keep it.", "target_language", "French"), translatorOwnB, nil},
 	}
@@ -170,7 +170,7 @@ func TestWireStrategiesScenarioB(t *testing.T) {
 				if so.History.Source != c.source || so.History.Turns != 2 || so.History.Truncated != 0 {
 					t.Errorf("history %+v, want %s with 2 turns", so.History, c.source)
 				}
-				if so.Name != template.StrategyName(c.n) || so.Error != "" {
+				if so.Name != core.StrategyName(c.n) || so.Error != "" {
 					t.Errorf("name %q error %q", so.Name, so.Error)
 				}
 				hist := p.own
@@ -179,12 +179,12 @@ func TestWireStrategiesScenarioB(t *testing.T) {
 				}
 				in := p.now.Clone()
 				in.Set("history", hist)
-				st, err := template.Preset(c.n, p.sig, template.PresetOptions{Outer: outerSig, Mapping: p.mapping})
+				st, err := core.Preset(c.n, p.sig, core.PresetOptions{Outer: outerSig, Mapping: p.mapping})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if so.Policy != string(st.Policy) || so.Adapter != st.Adapter.Name() {
-					t.Errorf("policy %q adapter %q, want %q %q", so.Policy, so.Adapter, st.Policy, st.Adapter.Name())
+				if so.Policy != st.Policy() || so.Adapter != st.Adapter.Name() {
+					t.Errorf("policy %q adapter %q, want %q %q", so.Policy, so.Adapter, st.Policy(), st.Adapter.Name())
 				}
 				outer := outerB
 				req := adapter.Request{Signature: p.sig, Inputs: in, OuterHistory: &outer}

@@ -8,7 +8,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
-	"github.com/sessionbench/sessionbench/core/template"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
@@ -82,7 +81,7 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 // render formats one predictor call under strategy n.
 func render(n int, p *core.Predict, outerSig *sig.Signature, inputs *sig.Map, own, outer sig.History) ([]lm.Message, adapter.Adapter, sig.History, error) {
 	eff := core.WithHistoryField(p.Signature, "history")
-	st, err := template.Preset(n, eff, template.PresetOptions{Outer: outerSig})
+	st, err := core.Preset(n, eff, core.PresetOptions{Outer: outerSig})
 	if err != nil {
 		return nil, nil, sig.History{}, err
 	}

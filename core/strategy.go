@@ -1,4 +1,4 @@
-package template
+package core
 
 import (
 	"fmt"
@@ -7,31 +7,42 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/template"
 )
 
-// Policy is the nested-session policy a strategy needs (seed 000 §6): whose history the
-// predictor's history field receives.
-type Policy string
+// StrategyInfo is one of seed 000 §6's five history strategies: its number, its one name
+// (what every list, table and tab shows), the nested policy that decides whose history the
+// predictor's history field receives, whether the outer history is shown beside it
+// (strategy 5), and a one-line description.
+type StrategyInfo struct {
+	Number int
+	Name   string
+	Nested NestedPolicy
+	// Outer: the outer history is shown as well, beside the predictor's own (hybrid).
+	Outer bool
+	Desc  string
+}
 
-// Policies.
-const (
-	PolicyKeep      Policy = "keep"       // the predictor's own calls
-	PolicyInherit   Policy = "inherit"    // the outer session's history
-	PolicyKeepOuter Policy = "keep+outer" // own calls in the history field, outer history beside it
-)
+// Policy names the strategy's history source as the strategies table writes it: the
+// nested policy, "+outer" when the outer history is shown beside the own one.
+func (si StrategyInfo) Policy() string {
+	if si.Outer {
+		return string(si.Nested) + "+outer"
+	}
+	return string(si.Nested)
+}
 
-// Strategy is the adapter side of one of the five strategies; sessions are elsewhere.
+// Strategy is one strategy made concrete for a predictor: the adapter that renders its
+// calls.
 type Strategy struct {
-	Number  int
-	Name    string
-	Policy  Policy
+	StrategyInfo
 	Adapter adapter.Adapter
 }
 
 // History picks the history the predictor's history field receives under the strategy's
 // policy: its own calls, or the outer session's history under inherit.
 func (st Strategy) History(own, outer sig.History) sig.History {
-	if st.Policy == PolicyInherit {
+	if st.Nested == NestedInherit {
 		return outer
 	}
 	return own
@@ -67,30 +78,37 @@ type PresetOptions struct {
 	TemplateForKeep bool
 }
 
-// strategyTable is the table at the end of template-language.md, as data: the policy and
-// the system-message tail each strategy adds after {instruction}; strategies 1 (template
+// Strategies are the five strategies, in order: the one source of their names.
+var Strategies = []StrategyInfo{
+	{1, "per-predictor", NestedKeep, false, "ChatAdapter over the predictor's own calls"},
+	{2, "outer, signature-filtered", NestedInherit, false, "ChatAdapter over the outer turns"},
+	{3, "outer inline", NestedInherit, false, "template: outer turns as YAML in the system message"},
+	{4, "outer field mapping", NestedInherit, false, "template: outer turns as user/assistant via a mapping"},
+	{5, "hybrid", NestedKeep, true, "template: outer turns as YAML + own calls as turns"},
+}
+
+// strategyTable is the table at the end of template-language.md, as data: the
+// system-message tail each strategy adds after {instruction}; strategies 1 (template
 // form), 4 and 5 also place a history directive.
 var strategyTable = []struct {
-	name       string
-	policy     Policy
 	chat       bool   // ChatAdapter rather than a template
 	systemTail string // appended to "{instruction}"
 	directive  bool   // a {"role":"history"} directive before the user message
 	mapped     bool   // the directive carries strategy 4's mapping
 }{
-	{name: "per-predictor", policy: PolicyKeep, chat: true, directive: true},
-	{name: "outer, signature-filtered", policy: PolicyInherit, chat: true},
-	{name: "outer inline", policy: PolicyInherit, systemTail: "\n\nPrior conversation for context:\n{history(style='yaml')}"},
-	{name: "outer field mapping", policy: PolicyInherit, directive: true, mapped: true},
-	{name: "hybrid", policy: PolicyKeepOuter, systemTail: "\n\nFull conversation context:\n{outer_history(style='yaml')}", directive: true},
+	{chat: true, directive: true},
+	{chat: true},
+	{systemTail: "\n\nPrior conversation for context:\n{history(style='yaml')}"},
+	{directive: true, mapped: true},
+	{systemTail: "\n\nFull conversation context:\n{outer_history(style='yaml')}", directive: true},
 }
 
 // StrategyName names strategy n (1-5).
 func StrategyName(n int) string {
-	if n < 1 || n > len(strategyTable) {
+	if n < 1 || n > len(Strategies) {
 		return ""
 	}
-	return strategyTable[n-1].name
+	return Strategies[n-1].Name
 }
 
 // Preset returns strategy n (1-5) for a predictor with the given signature. Templates
@@ -106,31 +124,31 @@ func Preset(n int, predictor *sig.Signature, opts PresetOptions) (Strategy, erro
 		return Strategy{}, fmt.Errorf("strategy %d: no predictor signature", n)
 	}
 	row := strategyTable[n-1]
-	st := Strategy{Number: n, Name: row.name, Policy: row.policy}
+	st := Strategy{StrategyInfo: Strategies[n-1]}
 	if row.chat && !(n == 1 && opts.TemplateForKeep) {
 		st.Adapter = adapter.Chat{}
 		return st, nil
 	}
 	system := "{instruction}" + row.systemTail
-	mode := ParseFullText
+	mode := template.ParseFullText
 	if len(predictor.Outputs) != 1 {
-		mode = ParseJSON
+		mode = template.ParseJSON
 		system += "\n\nRespond with a JSON object with these keys:\n{outputs()}"
 	}
-	msgs := []MessageTemplate{{Role: "system", Content: system}}
+	msgs := []template.MessageTemplate{{Role: "system", Content: system}}
 	if row.directive {
-		d := MessageTemplate{Role: RoleHistory}
+		d := template.MessageTemplate{Role: template.RoleHistory}
 		if row.mapped {
 			m, err := strategyMapping(opts)
 			if err != nil {
 				return Strategy{}, fmt.Errorf("strategy 4: %w", err)
 			}
-			d.User, d.Assistant = Str(m.User), Str(m.Assistant)
+			d.User, d.Assistant = template.Str(m.User), template.Str(m.Assistant)
 		}
 		msgs = append(msgs, d)
 	}
-	msgs = append(msgs, MessageTemplate{Role: "user", Content: userTemplate(predictor)})
-	t, err := New(msgs, mode)
+	msgs = append(msgs, template.MessageTemplate{Role: "user", Content: userTemplate(predictor)})
+	t, err := template.New(msgs, mode)
 	if err != nil {
 		return Strategy{}, fmt.Errorf("strategy %d: %w", n, err)
 	}

@@ -1,4 +1,4 @@
-package template
+package core
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func BenchmarkFiveStrategies(b *testing.B) {
 			b.Fatal(err)
 		}
 		h := outer
-		if st.Policy != PolicyInherit {
+		if st.Nested != NestedInherit {
 			h = own
 		}
 		jobs = append(jobs, job{fmt.Sprintf("strategy%d", n), st.Adapter, h})

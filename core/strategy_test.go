@@ -1,4 +1,4 @@
-package template
+package core
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/template"
 )
 
 // The seed's two scenarios (000 §6). Signatures get the history field a session appends
@@ -211,7 +212,7 @@ func TestSeedStrategies(t *testing.T) {
 // The seed's strategy-1 template as written, without a parse mode, is parsed as json; the
 // history reply is then a JSON object (DESIGN.md), not the bare "technical" the seed draws.
 func TestSeedTemplateDefaultJSONReply(t *testing.T) {
-	tpl, err := Load([]byte(`{"messages":[{"role":"system","content":"{instruction}"},{"role":"history"},{"role":"user","content":"{question}"}]}`))
+	tpl, err := template.Load([]byte(`{"messages":[{"role":"system","content":"{instruction}"},{"role":"history"},{"role":"user","content":"{question}"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,16 +229,16 @@ func TestSeedTemplateDefaultJSONReply(t *testing.T) {
 
 func TestPresetPolicies(t *testing.T) {
 	want := []struct {
-		policy  Policy
+		policy  string
 		adapter string
-	}{{PolicyKeep, "chat"}, {PolicyInherit, "chat"}, {PolicyInherit, "template"}, {PolicyInherit, "template"}, {PolicyKeepOuter, "template"}}
+	}{{"keep", "chat"}, {"inherit", "chat"}, {"inherit", "template"}, {"inherit", "template"}, {"keep+outer", "template"}}
 	all, err := Presets(classifySig, PresetOptions{Outer: outerA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, st := range all {
-		if st.Number != i+1 || st.Policy != want[i].policy || st.Adapter.Name() != want[i].adapter {
-			t.Errorf("strategy %d: got %d %s %s, want %s %s", i+1, st.Number, st.Policy, st.Adapter.Name(), want[i].policy, want[i].adapter)
+		if st.Number != i+1 || st.Policy() != want[i].policy || st.Adapter.Name() != want[i].adapter {
+			t.Errorf("strategy %d: got %d %s %s, want %s %s", i+1, st.Number, st.Policy(), st.Adapter.Name(), want[i].policy, want[i].adapter)
 		}
 	}
 	if _, err := Preset(4, classifySig, PresetOptions{}); err == nil || !strings.Contains(err.Error(), "mapping") {
@@ -252,8 +253,8 @@ func TestPresetPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl := st.Adapter.(*Template)
-	if tpl.Mode() != ParseJSON {
+	tpl := st.Adapter.(*template.Template)
+	if tpl.Mode() != template.ParseJSON {
 		t.Errorf("mode %q", tpl.Mode())
 	}
 	msgs, err := tpl.Format(adapter.Request{Signature: multi, Inputs: sig.NewMap("q", "x")})
