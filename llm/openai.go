@@ -5,11 +5,8 @@
 package llm
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -30,13 +27,16 @@ type Timeouts struct {
 	// streamed text. It applies to streaming calls only: a non-streaming server sends
 	// nothing until it is done, so there the total timeout is the bound.
 	FirstToken time.Duration
-	Total      time.Duration // the whole call, retries and backoff waits included
+	// Stall bounds, once text is streaming, a silence of the server: no bytes at all
+	// for this long ends the try (the text so far is kept as a partial answer).
+	Stall time.Duration
+	Total time.Duration // the whole call, retries and backoff waits included
 }
 
 // DefaultTimeouts is used when none are configured. The first-token bound is generous
 // because local servers may load a model into memory before answering.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{Connect: 10 * time.Second, FirstToken: 2 * time.Minute, Total: 10 * time.Minute}
+	return Timeouts{Connect: 10 * time.Second, FirstToken: 2 * time.Minute, Stall: 60 * time.Second, Total: 10 * time.Minute}
 }
 
 // OpenAIOptions configures an OpenAI-compatible model. Request-level lm.Params override
@@ -136,6 +136,9 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 			out.Tries = append(out.Tries, att)
 			report(req.OnTry, att)
 			out.Text, out.Model, out.FinishReason, out.Usage = res.text, res.model, res.finish, res.usage
+			if out.Usage == (lm.Usage{}) {
+				out.Usage = estimateUsage(model, req.Messages, res.text)
+			}
 			return out, nil
 		}
 
@@ -153,6 +156,9 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 				Hint: "raise the total timeout if the model is just slow"}
 		case context.Cause(tryCtx) == errFirstToken:
 			e = &Error{Message: fmt.Sprintf("no first token within %s", o.timeouts.FirstToken), Err: context.DeadlineExceeded, Retryable: true}
+		case context.Cause(tryCtx) == errStall:
+			e = &Error{Message: fmt.Sprintf("the stream stalled: nothing from the server for %s", o.timeouts.Stall), Err: context.DeadlineExceeded,
+				Retryable: true, Hint: "raise stall_timeout if the server pauses this long on purpose"}
 		case res.httpErr:
 			e = classifyHTTP(status, raw, err, tgt)
 		default:
@@ -327,114 +333,8 @@ func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []str
 	for _, m := range r.Messages {
 		fill = fill || m.Content == ""
 	}
-	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, fillContent: fill, x: x}
+	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, fillContent: fill, stream: r.Stream, x: x}
 	return openai.NewClientWithConfig(cfg)
-}
-
-// result is one try's outcome. text may be set on failure (the partial answer).
-type result struct {
-	text, model, finish string
-	usage               lm.Usage
-	status              int
-	httpErr             bool // the server answered with an error status
-}
-
-func (o *OpenAI) try(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
-	extra []string, onDelta func(string)) (result, *exchange, error) {
-	x := &exchange{}
-	c := o.client(r, x, extra)
-	if !r.Stream {
-		resp, err := c.CreateChatCompletion(ctx, r)
-		status, _, _ := x.response()
-		if err != nil {
-			return result{status: status, httpErr: status >= 400}, x, err
-		}
-		if len(resp.Choices) == 0 {
-			return result{status: status}, x, errors.New("the server returned no choices")
-		}
-		return result{text: resp.Choices[0].Message.Content, model: resp.Model, finish: string(resp.Choices[0].FinishReason),
-			usage: usageOf(&resp.Usage), status: status}, x, nil
-	}
-
-	stop := func() bool { return false }
-	if o.timeouts.FirstToken > 0 {
-		t := time.AfterFunc(o.timeouts.FirstToken, func() { cancel(errFirstToken) })
-		defer t.Stop()
-		stop = t.Stop
-	}
-	onDelta = firstCall(stop, onDelta)
-	stream, err := c.CreateChatCompletionStream(ctx, r)
-	status, _, _ := x.response()
-	if err != nil {
-		return result{status: status, httpErr: status >= 400}, x, err
-	}
-	defer stream.Close()
-	var res result
-	res.status = status
-	var text strings.Builder
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			_, _, raw := x.response()
-			if !sawDone(raw) && res.finish == "" {
-				res.text = text.String()
-				return res, x, fmt.Errorf("stream ended before its end marker: %w", io.ErrUnexpectedEOF)
-			}
-			break
-		}
-		if err != nil {
-			res.text = text.String()
-			return res, x, err
-		}
-		if chunk.Model != "" {
-			res.model = chunk.Model
-		}
-		if chunk.Usage != nil {
-			res.usage = usageOf(chunk.Usage)
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if ch.Delta.Content != "" {
-				text.WriteString(ch.Delta.Content)
-				onDelta(ch.Delta.Content)
-			} else if ch.Delta.ReasoningContent != "" {
-				onDelta("") // thinking counts as a sign of life for the first-token timer
-			}
-			if ch.FinishReason != "" {
-				res.finish = string(ch.FinishReason)
-			}
-		}
-	}
-	res.text = text.String()
-	return res, x, nil
-}
-
-// firstCall runs stop once, before the first delta is passed on; empty deltas are
-// swallowed (they only mean "alive").
-func firstCall(stop func() bool, f func(string)) func(string) {
-	done := false
-	return func(s string) {
-		if !done {
-			done = true
-			stop()
-		}
-		if s != "" {
-			f(s)
-		}
-	}
-}
-
-// sawDone reports whether an SSE transcript holds the "data: [DONE]" end marker.
-func sawDone(raw []byte) bool {
-	for _, line := range bytes.Split(raw, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if rest, ok := bytes.CutPrefix(line, []byte("data:")); ok && string(bytes.TrimSpace(rest)) == "[DONE]" {
-			return true
-		}
-	}
-	return false
 }
 
 func usageOf(u *openai.Usage) lm.Usage {

@@ -33,8 +33,14 @@ type Selection struct {
 	KeyEnv      string // variable the key comes from ("" when none / key_command)
 	KeySet      bool   // a key was found
 	Description string // one line, e.g. "gpt-4o-mini via openai (https://…, key from $OPENAI_API_KEY)"
-	Note        string // why this choice was made, when not obvious (e.g. "nothing configured")
+	Note        string // why this choice was made, when not obvious (e.g. "nothing configured"), and how to pin it
 	Config      *config.File
+	// Choices are the models the provider offers when none was named: the provider's
+	// models in the file, else the server's list (GET /models). Model is the first chat
+	// model among them. Empty when a model was named.
+	Choices []string
+
+	builder *builder // nil for the demo model
 }
 
 // Resolve picks the model: flags first, then the environment (OPENAI_API_KEY,
@@ -125,17 +131,50 @@ func ResolveWith(ctx context.Context, f Flags, getenv config.Env, cfg *config.Fi
 		}
 		return demoSelection(cfg, "nothing is configured (see 'sessionbench models')"), nil
 	}
-	if model == "" {
-		if len(prov.Models) == 0 {
-			return nil, fmt.Errorf("provider %q has no models listed; pass --model or set SESSIONBENCH_MODEL", prov.Name)
-		}
-		model = prov.Models[0]
-	}
 	key, keyEnv, err := providerKey(ctx, prov, getenv)
 	if err != nil {
 		return nil, err
 	}
-	opts := OpenAIOptions{Provider: prov.Name, BaseURL: prov.BaseURL, APIKey: key, APIKeyEnv: keyEnv, Model: model,
+	b := &builder{prov: prov, key: key, keyEnv: keyEnv, flags: f, cfg: cfg, getenv: getenv}
+	if model != "" {
+		return b.build(model, "")
+	}
+	// No model named: the provider's own list in the file, else the server's.
+	choices, from := prov.Models, fmt.Sprintf("provider %q's models in %s", prov.Name, cfg.Name())
+	if len(choices) == 0 {
+		list, err := ListModels(ctx, Server{BaseURL: prov.BaseURL, APIKey: key, KeyEnv: keyEnv, Headers: prov.Headers, Azure: prov.Azure})
+		if err != nil {
+			return nil, fmt.Errorf("no model named, and the server's model list is unavailable: %w; name one with --model NAME or SESSIONBENCH_MODEL=NAME", err)
+		}
+		if len(list) == 0 {
+			return nil, fmt.Errorf("no model named, and %s lists no models (GET /models gave an empty list); name one with --model NAME or SESSIONBENCH_MODEL=NAME", prov.BaseURL)
+		}
+		choices, from = list, fmt.Sprintf("the models %s lists", prov.BaseURL)
+	}
+	b.choices = choices
+	model = ChatModel(choices)
+	note := fmt.Sprintf("took %s, the first chat model of %d (%s); pin it with --model %s or SESSIONBENCH_MODEL=%s",
+		model, len(choices), from, model, model)
+	if len(choices) == 1 {
+		note = fmt.Sprintf("took %s, the only model of %s; pin it with --model %s or SESSIONBENCH_MODEL=%s", model, from, model, model)
+	}
+	return b.build(model, note)
+}
+
+// builder makes the selection of one model on a resolved provider; Selection.Choose
+// uses it again for another of the provider's models.
+type builder struct {
+	prov        config.Provider
+	key, keyEnv string
+	flags       Flags
+	cfg         *config.File
+	getenv      config.Env
+	choices     []string
+}
+
+func (b *builder) build(model, note string) (*Selection, error) {
+	prov, f := b.prov, b.flags
+	opts := OpenAIOptions{Provider: prov.Name, BaseURL: prov.BaseURL, APIKey: b.key, APIKeyEnv: b.keyEnv, Model: model,
 		Temperature: prov.Temperature, MaxTokens: prov.MaxTokens, Headers: prov.Headers, Azure: prov.Azure,
 		APIVersion: prov.APIVersion, NoStreamUsage: prov.StreamUsage != nil && !*prov.StreamUsage}
 	if f.Temperature != nil {
@@ -151,14 +190,31 @@ func ResolveWith(ctx context.Context, f Flags, getenv config.Env, cfg *config.Fi
 	to := DefaultTimeouts()
 	setDur(&to.Connect, prov.ConnectTimeout)
 	setDur(&to.FirstToken, prov.FirstTokenTimeout)
+	setDur(&to.Stall, prov.StallTimeout)
 	setDur(&to.Total, prov.TotalTimeout)
+	if v := b.getenv("SESSIONBENCH_STALL_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("SESSIONBENCH_STALL_TIMEOUT=%q: want a duration such as 90s (0 for no limit)", v)
+		}
+		to.Stall = d
+	}
 	opts.Retry, opts.Timeouts = &retry, &to
 	m, err := NewOpenAI(opts)
 	if err != nil {
 		return nil, fmt.Errorf("provider %q: %w", prov.Name, err)
 	}
-	return &Selection{LM: m, Provider: prov.Name, Model: model, BaseURL: prov.BaseURL, KeyEnv: keyEnv, KeySet: key != "",
-		Description: m.describe(), Config: cfg}, nil
+	return &Selection{LM: m, Provider: prov.Name, Model: model, BaseURL: prov.BaseURL, KeyEnv: b.keyEnv, KeySet: b.key != "",
+		Description: m.describe(), Note: note, Config: b.cfg, Choices: b.choices, builder: b}, nil
+}
+
+// Choose is the same provider with another model, e.g. one of Choices picked in the
+// workbench. The new selection's Note is empty: the model was named.
+func (s *Selection) Choose(model string) (*Selection, error) {
+	if s.builder == nil {
+		return nil, fmt.Errorf("%s: no other model to choose", s.Description)
+	}
+	return s.builder.build(model, "")
 }
 
 func setDur(dst *time.Duration, v *time.Duration) {

@@ -108,6 +108,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 var (
 	errFirstToken = errors.New("first-token timeout")
+	errStall      = errors.New("stall timeout")
 	errTotal      = errors.New("total timeout")
 )
 
@@ -185,7 +186,13 @@ func classifyTransport(err error, t target) *Error {
 	var recHdr tls.RecordHeaderError
 	var netErr net.Error
 	var api *openai.APIError
+	var ct *ContentTypeError
 	switch {
+	case errors.As(err, &ct):
+		e.Message = "the server answered, but not as an OpenAI-compatible API: " + ct.Error()
+		e.Hint = "is " + t.baseURL + " the API itself (most end in /v1)? a proxy or login page may be answering instead"
+	case errors.Is(err, errNoChoices):
+		e.Hint = "the model produced nothing to use; try again or another model"
 	case errors.As(err, &api):
 		e.Message = "the server reported an error: " + api.Message
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +41,7 @@ type exchange struct {
 	status  int
 	header  http.Header
 	raw     bytes.Buffer
+	alive   func() // told about every read from the response body (the stall clock)
 }
 
 func (x *exchange) response() (status int, header http.Header, raw []byte) {
@@ -59,7 +61,10 @@ type captureDoer struct {
 	// fillContent restores "content":"" on messages go-openai wrote without it (its
 	// omitempty drops empty content, which servers reject and the preview would not show).
 	fillContent bool
-	x           *exchange
+	// stream says the request asked for an event stream; a 2xx answer of another kind
+	// is refused here (see checkContentType) rather than misread as a broken stream.
+	stream bool
+	x      *exchange
 }
 
 func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
@@ -93,7 +98,68 @@ func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
 	d.x.status, d.x.header = resp.StatusCode, resp.Header
 	d.x.mu.Unlock()
 	resp.Body = &teeBody{rc: resp.Body, x: d.x}
+	if resp.StatusCode/100 == 2 {
+		if err := checkContentType(resp, d.stream); err != nil {
+			_ = resp.Body.Close()
+			return nil, err
+		}
+	}
 	return resp, nil
+}
+
+// ContentTypeError is a successful status whose body is not what the request asked for:
+// an HTML page from a proxy or a login portal, say, where an event stream or JSON was
+// expected. It is not retried: asking again gets the same page.
+type ContentTypeError struct {
+	Status      int
+	ContentType string // as sent; "" when the header was missing
+	Want        string // "an event stream" or "JSON"
+	Start       string // the first bytes of the body
+}
+
+func (e *ContentTypeError) Error() string {
+	ct := e.ContentType
+	if ct == "" {
+		ct = "no Content-Type"
+	} else {
+		ct = "Content-Type " + ct
+	}
+	return fmt.Sprintf("HTTP %d with %s is not %s; the body begins %q", e.Status, ct, e.Want, e.Start)
+}
+
+// checkContentType accepts a body of the expected kind, by its Content-Type or, when a
+// server labels it wrongly, by its first bytes; it reads those bytes only then and puts
+// them back.
+func checkContentType(resp *http.Response, stream bool) error {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	want, label := "application/json", "JSON"
+	if stream {
+		want, label = "text/event-stream", "an event stream"
+	}
+	if strings.HasPrefix(ct, want) || (!stream && strings.Contains(ct, "+json")) {
+		return nil
+	}
+	head := make([]byte, 256)
+	n, err := io.ReadAtLeast(resp.Body, head, 1)
+	if err != nil && n == 0 {
+		if errors.Is(err, io.EOF) && !stream {
+			return nil // an empty body: let the decoder say what it expected
+		}
+		return fmt.Errorf("reading the response: %w", err)
+	}
+	head = head[:n]
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	start := bytes.TrimLeft(head, " \t\r\n")
+	if stream && (bytes.HasPrefix(start, []byte("data:")) || bytes.HasPrefix(start, []byte(":")) || bytes.HasPrefix(start, []byte("event:"))) {
+		return nil
+	}
+	if !stream && (bytes.HasPrefix(start, []byte("{")) || bytes.HasPrefix(start, []byte("["))) {
+		return nil
+	}
+	return &ContentTypeError{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Want: label, Start: string(head)}
 }
 
 // teeBody copies everything read from the response into the exchange.
@@ -107,7 +173,11 @@ func (t *teeBody) Read(p []byte) (int, error) {
 	if n > 0 {
 		t.x.mu.Lock()
 		t.x.raw.Write(p[:n])
+		alive := t.x.alive
 		t.x.mu.Unlock()
+		if alive != nil {
+			alive()
+		}
 	}
 	return n, err
 }

@@ -175,12 +175,12 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 	_, err = tx.ExecContext(ctx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
 			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
-			raw_request_mode, raw_request_id, raw_response_id, recovered)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
 		in, out, hist, msgs, requestKey(c.Path, c.Messages, c.Params), string(params), completion,
 		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
-		fmtTime(started), int64(c.Latency), c.Error, attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered)
+		fmtTime(started), int64(c.Latency), c.Error, attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated)
 	if err != nil {
 		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
 	}
@@ -212,7 +212,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	rows, err := q.QueryContext(ctx, `SELECT turn_id, seq, call_key, parent_key, path, predictor_type, adapter, model,
 			inputs, outputs, history_node, messages_node, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
-			raw_request_mode, raw_request_id, raw_response_id, recovered
+			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated
 		FROM calls WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY turn_id, seq`, idsJSON(turnIDs))
 	if err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
@@ -228,7 +228,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 		if err := rows.Scan(&r.turn, &r.seq, &c.ID, &r.parentKey, &c.Path, &c.PredictorType, &c.Adapter, &c.Model,
 			&in, &out, &r.hist, &r.msgs, &params, &r.completion,
 			&c.Usage.PromptTokens, &c.Usage.CompletionTokens, &c.Usage.CachedTokens, &c.Usage.TotalTokens,
-			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp, &c.Recovered); err != nil {
+			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp, &c.Recovered, &c.Usage.Estimated); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("storage: load calls: %w", err)
 		}

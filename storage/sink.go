@@ -241,11 +241,12 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	}
 	// The running usage totals: this turn's calls (all stored now) plus its parent's
 	// totals, final because a committed turn's calls and its parent never change.
-	if _, err := tx.ExecContext(ctx, `UPDATE turns SET (cum_prompt_tokens, cum_completion_tokens, cum_cached_tokens, cum_total_tokens) =
+	if _, err := tx.ExecContext(ctx, `UPDATE turns SET (cum_prompt_tokens, cum_completion_tokens, cum_cached_tokens, cum_total_tokens, cum_estimated) =
 		(SELECT coalesce(sum(c.prompt_tokens), 0) + coalesce(p.cum_prompt_tokens, 0),
 			coalesce(sum(c.completion_tokens), 0) + coalesce(p.cum_completion_tokens, 0),
 			coalesce(sum(c.cached_tokens), 0) + coalesce(p.cum_cached_tokens, 0),
-			coalesce(sum(c.total_tokens), 0) + coalesce(p.cum_total_tokens, 0)
+			coalesce(sum(c.total_tokens), 0) + coalesce(p.cum_total_tokens, 0),
+			coalesce(sum(c.usage_estimated), 0) + coalesce(p.cum_estimated, 0)
 		FROM (SELECT 1) LEFT JOIN calls c ON c.turn_id = ?1 LEFT JOIN turns p ON p.id = ?2)
 		WHERE id = ?1`, id, p.parent); err != nil {
 		return fmt.Errorf("storage: usage totals of turn %d: %w", id, err)

@@ -11,10 +11,11 @@ import (
 // for the workbench's per-pane totals. Each committed turn stores its path's running
 // totals (schema version 2), so this is one row per branch, whatever the branches'
 // length. Module-level records carry no usage of their own, so summing every stored call
-// row counts each model request once. Empty branches map to a zero Usage.
+// row counts each model request once. The total is Estimated when any call's count was
+// (schema version 4). Empty branches map to a zero Usage.
 func (s *Store) BranchUsage(ctx context.Context, convID string) (map[string]lm.Usage, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT b.name, coalesce(t.cum_prompt_tokens, 0), coalesce(t.cum_completion_tokens, 0),
-			coalesce(t.cum_cached_tokens, 0), coalesce(t.cum_total_tokens, 0)
+			coalesce(t.cum_cached_tokens, 0), coalesce(t.cum_total_tokens, 0), coalesce(t.cum_estimated, 0) > 0
 		FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = ?`, convID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: branch usage of %q: %w", convID, err)
@@ -24,7 +25,7 @@ func (s *Store) BranchUsage(ctx context.Context, convID string) (map[string]lm.U
 	for rows.Next() {
 		var name string
 		var u lm.Usage
-		if err := rows.Scan(&name, &u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.TotalTokens); err != nil {
+		if err := rows.Scan(&name, &u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.TotalTokens, &u.Estimated); err != nil {
 			return nil, fmt.Errorf("storage: branch usage of %q: %w", convID, err)
 		}
 		out[name] = u

@@ -18,12 +18,7 @@ func walkUsage(t *testing.T, s *Store, conv, branch string) lm.Usage {
 	}
 	var u lm.Usage
 	for _, tr := range turns {
-		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) {
-			u.PromptTokens += c.Usage.PromptTokens
-			u.CompletionTokens += c.Usage.CompletionTokens
-			u.CachedTokens += c.Usage.CachedTokens
-			u.TotalTokens += c.Usage.TotalTokens
-		})
+		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) { u = u.Add(c.Usage) })
 	}
 	return u
 }
@@ -193,4 +188,50 @@ func TestBranchUsageFollowsTip(t *testing.T) {
 		t.Fatalf("resumed turn %s (%v), want %s", k, err, key)
 	}
 	check("resume", map[string]int{MainBranch: p(0, 1, 2, 3), "f": p(0, 1, 2)})
+}
+
+// An estimated count (the server reported none) is stored with its call and marks every
+// branch total it is part of; branches without it stay exact.
+func TestUsageEstimateIsStored(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "e")
+	appendN(t, s, "e", MainBranch, 1)
+	est := fixtureTurn(1, 0, false)
+	est.Calls[1].Usage = lm.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9, Estimated: true}
+	if _, err := s.AppendTurn(ctx, "e", MainBranch, est); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, s, "e", MainBranch, 1) // exact again, but the path holds an estimate
+	if _, err := s.Fork(ctx, "e", MainBranch, "before", 0); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := s.LoadBranch(ctx, "e", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.BranchUsage(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		got, want bool
+	}{
+		{"exact call", turns[1].Calls[0].Usage.Estimated, false},
+		{"estimated call", turns[1].Calls[1].Usage.Estimated, true},
+		{"later exact call", turns[2].Calls[1].Usage.Estimated, false},
+		{"main total", got[MainBranch].Estimated, true},
+		{"fork before the estimate", got["before"].Estimated, false},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("%s: estimated = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	for _, b := range []string{MainBranch, "before"} {
+		if ref := walkUsage(t, s, "e", b); got[b] != ref {
+			t.Errorf("branch %s: usage %+v, but its loaded calls sum to %+v", b, got[b], ref)
+		}
+	}
 }

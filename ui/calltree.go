@@ -138,7 +138,7 @@ func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
 				mark = "▸ "
 			}
 		}
-		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), humanTokens(callUsage(c).TotalTokens))
+		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), usageLabel(callUsage(c)))
 		if len(c.Tries) > 1 {
 			meta += fmt.Sprintf("  ×%d", len(c.Tries))
 		}
@@ -175,11 +175,7 @@ func callUsage(c *trace.Call) lm.Usage {
 	}
 	var u lm.Usage
 	for _, ch := range c.Children {
-		cu := callUsage(ch)
-		u.PromptTokens += cu.PromptTokens
-		u.CompletionTokens += cu.CompletionTokens
-		u.CachedTokens += cu.CachedTokens
-		u.TotalTokens += cu.TotalTokens
+		u = u.Add(callUsage(ch))
 	}
 	return u
 }
@@ -214,6 +210,9 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	u, of := callUsage(c), ""
 	if u != c.Usage {
 		of = " (sum of its inner calls)"
+	}
+	if u.Estimated {
+		of += " (≈ estimated with tiktoken: the server reported no usage)"
 	}
 	kv("usage", fmt.Sprintf("%d prompt + %d completion = %d tokens (%d cached)%s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedTokens, of))
 	if c.Error != "" {

@@ -108,11 +108,7 @@ func (p *chatPane) setPage(pg sessions.TurnPage) {
 	}
 	p.usage = lm.Usage{}
 	for _, t := range p.turns {
-		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-			p.usage.PromptTokens += c.Usage.PromptTokens
-			p.usage.CompletionTokens += c.Usage.CompletionTokens
-			p.usage.TotalTokens += c.Usage.TotalTokens
-		})
+		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) { p.usage = p.usage.Add(c.Usage) })
 	}
 }
 
@@ -174,7 +170,7 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 	if calls != 1 {
 		meta += "s"
 	}
-	meta += " · " + humanTokens(tok) + " tok · " + fmtDuration(lat)
+	meta += " · " + usageLabel(tok) + " tok · " + fmtDuration(lat)
 	out = append(out, s.AssistantLabel.Render("assistant")+s.Muted.Render(meta))
 	if t.Outputs.Len() == 1 {
 		k := t.Outputs.Keys()[0]
@@ -235,11 +231,11 @@ func indent(ls []string, pre string) []string {
 	return ls
 }
 
-// turnStats sums a turn's calls: count, tokens, wall time and error texts.
-func turnStats(t *trace.Turn) (calls, tokens int, lat time.Duration, errs []string) {
+// turnStats sums a turn's calls: count, usage, wall time and error texts.
+func turnStats(t *trace.Turn) (calls int, usage lm.Usage, lat time.Duration, errs []string) {
 	trace.WalkCalls(t.Calls, func(c *trace.Call, depth int) {
 		calls++
-		tokens += c.Usage.TotalTokens
+		usage = usage.Add(c.Usage)
 		if c.Error != "" {
 			errs = append(errs, c.Path+": "+c.Error)
 		}
@@ -378,8 +374,12 @@ func (p *chatPane) title(model string) string {
 			partial = " in loaded turns"
 		}
 	}
-	return fmt.Sprintf(" %s · %s · %s tok%s (%s in / %s out) ", OneLine(p.branch), OneLine(m),
-		humanTokens(u.TotalTokens), partial, humanTokens(u.PromptTokens), humanTokens(u.CompletionTokens))
+	est := ""
+	if u.Estimated {
+		est = "≈"
+	}
+	return fmt.Sprintf(" %s · %s · %s tok%s (%s%s in / %s%s out) ", OneLine(p.branch), OneLine(m),
+		usageLabel(u), partial, est, humanTokens(u.PromptTokens), est, humanTokens(u.CompletionTokens))
 }
 
 // statusLine is the pane's own footer: turns, selection, state.

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -120,7 +121,7 @@ func (m *Model) replayView(w, h int) []string {
 type compareView struct {
 	left, right   string
 	lt, rt        []*trace.Turn
-	lu, ru        int // token totals
+	lu, ru        lm.Usage // token totals
 	loading       bool
 	top           int
 	rows          []string
@@ -155,14 +156,14 @@ func (m *Model) openCompare(left, right string) tea.Cmd {
 func (c *compareView) apply(msg compareMsg) {
 	c.loading = false
 	c.lt, c.rt, c.leftN, c.rightN = msg.left, msg.right, msg.leftN, msg.rightN
-	c.lu, c.ru = 0, 0
+	c.lu, c.ru = lm.Usage{}, lm.Usage{}
 	for _, t := range c.lt {
 		_, tok, _, _ := turnStats(t)
-		c.lu += tok
+		c.lu = c.lu.Add(tok)
 	}
 	for _, t := range c.rt {
 		_, tok, _, _ := turnStats(t)
-		c.ru += tok
+		c.ru = c.ru.Add(tok)
 	}
 	c.width = 0
 }
@@ -235,7 +236,7 @@ func compareSide(t *trace.Turn, w int) []string {
 	}
 	_, tok, _, errs := turnStats(t)
 	out := wrapLines(Sanitize(mapText(t.Outputs)), w)
-	out = append(out, fmt.Sprintf("%s tok", humanTokens(tok)))
+	out = append(out, usageLabel(tok)+" tok")
 	for _, e := range errs {
 		out = append(out, "✗ "+OneLine(e))
 	}
@@ -267,8 +268,8 @@ func (c *compareView) view(m *Model, w, h int) []string {
 		c.build(m, bw)
 	}
 	colW := (bw - 3) / 2
-	head := fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.left), count(c.leftN, "turn"), humanTokens(c.lu)), colW) + " │ " +
-		fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.right), count(c.rightN, "turn"), humanTokens(c.ru)), colW)
+	head := fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.left), count(c.leftN, "turn"), usageLabel(c.lu)), colW) + " │ " +
+		fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.right), count(c.rightN, "turn"), usageLabel(c.ru)), colW)
 	body := []string{s.Title.Render(head)}
 	c.top = max(0, min(c.top, len(c.rows)-(bh-1)))
 	body = append(body, c.rows[c.top:min(len(c.rows), c.top+bh-1)]...)

@@ -6,6 +6,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/sessionbench/sessionbench/core/lm"
 )
 
 func stripANSI(s string) string { return ansi.Strip(s) }
@@ -97,6 +99,15 @@ func hjoin(blocks ...[]string) []string {
 		out[i] = sb.String()
 	}
 	return out
+}
+
+// usageLabel is a usage's total as humanTokens writes it, marked ≈ when it is an
+// estimate (the server reported none and tiktoken counted).
+func usageLabel(u lm.Usage) string {
+	if u.Estimated {
+		return "≈" + humanTokens(u.TotalTokens)
+	}
+	return humanTokens(u.TotalTokens)
 }
 
 // humanTokens renders a token count compactly: 950, 12.3k, 1.2M.

@@ -49,12 +49,21 @@ type Request struct {
 	OnTry func(Try)
 }
 
-// Usage is the token accounting a server reports.
+// Usage is the token accounting of a call: the server's, or, when a server reports none
+// (many local servers do not), a count by the tokenizer marked Estimated.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	CachedTokens     int `json:"cached_tokens,omitempty"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens     int  `json:"prompt_tokens"`
+	CompletionTokens int  `json:"completion_tokens"`
+	CachedTokens     int  `json:"cached_tokens,omitempty"`
+	TotalTokens      int  `json:"total_tokens"`
+	Estimated        bool `json:"estimated,omitempty"` // counted here, not reported by the server
+}
+
+// Add sums two usages; the sum is an estimate when either part is.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens: u.CachedTokens + v.CachedTokens, TotalTokens: u.TotalTokens + v.TotalTokens,
+		Estimated: u.Estimated || v.Estimated}
 }
 
 // Try is one HTTP try at a request (retries are further tries). It is not seed 003's

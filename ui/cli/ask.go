@@ -118,6 +118,9 @@ func runAsk(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "using the offline demo model%s; it does not understand text\n", why)
 	} else {
 		fmt.Fprintf(env.Stderr, "asking %s\n", sel.Description)
+		if sel.Note != "" {
+			fmt.Fprintf(env.Stderr, "(%s)\n", sel.Note)
+		}
 	}
 
 	var msgs []lm.Message
@@ -167,7 +170,7 @@ func runAsk(ctx context.Context, env Env) int {
 	elapsed := time.Since(start)
 	if *asJSON {
 		err := writeJSONOut(env.Stdout, askOut{Text: resp.Text, Model: model, Provider: sel.Provider, Demo: sel.Demo,
-			Usage:     askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens},
+			Usage:     askUsageOut{Prompt: u.PromptTokens, Completion: u.CompletionTokens, Cached: u.CachedTokens, Estimated: u.Estimated},
 			LatencyMS: elapsed.Milliseconds(), Tries: len(resp.Tries)})
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "ask: %v\n", err)
@@ -179,12 +182,15 @@ func runAsk(ctx context.Context, env Env) int {
 		_, _ = io.WriteString(env.Stdout, resp.Text)
 	}
 	fmt.Fprintln(env.Stdout)
-	cached := ""
+	cached, est, note := "", "", ""
 	if u.CachedTokens > 0 {
 		cached = fmt.Sprintf(", %d cached", u.CachedTokens)
 	}
-	fmt.Fprintf(env.Stderr, "[%s · %d prompt + %d completion tokens%s · %s · %d tries]\n",
-		model, u.PromptTokens, u.CompletionTokens, cached, elapsed.Round(time.Millisecond), len(resp.Tries))
+	if u.Estimated {
+		est, note = "≈", " (≈ estimated with tiktoken: the server reported no usage)"
+	}
+	fmt.Fprintf(env.Stderr, "[%s · %s%d prompt + %s%d completion tokens%s%s · %s · %d tries]\n",
+		model, est, u.PromptTokens, est, u.CompletionTokens, cached, note, elapsed.Round(time.Millisecond), len(resp.Tries))
 	return askOK
 }
 
@@ -200,7 +206,8 @@ type askOut struct {
 }
 
 type askUsageOut struct {
-	Prompt     int `json:"prompt_tokens"`
-	Completion int `json:"completion_tokens"`
-	Cached     int `json:"cached_tokens"`
+	Prompt     int  `json:"prompt_tokens"`
+	Completion int  `json:"completion_tokens"`
+	Cached     int  `json:"cached_tokens"`
+	Estimated  bool `json:"estimated"` // counted with tiktoken: the server reported no usage
 }

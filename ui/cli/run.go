@@ -424,6 +424,9 @@ func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, error) {
 		}
 		return llm.NewDemo(opts), "using the offline demo model" + why + "; its answers are canned, not real", nil
 	}
+	if sel.Note != "" {
+		return sel.LM, "using " + sel.Description + "\n(" + sel.Note + ")", nil
+	}
 	return sel.LM, "using " + sel.Description, nil
 }
 
