@@ -45,7 +45,7 @@ var (
 // not cached. The call gives up after ModelsTimeout.
 func ListModels(ctx context.Context, s Server) ([]string, error) {
 	if s.Azure {
-		return nil, errors.New("Azure OpenAI lists deployments, not models: name the deployment with --model or in the provider's models")
+		return nil, errors.New("an Azure OpenAI endpoint lists deployments, not models: name the deployment with --model or in the provider's models")
 	}
 	sum := sha256.Sum256([]byte(s.APIKey))
 	key := strings.TrimRight(s.BaseURL, "/") + "\x00" + string(sum[:])
