@@ -23,7 +23,7 @@ func (s *idSink) RecordCall(_ context.Context, _, parent string, c *trace.Call) 
 	return nil
 }
 func (s *idSink) CommitTurn(context.Context, string, *trace.Turn) error { return nil }
-func (s *idSink) AbortTurn(context.Context, string, string) error       { return nil }
+func (s *idSink) AbortTurn(context.Context, string, *trace.Turn) error  { return nil }
 
 // The calls inside a module-level record finish before it, yet take their IDs and the
 // sink's parent ID from it: it must have its ID from the start.

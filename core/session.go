@@ -183,6 +183,16 @@ func (s *Session) History() sig.History {
 	return s.buildHistory(nil)
 }
 
+// nextIndex is the index the next turn gets.
+func (s *Session) nextIndex() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tip != nil {
+		return s.tip.turn.Index + 1
+	}
+	return 0
+}
+
 // appendTurn records a turn on this session (caller holds no lock).
 func (s *Session) appendTurn(t *trace.Turn, kids map[string]*node) *trace.Turn {
 	s.mu.Lock()
@@ -219,6 +229,9 @@ func (s *Session) Forward(ctx context.Context, inputs *sig.Map) (*Prediction, er
 }
 
 // Run is Forward that also returns the recorded turn (nil when nothing was recorded).
+// A turn that fails, is cancelled or interrupted is returned with the error: not in the
+// session (only completed turns enter history), with its Status, Error and the calls it
+// made, as the sink kept it.
 func (s *Session) Run(ctx context.Context, inputs *sig.Map) (*Prediction, *trace.Turn, error) {
 	if f := frameFrom(ctx); f != nil {
 		p, err := s.forwardNested(ctx, f, inputs)
@@ -289,6 +302,11 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 		}
 		turnKey = k
 		f.sink, f.turnKey = sink, turnKey
+	} else if parent != nil && !f.readonly {
+		// A nested session without a sink of its own records its calls into the enclosing
+		// turn the moment they end, as the outer session's own calls are: a failing inner
+		// call must not wait for a commit that never comes.
+		f.sink, f.turnKey = parent.sink, parent.turnKey
 	}
 	fctx := withFrame(ctx, f)
 	fctx = withCollector(fctx, &collector{})
@@ -297,14 +315,32 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 		err = fmt.Errorf("module returned no prediction")
 	}
 	if err != nil {
-		// A failing turn records nothing, children included.
+		// A turn that did not complete stays out of the session (its children included),
+		// but the sink keeps it as far as it went, with every call it made.
 		s.mu.Lock()
 		s.restoreChildTips(f.start)
 		s.mu.Unlock()
-		if sink != nil {
-			_ = sink.AbortTurn(context.WithoutCancel(ctx), turnKey, err.Error())
+		err = fmt.Errorf("session %s: %w", s.name, err)
+		if f.readonly {
+			return nil, nil, nil, err
 		}
-		return nil, nil, nil, fmt.Errorf("session %s: %w", s.name, err)
+		t := &trace.Turn{
+			Index:   s.nextIndex(),
+			Inputs:  s.recordableInputs(in),
+			History: f.history, Explicit: f.explicit,
+			Calls:   collectorFrom(fctx).sorted(),
+			Started: started, Ended: time.Now().UTC(),
+			Status:  trace.EndStatus(ctx, err), Error: err.Error(),
+		}
+		if s.opts.Record == RecordTurns {
+			t.Calls = nil
+		}
+		if sink != nil {
+			if aerr := sink.AbortTurn(context.WithoutCancel(ctx), turnKey, t.Clone()); aerr != nil {
+				err = fmt.Errorf("%w (and keeping the %s turn failed: %w)", err, t.Status, aerr)
+			}
+		}
+		return nil, t, nil, err
 	}
 	calls := collectorFrom(fctx).sorted()
 	if f.readonly {
@@ -318,6 +354,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 		Calls:    calls,
 		Started:  started,
 		Ended:    time.Now().UTC(),
+		Status:   trace.StatusCompleted,
 	}
 	if t.Outputs == nil {
 		t.Outputs = sig.NewMap()

@@ -26,7 +26,7 @@ func bulkAppend(tb testing.TB, s *Store, conv, branch string, n, batch int, mk f
 				}
 				t := mk(br.Length)
 				in, _ := jsonOf(t.Inputs)
-				id, err := insertTurn(ctx, tx, conv, br, in.String, "pending")
+				id, err := insertTurn(ctx, tx, conv, br, in.String, nil, 0)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // MainBranch exists in every conversation and cannot be deleted.
@@ -111,14 +113,15 @@ func branchByName(ctx context.Context, q querier, convID, name string) (*Branch,
 type turnPos struct {
 	id, parent, jump int64 // parent 0 for a root turn; jump == id for a root turn
 	depth, jumpDepth int
-	conv, state      string
+	conv             string
+	status           trace.Status
 }
 
 func readPos(ctx context.Context, q querier, id int64) (turnPos, error) {
 	p := turnPos{id: id}
 	var parent, jump sql.NullInt64
-	err := q.QueryRowContext(ctx, "SELECT parent_id, jump_id, depth, jump_depth, conv_id, state FROM turns WHERE id = ?", id).
-		Scan(&parent, &jump, &p.depth, &p.jumpDepth, &p.conv, &p.state)
+	err := q.QueryRowContext(ctx, "SELECT parent_id, jump_id, depth, jump_depth, conv_id, status FROM turns WHERE id = ?", id).
+		Scan(&parent, &jump, &p.depth, &p.jumpDepth, &p.conv, &p.status)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("storage: turn %d: %w", id, ErrNotFound)
 	}

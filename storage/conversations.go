@@ -10,50 +10,9 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
-
-// Status is a conversation's lifecycle state (seed 003).
-type Status string
-
-const (
-	StatusInProgress Status = "in_progress" // active, can take turns and retries
-	StatusCompleted  Status = "completed"   // threshold met or retries exhausted
-	StatusNeedsHuman Status = "needs_human" // escalated to a person
-	StatusFailed     Status = "failed"      // unrecoverable error
-	StatusCancelled  Status = "cancelled"   // the user stopped it
-)
-
-// Statuses lists every status in display order.
-var Statuses = []Status{StatusInProgress, StatusCompleted, StatusNeedsHuman, StatusFailed, StatusCancelled}
-
-// transitions are seed 003's: only an active conversation moves, every other state is final.
-var transitions = map[Status][]Status{
-	StatusInProgress: {StatusCompleted, StatusNeedsHuman, StatusFailed, StatusCancelled},
-}
-
-// ParseStatus validates a status name.
-func ParseStatus(s string) (Status, error) {
-	for _, st := range Statuses {
-		if string(st) == s {
-			return st, nil
-		}
-	}
-	return "", fmt.Errorf("unknown status %q (want one of in_progress, completed, needs_human, failed, cancelled): %w", s, ErrInvalid)
-}
-
-// CanTransition reports whether a conversation may move from one status to another.
-// Setting the current status again is allowed and changes nothing.
-func CanTransition(from, to Status) bool {
-	if from == to {
-		return true
-	}
-	for _, t := range transitions[from] {
-		if t == to {
-			return true
-		}
-	}
-	return false
-}
 
 // Conversation is a stored session (seed 004 Session + seed 003 model).
 type Conversation struct {
@@ -61,7 +20,7 @@ type Conversation struct {
 	Title       string          `json:"title"`
 	Agent       string          `json:"agent"`
 	AgentConfig json.RawMessage `json:"agent_config"`
-	Status      Status          `json:"status"`
+	Status      trace.Status    `json:"status"`
 	Metadata    map[string]any  `json:"metadata"`
 	BestAttempt *Attempt        `json:"best_attempt,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
@@ -86,6 +45,14 @@ func NewID() string {
 
 // CreateConversation stores a new conversation with its empty "main" branch.
 func (s *Store) CreateConversation(ctx context.Context, nc NewConversation) (*Conversation, error) {
+	return s.ImportConversation(ctx, nc, nil, "")
+}
+
+// ImportConversation stores a new conversation with turns (complete ones, with their
+// calls) on its main branch and the given status ("" stays in_progress), all in one
+// transaction: a failure or a kill part-way leaves no conversation at all, never part
+// of one.
+func (s *Store) ImportConversation(ctx context.Context, nc NewConversation, turns []*trace.Turn, status trace.Status) (*Conversation, error) {
 	if nc.ID == "" {
 		nc.ID = NewID()
 	}
@@ -96,8 +63,17 @@ func (s *Store) CreateConversation(ctx context.Context, nc NewConversation) (*Co
 	if !json.Valid(cfg) {
 		return nil, fmt.Errorf("storage: agent config of %q is not valid JSON: %w", nc.ID, ErrInvalid)
 	}
+	if status != "" {
+		if _, err := trace.ParseConversationStatus(string(status)); err != nil {
+			return nil, fmt.Errorf("storage: %w: %w", err, ErrInvalid)
+		}
+	}
+	ins, err := turnInputs(turns)
+	if err != nil {
+		return nil, err
+	}
 	t := fmtTime(now())
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", nc.ID).Scan(&n); err != nil {
 			return err
@@ -113,7 +89,17 @@ func (s *Store) CreateConversation(ctx context.Context, nc NewConversation) (*Co
 			nc.ID, t, t); err != nil {
 			return fmt.Errorf("storage: create main branch of %q: %w", nc.ID, err)
 		}
-		return setMeta(ctx, tx, nc.ID, nc.Metadata)
+		if err := setMeta(ctx, tx, nc.ID, nc.Metadata); err != nil {
+			return err
+		}
+		if _, err := appendTurns(ctx, tx, nc.ID, MainBranch, turns, ins); err != nil {
+			return err
+		}
+		if status != "" && status != trace.StatusInProgress {
+			_, err := tx.ExecContext(ctx, "UPDATE conversations SET status = ? WHERE id = ?", status, nc.ID)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -175,12 +161,12 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 }
 
 // SetStatus moves a conversation to a new status if the transition is allowed.
-func (s *Store) SetStatus(ctx context.Context, id string, to Status) error {
-	if _, err := ParseStatus(string(to)); err != nil {
-		return fmt.Errorf("storage: %w", err)
+func (s *Store) SetStatus(ctx context.Context, id string, to trace.Status) error {
+	if _, err := trace.ParseConversationStatus(string(to)); err != nil {
+		return fmt.Errorf("storage: %w: %w", err, ErrInvalid)
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		var from Status
+		var from trace.Status
 		err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", id).Scan(&from)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
@@ -188,7 +174,7 @@ func (s *Store) SetStatus(ctx context.Context, id string, to Status) error {
 		if err != nil {
 			return fmt.Errorf("storage: read status of %q: %w", id, err)
 		}
-		if !CanTransition(from, to) {
+		if !trace.CanTransition(from, to) {
 			return fmt.Errorf("storage: conversation %q cannot go from %s to %s (%s is final): %w", id, from, to, from, ErrInvalid)
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE conversations SET status = ?, updated_at = ? WHERE id = ?", to, fmtTime(now()), id)
@@ -253,9 +239,12 @@ func (s *Store) Conversation(ctx context.Context, id string) (*Conversation, err
 type ConversationSummary struct {
 	Conversation
 	Branches   int `json:"branches"`
-	Turns      int `json:"turns"`      // committed turns in the whole tree
+	Turns      int `json:"turns"`      // completed turns in the whole tree
 	MainLength int `json:"main_turns"` // turns on main
-	Pending    int `json:"pending"`    // in-flight turns awaiting resume or discard
+	Pending    int `json:"pending"`    // turns not ended: running, or interrupted awaiting resume or discard
+	// Kept counts the turns that did not complete, by status (running, failed, cancelled,
+	// interrupted), kept beside their branches; none when empty.
+	Kept map[trace.Status]int `json:"kept_turns"`
 }
 
 // ListConversations lists every conversation, most recently updated first, with counts, in
@@ -263,26 +252,61 @@ type ConversationSummary struct {
 func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+convColumns+`,
 		(SELECT count(*) FROM branches b WHERE b.conv_id = c.id),
-		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.state = 'committed'),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'completed'),
 		(SELECT coalesce(t.depth + 1, 0) FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = c.id AND b.name = 'main'),
-		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.state = 'pending')
+		(SELECT json_group_object(status, n) FROM (SELECT t.status, count(*) AS n FROM turns t
+			WHERE t.conv_id = c.id AND t.status <> 'completed' GROUP BY t.status))
 		FROM conversations c ORDER BY c.updated_at DESC, c.id`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list conversations: %w", err)
 	}
-	defer rows.Close()
 	var out []ConversationSummary
 	for rows.Next() {
 		var cs ConversationSummary
 		var best sql.NullInt64
 		var main sql.NullInt64
-		if err := scanConversation(rows, &cs.Conversation, &best, &cs.Branches, &cs.Turns, &main, &cs.Pending); err != nil {
+		var kept string
+		if err := scanConversation(rows, &cs.Conversation, &best, &cs.Branches, &cs.Turns, &main, &kept); err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("storage: list conversations: %w", err)
 		}
 		cs.MainLength = int(main.Int64)
+		cs.Kept = map[trace.Status]int{}
+		if err := json.Unmarshal([]byte(kept), &cs.Kept); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("storage: list conversations: turn counts of %q: %w", cs.ID, err)
+		}
 		out = append(out, cs)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list conversations: %w", err)
+	}
+	for i := range out {
+		cs := &out[i]
+		if cs.Kept[trace.StatusRunning] > 0 {
+			// a running turn whose owner is gone is interrupted (a crash left it)
+			if err := s.countRunning(ctx, cs); err != nil {
+				return nil, err
+			}
+		}
+		cs.Pending = cs.Kept[trace.StatusRunning] + cs.Kept[trace.StatusInterrupted]
+	}
+	return out, nil
+}
+
+// countRunning splits a conversation's running turns into those whose owner is alive
+// and those it left interrupted.
+func (s *Store) countRunning(ctx context.Context, cs *ConversationSummary) error {
+	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.conv_id = ? AND t.status = 'running'", cs.ID)
+	if err != nil {
+		return fmt.Errorf("storage: running turns of %q: %w", cs.ID, err)
+	}
+	delete(cs.Kept, trace.StatusRunning)
+	for _, n := range nodes {
+		cs.Kept[n.Status]++
+	}
+	return nil
 }
 
 // DeleteConversation removes a conversation with all its branches, turns, calls and attempts.

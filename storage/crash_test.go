@@ -45,6 +45,20 @@ func childMain(mode string) int {
 	case "writer":
 		n, _ := strconv.Atoi(os.Getenv("SB_TURNS"))
 		err = writerChild(ctx, s, conv, branch, n)
+	case "hold":
+		// begin a turn and keep it running until killed
+		var key string
+		if key, err = s.Sink(conv, branch).BeginTurn(ctx, nil); err == nil {
+			fmt.Println("began", key)
+			select {}
+		}
+	case "begin":
+		if key, err := s.Sink(conv, branch).BeginTurn(ctx, nil); err == nil {
+			fmt.Println("began", key)
+		} else {
+			fmt.Println("refused:", err)
+		}
+		return 0
 	default:
 		err = fmt.Errorf("unknown child mode %q", mode)
 	}
@@ -255,8 +269,8 @@ func TestCrashRecovery(t *testing.T) {
 		}
 		onPath := map[string]int{}
 		for i, n := range path {
-			if n.Index != i || n.State != "committed" {
-				t.Fatalf("after kill %d: turn %s at position %d has index %d state %s", k, n.Key, i, n.Index, n.State)
+			if n.Index != i || n.Status != trace.StatusCompleted {
+				t.Fatalf("after kill %d: turn %s at position %d has index %d status %s", k, n.Key, i, n.Index, n.Status)
 			}
 			onPath[n.Key] = n.Index
 		}
@@ -346,5 +360,54 @@ func TestTwoProcessesWrite(t *testing.T) {
 	}
 	if err := s.IntegrityCheck(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTwoProcessesOneBranch: while one process runs a turn on a branch, a second process
+// is refused with the first one's pid ("branch busy"); once the first is killed, the
+// second begins at once (same host: the dead pid is seen without waiting for the lease)
+// and the killed turn is kept, superseded.
+func TestTwoProcessesOneBranch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "one.db")
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	mustConv(t, s, "S")
+	holder, out, stderr := startChild(t, "hold", db, "S", MainBranch)
+	defer holder.Process.Kill()
+	if !out.Scan() {
+		t.Fatalf("holder did not begin: %s", stderr)
+	}
+	held := strings.TrimPrefix(out.Text(), "began ")
+	begin := func() string {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=begin", "SB_DB="+db, "SB_CONV=S", "SB_BRANCH="+MainBranch)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("begin child: %v: %s", err, b)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	want := fmt.Sprintf(`refused: storage: branch "main" is busy: turn %s is running in process %d on `, held, holder.Process.Pid)
+	if got := begin(); !strings.HasPrefix(got, want) {
+		t.Fatalf("second process: %q\nwant prefix %q", got, want)
+	}
+	if err := holder.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	holder.Wait()
+	got := begin()
+	if !strings.HasPrefix(got, "began ") {
+		t.Fatalf("second process after the first was killed: %q", got)
+	}
+	kept, err := s.KeptTurns(ctx, "S", MainBranch)
+	if err != nil || len(kept) != 2 || kept[0].Key != held || kept[0].Status != trace.StatusCancelled || kept[0].Error != "superseded by a new turn" {
+		t.Fatalf("kept turns: %v %+v", err, kept)
 	}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -109,6 +110,7 @@ func fixtureTurn(i, window int, raw bool) *trace.Turn {
 		Calls:   []*trace.Call{planner, answer},
 		Started: fixtureEpoch.Add(time.Duration(i) * time.Second),
 		Ended:   fixtureEpoch.Add(time.Duration(i)*time.Second + 900*time.Millisecond),
+		Status:  trace.StatusCompleted,
 	}
 }
 
@@ -179,4 +181,22 @@ func toJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// crash makes turn key, running under sink in this process, look as it does after its
+// process was killed: the heartbeat stops and the lease has run out.
+func crash(t testing.TB, s *Store, sink *BranchSink, key string) {
+	t.Helper()
+	sink.end(key)
+	id, err := parseTurnKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec("UPDATE turns SET lease_until = ? WHERE id = ?", fmtTime(now().Add(-time.Second)), id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

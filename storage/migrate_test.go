@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // v1Turn is a turn of the version-1 fixture: its parent (0 for a root), state, values
@@ -17,6 +18,7 @@ type v1Turn struct {
 	id, parent int64
 	depth      int
 	state      string
+	reason     string // abort_reason of a discarded turn
 	inputs     string
 	outputs    sql.NullString
 	calls      map[string]lm.Usage
@@ -48,8 +50,9 @@ func buildV1(t *testing.T, path string, turns []v1Turn, branches map[string]int6
 	for _, tr := range turns {
 		parent := sql.NullInt64{Int64: tr.parent, Valid: tr.parent != 0}
 		jumpDepth := max(tr.depth-1, 0) // jump = parent: correct, if not logarithmic
-		exec(`INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, state, inputs, outputs, started_at)
-			VALUES (?, 'old', ?, ?, ?, ?, ?, ?, ?, ?)`, tr.id, parent, parent, jumpDepth, tr.depth, tr.state, tr.inputs, tr.outputs, at)
+		exec(`INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, state, inputs, outputs, started_at, abort_reason)
+			VALUES (?, 'old', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, tr.id, parent, parent, jumpDepth, tr.depth, tr.state, tr.inputs, tr.outputs, at,
+			sql.NullString{String: tr.reason, Valid: tr.reason != ""})
 		seq := 0
 		for key, u := range tr.calls {
 			seq++
@@ -86,7 +89,9 @@ func TestMigrateV1RunningUsage(t *testing.T) {
 			calls: map[string]lm.Usage{"c1": usage(100, 50, 0)}},
 		{id: 5, parent: 3, depth: 3, state: "pending", inputs: `{"question":"in flight"}`,
 			calls: map[string]lm.Usage{"c1": usage(1000, 1, 0)}},
-		{id: 6, parent: 2, depth: 2, state: "discarded", inputs: `{"question":"dropped"}`},
+		{id: 6, parent: 2, depth: 2, state: "discarded", reason: "predictor answer: model refused", inputs: `{"question":"dropped"}`},
+		{id: 7, parent: 2, depth: 2, state: "discarded", reason: "superseded by a new turn", inputs: `{"question":"superseded"}`},
+		{id: 8, parent: 2, depth: 2, state: "discarded", reason: "session X: context canceled", inputs: `{"question":"esc"}`},
 	}, map[string]int64{MainBranch: 3, "fork": 4, "short": 1, "empty": 0})
 
 	s, err := Open(ctx, path)
@@ -130,17 +135,30 @@ func TestMigrateV1RunningUsage(t *testing.T) {
 	}
 
 	nodes, err := s.TurnOutline(ctx, "old")
-	if err != nil || len(nodes) != 6 {
+	if err != nil || len(nodes) != 8 {
 		t.Fatalf("outline: %d nodes, %v", len(nodes), err)
 	}
 	previews := map[string][2]string{
 		"1": {"first question", "one"}, "2": {"second", "two"}, "3": {strings.Repeat("x", 300) + "…", ""},
-		"4": {"42", "fork"}, "5": {"in flight", ""}, "6": {"dropped", ""},
+		"4": {"42", "fork"}, "5": {"in flight", ""}, "6": {"dropped", ""}, "7": {"superseded", ""}, "8": {"esc", ""},
 	}
+	// Version 3: each state becomes a status; the abort reason becomes the turn's error.
+	statuses := map[string]trace.Status{"1": trace.StatusCompleted, "2": trace.StatusCompleted, "3": trace.StatusCompleted,
+		"4": trace.StatusCompleted, "5": trace.StatusInterrupted, "6": trace.StatusFailed, "7": trace.StatusCancelled, "8": trace.StatusCancelled}
 	for _, n := range nodes {
 		if w := previews[n.Key]; n.InputPreview != w[0] || n.OutputPreview != w[1] {
 			t.Errorf("turn %s previews %q / %q, want %q / %q", n.Key, n.InputPreview, n.OutputPreview, w[0], w[1])
 		}
+		if n.Status != statuses[n.Key] || n.Owner != nil {
+			t.Errorf("turn %s: status %s owner %v, want %s and no owner", n.Key, n.Status, n.Owner, statuses[n.Key])
+		}
+	}
+	if n := nodes[5]; n.Error != "predictor answer: model refused" {
+		t.Errorf("failed turn's error: %q", n.Error)
+	}
+	// The interrupted turn (no owner could be recorded before version 3) is not running.
+	if p, err := s.PendingTurns(ctx); err != nil || len(p) != 1 || p[0].Key != "5" || p[0].Status != trace.StatusInterrupted {
+		t.Errorf("pending after migration: %v %+v", err, p)
 	}
 
 	// A turn committed after the migration adds to its parent's backfilled totals.

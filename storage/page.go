@@ -16,18 +16,19 @@ import (
 
 // pathCTE walks up from turn ?1 to depth ?2, carrying the columns so each turn is read
 // once and the rows come out tip first (callers reverse them; no sort).
-const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at,
-		abort_reason, snapshot_node, branch_id, input_preview, output_preview) AS (
-	SELECT id, parent_id, depth, state, inputs, outputs, score, explicit, started_at, ended_at, abort_reason, snapshot_node, branch_id,
-		input_preview, output_preview
+const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at,
+		error, snapshot_node, branch_id, input_preview, output_preview, conv_id, owner_pid, owner_host, owner_id, lease_until, retry_of) AS (
+	SELECT id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at, error, snapshot_node, branch_id,
+		input_preview, output_preview, conv_id, owner_pid, owner_host, owner_id, lease_until, retry_of
 		FROM turns WHERE id = ?1
 	UNION ALL
-	SELECT t.id, t.parent_id, t.depth, t.state, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
-		t.abort_reason, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview
+	SELECT t.id, t.parent_id, t.depth, t.status, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
+		t.error, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview, t.conv_id, t.owner_pid, t.owner_host, t.owner_id,
+		t.lease_until, t.retry_of
 		FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
-SELECT p.id, p.parent_id, p.depth, p.state, p.inputs, p.outputs, p.score, p.explicit,
-	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.abort_reason, p.snapshot_node, p.branch_id,
-	p.input_preview, p.output_preview
+SELECT p.id, p.parent_id, p.depth, p.status, p.inputs, p.outputs, p.score, p.explicit,
+	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.error, p.snapshot_node, p.branch_id,
+	p.input_preview, p.output_preview, p.conv_id, p.owner_pid, p.owner_host, p.owner_id, p.lease_until, p.retry_of
 FROM p`
 
 // pathUp returns the turns from top (a turn at depth >= from) up to depth from, root first.
@@ -201,7 +202,7 @@ func (s *Store) Locate(ctx context.Context, convID, key string) (string, int, er
 	if err != nil {
 		return "", 0, err
 	}
-	if p.conv == convID && p.state == "committed" {
+	if p.conv == convID && p.status == trace.StatusCompleted {
 		rows, err := s.r.QueryContext(ctx, `SELECT b.name, b.tip_id, t.depth FROM branches b JOIN turns t ON t.id = b.tip_id
 			WHERE b.conv_id = ? ORDER BY b.name <> 'main', b.created_at, b.id`, convID)
 		if err != nil {
@@ -320,6 +321,26 @@ func (s *Store) markTips(ctx context.Context, convID string, nodes []*TurnNode) 
 // branch in a single transaction, for imports and fixtures: one commit (one fsync) for
 // the lot instead of one per turn. It returns the turn keys; on error nothing is stored.
 func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []*trace.Turn) ([]string, error) {
+	ins, err := turnInputs(turns)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		if err := requireOpen(ctx, tx, convID); err != nil {
+			return err
+		}
+		keys, err = appendTurns(ctx, tx, convID, branch, turns, ins)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// turnInputs encodes the turns' inputs, checked before a transaction begins.
+func turnInputs(turns []*trace.Turn) ([]string, error) {
 	ins := make([]string, len(turns))
 	for i, t := range turns {
 		if t == nil {
@@ -334,30 +355,25 @@ func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []
 			ins[i] = "{}"
 		}
 	}
-	var keys []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		keys = keys[:0]
-		if err := requireOpen(ctx, tx, convID); err != nil {
-			return err
+	return ins, nil
+}
+
+// appendTurns commits turns after branch's tip inside tx (their inputs encoded as ins).
+func appendTurns(ctx context.Context, tx *sql.Tx, convID, branch string, turns []*trace.Turn, ins []string) ([]string, error) {
+	keys := make([]string, 0, len(turns))
+	for i, t := range turns {
+		br, err := branchByName(ctx, tx, convID, branch)
+		if err != nil {
+			return nil, err
 		}
-		for i, t := range turns {
-			br, err := branchByName(ctx, tx, convID, branch)
-			if err != nil {
-				return err
-			}
-			id, err := insertTurn(ctx, tx, convID, br, ins[i], "pending")
-			if err != nil {
-				return err
-			}
-			if err := commitTurn(ctx, tx, br, id, t); err != nil {
-				return fmt.Errorf("storage: append turn %d: %w", i, err)
-			}
-			keys = append(keys, turnKey(id))
+		id, err := insertTurn(ctx, tx, convID, br, ins[i], nil, 0)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		if err := commitTurn(ctx, tx, br, id, t); err != nil {
+			return nil, fmt.Errorf("storage: append turn %d: %w", i, err)
+		}
+		keys = append(keys, turnKey(id))
 	}
 	return keys, nil
 }

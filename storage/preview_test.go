@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 func TestPreview(t *testing.T) {
@@ -55,13 +57,13 @@ func TestTurnOutlineMatchesTree(t *testing.T) {
 	}
 	for i, n := range tree {
 		o := outline[i]
-		if o.Key != n.Key || o.Parent != n.Parent || o.Index != n.Index || o.State != n.State || !o.Started.Equal(n.Started) ||
+		if o.Key != n.Key || o.Parent != n.Parent || o.Index != n.Index || o.Status != n.Status || !o.Started.Equal(n.Started) ||
 			strings.Join(o.Branches, ",") != strings.Join(n.Branches, ",") {
 			t.Errorf("node %d: outline %+v, tree %+v", i, o, n)
 		}
 		in := preview(sql.NullString{String: string(n.Inputs), Valid: true})
 		out := preview(sql.NullString{String: string(n.Outputs), Valid: n.Outputs != nil})
-		if o.InputPreview != in || o.OutputPreview != out || in == "" || (n.State == "committed") != (out != "") {
+		if o.InputPreview != in || o.OutputPreview != out || in == "" || (n.Status == trace.StatusCompleted) != (out != "") {
 			t.Errorf("node %d previews %q / %q, want %q / %q", i, o.InputPreview, o.OutputPreview, in, out)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // deleted branch reached it (its path, its redo list, or a turn begun on it) and it is
 // kept when a remaining branch still does: the ancestors of every remaining tip, redo
 // entry and fork point, and of turns begun on a remaining branch that are not committed
-// (in-flight turns to resume, aborted ones kept for diagnosis). Dead minus kept goes; the
+// (turns to resume or retry, kept beside their branch). Dead minus kept goes; the
 // calls, attempts and redo rows of those turns follow by ON DELETE CASCADE.
 //
 // Both walks are recursive over parent links, so pruning costs about the size of the
@@ -21,7 +21,7 @@ const pruneQuery = `WITH RECURSIVE
 		UNION SELECT fork_turn_id FROM branches WHERE conv_id = ?1 AND fork_turn_id IS NOT NULL
 		UNION SELECT r.turn_id FROM redo r JOIN branches b ON b.id = r.branch_id WHERE b.conv_id = ?1
 		UNION SELECT t.id FROM turns t JOIN branches b ON b.id = t.branch_id
-			WHERE t.conv_id = ?1 AND t.state IN ('pending', 'discarded')
+			WHERE t.conv_id = ?1 AND t.status <> 'completed'
 		UNION SELECT t.parent_id FROM turns t JOIN keep ON t.id = keep.id WHERE t.parent_id IS NOT NULL),
 	dead(id) AS (
 		SELECT value FROM json_each(?2)
@@ -69,11 +69,16 @@ func prune(ctx context.Context, tx *sql.Tx, convID string, r reach) (int64, erro
 	if err := sweepContent(ctx, tx); err != nil {
 		return 0, err
 	}
-	// Ties keep the earlier attempt, as RecordAttempt does.
+	return n, moveBestAttempt(ctx, tx, convID)
+}
+
+// moveBestAttempt points the conversation's best attempt at the best remaining one when
+// its own was deleted with its turn. Ties keep the earlier attempt, as RecordAttempt does.
+func moveBestAttempt(ctx context.Context, tx *sql.Tx, convID string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET best_attempt_id =
 			(SELECT id FROM attempts WHERE conv_id = ?1 ORDER BY score DESC, id LIMIT 1)
 		WHERE id = ?1 AND best_attempt_id IS NOT NULL AND best_attempt_id NOT IN (SELECT id FROM attempts)`, convID); err != nil {
-		return 0, fmt.Errorf("storage: move best attempt of %q: %w", convID, err)
+		return fmt.Errorf("storage: move best attempt of %q: %w", convID, err)
 	}
-	return n, nil
+	return nil
 }

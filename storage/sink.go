@@ -13,33 +13,60 @@ import (
 
 // BranchSink is the engine's trace.Sink bound to one branch of one conversation. Every
 // method is its own transaction, so each finished inner call is durable the moment
-// RecordCall returns, and a crash mid-turn leaves a 'pending' turn to resume or discard.
+// RecordCall returns. A turn is 'running' from BeginTurn on, owned by this process (see
+// Owner), which renews its lease while it runs; it ends 'completed' (CommitTurn, the
+// only status on the branch's path) or failed, cancelled or interrupted (AbortTurn), kept
+// beside the branch. A crash leaves it 'running' with an owner that is gone: interrupted.
 type BranchSink struct {
 	s      *Store
 	conv   string
 	branch string
 
 	mu     sync.Mutex
-	resume string // turn key the next BeginTurn continues instead of starting a turn
+	resume string          // turn key the next BeginTurn resumes or retries
+	began  string          // turn key the last BeginTurn began
+	runs   map[string]*run // turns this sink has running, by key
+}
+
+// run is a turn this sink owns: its owner record and the heartbeat renewing its lease.
+type run struct {
+	owner *Owner
+	stop  chan struct{}
 }
 
 var _ trace.Sink = (*BranchSink)(nil)
 
 // Sink returns the trace.Sink writing turns to branch of conversation convID.
 func (s *Store) Sink(convID, branch string) *BranchSink {
-	return &BranchSink{s: s, conv: convID, branch: branch}
+	return &BranchSink{s: s, conv: convID, branch: branch, runs: map[string]*run{}}
 }
 
-// Resume makes the next BeginTurn continue the pending turn key (found with PendingTurns)
-// instead of starting a new one, so the engine resumes through its normal path; pair it
-// with ReplayLM so calls already answered are not paid for again.
+// Resume makes the next BeginTurn take up turn key instead of starting a fresh turn, so
+// the engine runs it again through its normal path; pair it with ReplayLM(key, model) so
+// requests already answered are not paid for again. An interrupted turn (its owner gone)
+// continues in place, on the branch it was begun on. A failed or cancelled turn is
+// retried: the next BeginTurn starts a new turn that points at it (RetryOf), on this
+// sink's branch (any branch of the conversation), and the failed turn stays as it was.
+// Either way the branch's tip must be the turn's parent.
 func (b *BranchSink) Resume(ctx context.Context, key string) error {
-	pt, err := b.s.PendingTurn(ctx, key)
+	id, err := parseTurnKey(key)
 	if err != nil {
 		return err
 	}
-	if pt.ConvID != b.conv || pt.Branch != b.branch {
-		return fmt.Errorf("storage: pending turn %s belongs to %s/%s, not %s/%s: %w", key, pt.ConvID, pt.Branch, b.conv, b.branch, ErrInvalid)
+	n, err := turnNode(ctx, b.s.r, id)
+	if err != nil {
+		return err
+	}
+	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	inPlace := !n.Status.Retryable() || n.Status == trace.StatusInterrupted
+	if n.conv != b.conv || errors.Is(err, ErrNotFound) || (err == nil && inPlace && n.branchID.Int64 != br.ID) {
+		return fmt.Errorf("storage: turn %s was not begun on %s/%s: %w", key, b.conv, b.branch, ErrInvalid)
+	}
+	if err != nil {
+		return err
+	}
+	if err := resumable(n, br); err != nil {
+		return err
 	}
 	b.mu.Lock()
 	b.resume = key
@@ -47,8 +74,39 @@ func (b *BranchSink) Resume(ctx context.Context, key string) error {
 	return nil
 }
 
-// BeginTurn records an in-flight turn after the branch tip. Any other pending turn on the
-// branch is discarded (new input supersedes an interrupted turn, as in HPD-Agent).
+// Began is the key of the turn the last BeginTurn began or took up ("" when it failed):
+// the turn a failing engine run left behind.
+func (b *BranchSink) Began() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.began
+}
+
+// resumable says why turn n cannot be taken up on branch br, or nil.
+func resumable(n *TurnNode, br *Branch) error {
+	switch {
+	case n.Status == trace.StatusCompleted:
+		return fmt.Errorf("storage: turn %s is completed; there is nothing to retry: %w", n.Key, ErrConflict)
+	case n.Status == trace.StatusRunning && n.Owner != nil && n.Owner.Alive:
+		return fmt.Errorf("storage: turn %s is running in %s: %w", n.Key, n.Owner, ErrBusy)
+	case n.Parent != nullKey(br.tipID):
+		return fmt.Errorf("storage: branch %q moved since turn %s began (its tip is now %s): retry it on a branch forked at turn %d: %w",
+			br.Name, n.Key, dash(nullKey(br.tipID)), n.Index-1, ErrConflict)
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "(empty)"
+	}
+	return s
+}
+
+// BeginTurn records a running turn after the branch tip, owned by this process. A branch
+// with a turn running in a live process is busy (ErrBusy, naming the process); turns on it
+// whose owner is gone are superseded (kept, cancelled): new input replaces an interrupted
+// turn, as in HPD-Agent.
 func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, error) {
 	in, err := jsonOf(inputs)
 	if err != nil {
@@ -59,9 +117,10 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	}
 	b.mu.Lock()
 	resume := b.resume
-	b.resume = ""
+	b.resume, b.began = "", ""
 	b.mu.Unlock()
-	var key string
+	owner := b.s.newOwner()
+	var id int64
 	err = b.s.write(ctx, func(tx *sql.Tx) error {
 		if err := requireOpen(ctx, tx, b.conv); err != nil {
 			return err
@@ -70,37 +129,71 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 		if err != nil {
 			return err
 		}
-		if resume != "" {
-			id, err := parseTurnKey(resume)
-			if err != nil {
-				return err
-			}
-			res, err := tx.ExecContext(ctx, `UPDATE turns SET inputs = ?, input_preview = ? WHERE id = ? AND state = 'pending' AND branch_id = ?`,
-				in.String, preview(in), id, br.ID)
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				return fmt.Errorf("storage: turn %s is no longer pending on %q: %w", resume, b.branch, ErrConflict)
-			}
-			key = resume
-			return nil
-		}
-		// conv_id and state lead the turns_by_conv index: the pending turns are found
-		// without scanning every turn in the database.
-		if _, err := tx.ExecContext(ctx, `UPDATE turns SET state = 'discarded', abort_reason = 'superseded by a new turn',
-			ended_at = ? WHERE conv_id = ? AND state = 'pending' AND branch_id = ?`, fmtTime(now()), b.conv, br.ID); err != nil {
+		if err := b.notBusy(ctx, tx, br); err != nil {
 			return err
 		}
-		id, err := insertTurn(ctx, tx, b.conv, br, in.String, "pending")
-		key = turnKey(id)
+		var retryOf int64
+		if resume != "" {
+			old, err := parseTurnKey(resume)
+			if err != nil {
+				return err
+			}
+			n, err := turnNode(ctx, tx, old)
+			if err != nil {
+				return err
+			}
+			if err := resumable(n, br); err != nil {
+				return err
+			}
+			if n.Status == trace.StatusInterrupted || n.Status == trace.StatusRunning {
+				// interrupted (or running with its owner gone): continue it in place
+				id = old
+				_, err = tx.ExecContext(ctx, `UPDATE turns SET status = 'running', error = NULL, ended_at = NULL, inputs = ?, input_preview = ?,
+					owner_pid = ?, owner_host = ?, owner_id = ?, lease_until = ? WHERE id = ?`,
+					in.String, preview(in), owner.PID, owner.Host, owner.id, fmtTime(owner.LeaseUntil), id)
+				return err
+			}
+			retryOf = old
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'cancelled', error = 'superseded by a new turn', ended_at = ?,
+			`+clearOwner+` WHERE conv_id = ? AND status IN ('running', 'interrupted') AND branch_id = ?`, fmtTime(now()), b.conv, br.ID); err != nil {
+			return err
+		}
+		id, err = insertTurn(ctx, tx, b.conv, br, in.String, owner, retryOf)
 		return err
 	})
-	return key, err
+	if err != nil {
+		return "", err
+	}
+	key := turnKey(id)
+	r := &run{owner: owner, stop: make(chan struct{})}
+	b.mu.Lock()
+	b.runs[key], b.began = r, key
+	b.mu.Unlock()
+	go b.s.heartbeat(id, owner, r.stop)
+	return key, nil
+}
+
+// clearOwner is the SET clause that makes a turn ownerless.
+const clearOwner = `owner_pid = NULL, owner_host = NULL, owner_id = NULL, lease_until = NULL`
+
+// notBusy fails with ErrBusy when a live process runs a turn on br.
+func (b *BranchSink) notBusy(ctx context.Context, tx *sql.Tx, br *Branch) error {
+	nodes, err := queryNodes(ctx, tx, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status = 'running' AND t.branch_id = ?`,
+		b.conv, br.ID)
+	if err != nil {
+		return fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
+	}
+	for _, n := range nodes {
+		if n.Owner != nil && n.Owner.Alive {
+			return busyError(br.Name, n.id.Int64, n.Owner, n.Started)
+		}
+	}
+	return nil
 }
 
 func requireOpen(ctx context.Context, tx *sql.Tx, convID string) error {
-	var st Status
+	var st trace.Status
 	err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", convID).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("storage: conversation %q: %w", convID, ErrNotFound)
@@ -108,14 +201,15 @@ func requireOpen(ctx context.Context, tx *sql.Tx, convID string) error {
 	if err != nil {
 		return err
 	}
-	if st != StatusInProgress {
+	if st != trace.StatusInProgress {
 		return fmt.Errorf("storage: conversation %q is %s and takes no new turns: %w", convID, st, ErrClosedSession)
 	}
 	return nil
 }
 
-// insertTurn adds a turn after br's tip.
-func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inputs, state string) (int64, error) {
+// insertTurn adds a running turn after br's tip; owner is nil for a turn committed in the
+// same transaction (imports), retryOf 0 unless it retries a failed or cancelled turn.
+func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inputs string, o *Owner, retryOf int64) (int64, error) {
 	var parent, jump sql.NullInt64
 	depth, jumpDepth := 0, 0
 	if br.tipID.Valid {
@@ -131,32 +225,59 @@ func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inpu
 		jump = sql.NullInt64{Int64: j, Valid: true}
 		depth, jumpDepth = p.depth+1, jd
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO turns(conv_id, parent_id, jump_id, jump_depth, depth, branch_id, state, inputs,
-			input_preview, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, convID, parent, jump, jumpDepth, depth, br.ID, state, inputs,
-		preview(sql.NullString{String: inputs, Valid: true}), fmtTime(now()))
+	var pid sql.NullInt64
+	var host, oid, lease sql.NullString
+	if o != nil {
+		pid = sql.NullInt64{Int64: int64(o.PID), Valid: true}
+		host, oid = sql.NullString{String: o.Host, Valid: true}, sql.NullString{String: o.id, Valid: true}
+		lease = sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO turns(conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
+			input_preview, started_at, owner_pid, owner_host, owner_id, lease_until, retry_of)
+		VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`, convID, parent, jump, jumpDepth, depth, br.ID, inputs,
+		preview(sql.NullString{String: inputs, Valid: true}), fmtTime(now()), pid, host, oid, lease, sql.NullInt64{Int64: retryOf, Valid: retryOf != 0})
 	if err != nil {
 		return 0, fmt.Errorf("storage: begin turn on %q: %w", br.Name, err)
 	}
 	return res.LastInsertId()
 }
 
-// pendingTurn checks that key names a pending turn of this sink's conversation.
-func (b *BranchSink) pendingTurn(ctx context.Context, tx *sql.Tx, key string) (int64, error) {
+// ownedTurn checks that key names a turn of this sink's conversation that is running
+// under this sink's ownership, and returns its id.
+func (b *BranchSink) ownedTurn(ctx context.Context, tx *sql.Tx, key string) (int64, error) {
 	id, err := parseTurnKey(key)
 	if err != nil {
 		return 0, err
 	}
-	p, err := readPos(ctx, tx, id)
+	n, err := turnNode(ctx, tx, id)
 	if err != nil {
 		return 0, err
 	}
-	if p.conv != b.conv {
+	if n.conv != b.conv {
 		return 0, fmt.Errorf("storage: turn %s is not in conversation %q: %w", key, b.conv, ErrInvalid)
 	}
-	if p.state != "pending" {
-		return 0, fmt.Errorf("storage: turn %s is %s, not in flight: %w", key, p.state, ErrConflict)
+	if n.Owner == nil { // only a running turn has an owner (an expired lease shows as interrupted)
+		return 0, fmt.Errorf("storage: turn %s is %s, not in flight: %w", key, n.Status, ErrConflict)
+	}
+	b.mu.Lock()
+	r := b.runs[key]
+	b.mu.Unlock()
+	if r == nil || n.Owner.id != r.owner.id {
+		return 0, fmt.Errorf("storage: turn %s is no longer this process's: %s took it over after its lease ran out: %w",
+			key, n.Owner, ErrConflict)
 	}
 	return id, nil
+}
+
+// end stops the heartbeat of turn key: the turn is no longer this sink's to renew.
+func (b *BranchSink) end(key string) {
+	b.mu.Lock()
+	r := b.runs[key]
+	delete(b.runs, key)
+	b.mu.Unlock()
+	if r != nil {
+		close(r.stop)
+	}
 }
 
 // RecordCall stores one finished inner call (with any children attached to it that were
@@ -167,7 +288,7 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 		return fmt.Errorf("storage: record call: nil call: %w", ErrInvalid)
 	}
 	return b.s.write(ctx, func(tx *sql.Tx) error {
-		id, err := b.pendingTurn(ctx, tx, key)
+		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
 		}
@@ -175,14 +296,14 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	})
 }
 
-// CommitTurn stores the finished turn, marks it committed and moves the branch tip to it,
+// CommitTurn stores the finished turn, marks it completed and moves the branch tip to it,
 // clearing the branch's redo stack.
 func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) error {
 	if t == nil {
 		return fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid)
 	}
-	return b.s.write(ctx, func(tx *sql.Tx) error {
-		id, err := b.pendingTurn(ctx, tx, key)
+	err := b.s.write(ctx, func(tx *sql.Tx) error {
+		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
 		}
@@ -192,6 +313,10 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		}
 		return commitTurn(ctx, tx, br, id, t)
 	})
+	if err == nil {
+		b.end(key) // on failure the turn is still this sink's, to abort
+	}
+	return err
 }
 
 func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.Turn) error {
@@ -222,7 +347,8 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	if ended.IsZero() {
 		ended = now()
 	}
-	q := `UPDATE turns SET state = 'committed', outputs = ?, output_preview = ?, score = ?, snapshot_node = ?, explicit = ?, ended_at = ?`
+	q := `UPDATE turns SET status = 'completed', error = NULL, ` + clearOwner + `, outputs = ?, output_preview = ?, score = ?,
+		snapshot_node = ?, explicit = ?, ended_at = ?`
 	args := []any{out, preview(out), t.Score, snap, t.Explicit, fmtTime(ended)}
 	if t.Inputs != nil {
 		in, err := jsonOf(t.Inputs)
@@ -257,16 +383,48 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	return setTip(ctx, tx, br.ID, sql.NullInt64{Int64: id, Valid: true})
 }
 
-// AbortTurn marks the in-flight turn discarded; its recorded calls stay for diagnosis but
-// it is on no branch.
-func (b *BranchSink) AbortTurn(ctx context.Context, key, reason string) error {
+// AbortTurn ends the running turn without committing it: t says how (Status failed,
+// cancelled or interrupted; failed when unset), why (Error) and the calls it made, which
+// are stored if they were not yet. The turn stays beside the branch, out of its path; an
+// interrupted one is left ownerless, so it is offered for resuming at once.
+func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) error {
+	if t == nil {
+		return fmt.Errorf("storage: abort turn %s: nil turn: %w", key, ErrInvalid)
+	}
+	st := t.Status
+	switch st {
+	case "":
+		st = trace.StatusFailed
+	case trace.StatusFailed, trace.StatusCancelled, trace.StatusInterrupted:
+	default:
+		return fmt.Errorf("storage: abort turn %s as %q: want failed, cancelled or interrupted: %w", key, st, ErrInvalid)
+	}
+	defer b.end(key)
 	return b.s.write(ctx, func(tx *sql.Tx) error {
-		id, err := b.pendingTurn(ctx, tx, key)
+		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE turns SET state = 'discarded', abort_reason = ?, ended_at = ? WHERE id = ?",
-			reason, fmtTime(now()), id)
+		for _, c := range t.Calls {
+			if err := insertCallIfMissing(ctx, tx, id, "", c); err != nil {
+				return err
+			}
+		}
+		ended := t.Ended
+		if ended.IsZero() {
+			ended = now()
+		}
+		q := `UPDATE turns SET status = ?, error = ?, ended_at = ?, ` + clearOwner
+		args := []any{st, t.Error, fmtTime(ended)}
+		if t.Inputs != nil {
+			in, err := jsonOf(t.Inputs)
+			if err != nil {
+				return fmt.Errorf("storage: turn inputs: %w", err)
+			}
+			q += ", inputs = ?, input_preview = ?"
+			args = append(args, in.String, preview(in))
+		}
+		_, err = tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id)...)
 		return err
 	})
 }
@@ -299,7 +457,7 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 		if err != nil {
 			return err
 		}
-		id, err := insertTurn(ctx, tx, convID, br, in.String, "pending")
+		id, err := insertTurn(ctx, tx, convID, br, in.String, nil, 0)
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,8 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -116,11 +118,13 @@ func TestSinkErrors(t *testing.T) {
 	}{
 		{"record on committed", sink.RecordCall(ctx, key, "", &trace.Call{ID: "x"}), ErrConflict, "not in flight"},
 		{"commit twice", sink.CommitTurn(ctx, key, &trace.Turn{}), ErrConflict, "not in flight"},
-		{"abort committed", sink.AbortTurn(ctx, key, "x"), ErrConflict, "not in flight"},
+		{"abort committed", sink.AbortTurn(ctx, key, &trace.Turn{Error: "x"}), ErrConflict, "not in flight"},
+		{"abort as completed", sink.AbortTurn(ctx, key, &trace.Turn{Status: trace.StatusCompleted}), ErrInvalid, "want failed, cancelled or interrupted"},
+		{"abort nil", sink.AbortTurn(ctx, key, nil), ErrInvalid, "nil turn"},
 		{"bad key", sink.RecordCall(ctx, "abc", "", &trace.Call{}), ErrInvalid, "not a turn key"},
-		{"unknown key", sink.AbortTurn(ctx, "9999", ""), ErrNotFound, "turn 9999"},
+		{"unknown key", sink.AbortTurn(ctx, "9999", &trace.Turn{}), ErrNotFound, "turn 9999"},
 		{"nil call", sink.RecordCall(ctx, key, "", nil), ErrInvalid, "nil call"},
-		{"other conversation", s.Sink("T", MainBranch).AbortTurn(ctx, key, ""), ErrInvalid, "not in conversation"},
+		{"other conversation", s.Sink("T", MainBranch).AbortTurn(ctx, key, &trace.Turn{}), ErrInvalid, "not in conversation"},
 	}
 	for _, tc := range cases {
 		if !errors.Is(tc.err, tc.want) || !strings.Contains(tc.err.Error(), tc.msg) {
@@ -138,11 +142,11 @@ func TestSinkErrors(t *testing.T) {
 	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") {
 		t.Errorf("commit after tip moved: %v", err)
 	}
-	if err := sink.AbortTurn(ctx, k2, "user cancelled"); err != nil {
+	if err := sink.AbortTurn(ctx, k2, &trace.Turn{Status: trace.StatusCancelled, Error: "user cancelled"}); err != nil {
 		t.Fatal(err)
 	}
 	tree, _ := s.TurnTree(ctx, "S")
-	if len(tree) != 2 || tree[1].State != "discarded" || tree[1].Reason != "user cancelled" {
+	if len(tree) != 2 || tree[1].Status != trace.StatusCancelled || tree[1].Error != "user cancelled" || tree[1].Owner != nil {
 		t.Errorf("aborted turn: %+v", tree[1])
 	}
 }
@@ -211,13 +215,21 @@ func TestRecoveryResumeReplays(t *testing.T) {
 	if err := sink.RecordCall(ctx, key, "", tr.Calls[0]); err != nil {
 		t.Fatal(err)
 	}
+	// While its process lives the turn is running, not offered for resuming.
+	if p, err := s.PendingTurn(ctx, key); err != nil || p.Status != trace.StatusRunning || p.Resumable() || !p.Owner.Alive {
+		t.Fatalf("live turn: %+v %v", p, err)
+	}
+	if err := s.Sink("S", MainBranch).Resume(ctx, key); !errors.Is(err, ErrBusy) {
+		t.Fatalf("resume of a live turn: %v", err)
+	}
+	crash(t, s, sink, key)
 
 	pending, err := s.PendingTurns(ctx)
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("pending: %v %v", pending, err)
 	}
 	p := pending[0]
-	if p.Key != key || p.ConvID != "S" || p.Branch != MainBranch || p.Index != 2 || p.Stale ||
+	if p.Key != key || p.ConvID != "S" || p.Branch != MainBranch || p.Index != 2 || p.Stale || !p.Resumable() ||
 		!p.Inputs.Equal(tr.Inputs) || len(p.Calls) != 1 || len(p.Calls[0].Children) != 1 {
 		t.Fatalf("pending turn: %+v", p)
 	}
@@ -267,22 +279,37 @@ func TestRecoveryResumeReplays(t *testing.T) {
 		t.Errorf("still pending: %v", pending)
 	}
 
-	// Discard: a new pending turn, thrown away.
+	// Discard: an interrupted turn, given up (kept, cancelled); a live one is refused.
 	k3, _ := sink.BeginTurn(ctx, sig.NewMap("question", "abandoned"))
+	if err := s.DiscardTurn(ctx, k3, "user chose discard"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("discard of a live turn: %v", err)
+	}
+	crash(t, s, sink, k3)
 	if err := s.DiscardTurn(ctx, k3, "user chose discard"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DiscardTurn(ctx, k3, ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("discard twice: %v", err)
 	}
-	// New input supersedes an interrupted turn.
+	// New input supersedes an interrupted turn (kept, cancelled); a retry of it then finds
+	// the branch busy with the new one.
 	k4, _ := sink.BeginTurn(ctx, sig.NewMap("question", "interrupted"))
+	crash(t, s, sink, k4)
 	k5, _ := sink.BeginTurn(ctx, sig.NewMap("question", "new"))
 	if _, err := s.PendingTurn(ctx, k4); !errors.Is(err, ErrNotFound) {
 		t.Errorf("superseded turn still pending: %v", err)
 	}
-	if err := sink.Resume(ctx, k4); !errors.Is(err, ErrNotFound) {
-		t.Errorf("resume of a superseded turn: %v", err)
+	kept, err := s.KeptTurns(ctx, "S", MainBranch)
+	if err != nil || len(kept) != 3 || kept[0].Key != k3 || kept[1].Key != k4 || kept[1].Status != trace.StatusCancelled ||
+		kept[1].Error != "superseded by a new turn" || kept[2].Key != k5 || kept[2].Status != trace.StatusRunning {
+		t.Errorf("kept turns: %v %+v", err, kept)
+	}
+	if err := sink.Resume(ctx, k4); err != nil {
+		t.Errorf("retry of a superseded turn: %v", err)
+	}
+	if _, err := sink.BeginTurn(ctx, sig.NewMap("question", "again")); !errors.Is(err, ErrBusy) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("is running in process %d on ", os.Getpid())) {
+		t.Errorf("begin beside a live turn: %v", err)
 	}
 	if p, err := s.PendingTurn(ctx, k5); err != nil || p.Stale {
 		t.Errorf("new turn: %+v %v", p, err)

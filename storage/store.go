@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,6 +35,9 @@ type Store struct {
 	path string
 	w    *sql.DB // the one writer connection: every write is serialised through it
 	r    *sql.DB // readers; WAL lets them run beside the writer
+
+	leaseMu sync.Mutex
+	lease   time.Duration // of the turns this store runs; 0 means DefaultLease
 }
 
 // dsn builds the connection string. The settings, and why:

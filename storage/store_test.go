@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 func fileSum(t *testing.T, path string) [32]byte {
@@ -162,24 +164,24 @@ func TestStatusTransitions(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	cases := []struct {
-		from, to Status
+		from, to trace.Status
 		ok       bool
 	}{
-		{StatusInProgress, StatusCompleted, true},
-		{StatusInProgress, StatusNeedsHuman, true},
-		{StatusInProgress, StatusFailed, true},
-		{StatusInProgress, StatusCancelled, true},
-		{StatusInProgress, StatusInProgress, true},
-		{StatusCompleted, StatusInProgress, false},
-		{StatusNeedsHuman, StatusCompleted, false},
-		{StatusFailed, StatusInProgress, false},
-		{StatusCancelled, StatusCompleted, false},
-		{StatusCompleted, StatusCompleted, true},
+		{trace.StatusInProgress, trace.StatusCompleted, true},
+		{trace.StatusInProgress, trace.StatusNeedsHuman, true},
+		{trace.StatusInProgress, trace.StatusFailed, true},
+		{trace.StatusInProgress, trace.StatusCancelled, true},
+		{trace.StatusInProgress, trace.StatusInProgress, true},
+		{trace.StatusCompleted, trace.StatusInProgress, false},
+		{trace.StatusNeedsHuman, trace.StatusCompleted, false},
+		{trace.StatusFailed, trace.StatusInProgress, false},
+		{trace.StatusCancelled, trace.StatusCompleted, false},
+		{trace.StatusCompleted, trace.StatusCompleted, true},
 	}
 	for i, tc := range cases {
 		id := string(tc.from) + "-" + string(tc.to)
 		mustConv(t, s, id)
-		if tc.from != StatusInProgress {
+		if tc.from != trace.StatusInProgress {
 			if err := s.SetStatus(ctx, id, tc.from); err != nil {
 				t.Fatal(err)
 			}
@@ -197,10 +199,13 @@ func TestStatusTransitions(t *testing.T) {
 			t.Errorf("case %d: status %s, want %s", i, c.Status, want)
 		}
 	}
-	if err := s.SetStatus(ctx, "in_progress-completed", "done"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("unknown status: %v", err)
+	for _, bad := range []trace.Status{"done", trace.StatusRunning, trace.StatusInterrupted} {
+		// a turn's status is not a conversation's
+		if err := s.SetStatus(ctx, "in_progress-completed", bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "unknown conversation status") {
+			t.Errorf("status %q: %v", bad, err)
+		}
 	}
-	if err := s.SetStatus(ctx, "nope", StatusFailed); !errors.Is(err, ErrNotFound) {
+	if err := s.SetStatus(ctx, "nope", trace.StatusFailed); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown conversation: %v", err)
 	}
 	// A closed conversation takes no new turns.
@@ -217,7 +222,7 @@ func TestConversationMetadataAndListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != StatusInProgress || c.Metadata["user_id"] != "u1" || c.Metadata["n"] != 2.0 || c.CreatedAt.IsZero() {
+	if c.Status != trace.StatusInProgress || c.Metadata["user_id"] != "u1" || c.Metadata["n"] != 2.0 || c.CreatedAt.IsZero() {
 		t.Fatalf("created: %+v", c)
 	}
 	if _, err := s.CreateConversation(ctx, NewConversation{ID: "c1"}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "already exists") {

@@ -172,13 +172,15 @@ func TestBranchUsageFollowsTip(t *testing.T) {
 
 	// A crash after the first call, then a resume that records it again.
 	tr := fixtureTurn(3, 0, false)
-	key, err := s.Sink("u", MainBranch).BeginTurn(ctx, tr.Inputs)
+	crashed := s.Sink("u", MainBranch)
+	key, err := crashed.BeginTurn(ctx, tr.Inputs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sink("u", MainBranch).RecordCall(ctx, key, "", tr.Calls[1]); err != nil {
+	if err := crashed.RecordCall(ctx, key, "", tr.Calls[1]); err != nil {
 		t.Fatal(err)
 	}
+	crash(t, s, crashed, key)
 	check("pending", map[string]int{MainBranch: p(0, 1, 2)})
 	sink := s.Sink("u", MainBranch)
 	if err := sink.Resume(ctx, key); err != nil {

@@ -87,3 +87,20 @@ func WalkCalls(calls []*Call, f func(c *Call, depth int)) {
 		c.Walk(f)
 	}
 }
+
+// FailedCall is the call that made a turn fail: the last call in start order with an
+// Error (earlier failures were survived, or the turn would have stopped there), and
+// inside it the deepest failing descendant (a module-level record fails because one of
+// its inner calls did). nil when no call failed.
+func FailedCall(calls []*Call) *Call {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if inner := FailedCall(c.Children); inner != nil {
+			return inner
+		}
+		if c.Error != "" {
+			return c
+		}
+	}
+	return nil
+}

@@ -20,7 +20,15 @@ type Turn struct {
 	Calls    []*Call   `json:"calls,omitempty"` // top-level inner calls, in start order
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended"`
+	// Status is how the turn ended; "" means completed (turns of sessions and save files
+	// are completed: only those enter history). Error says why a turn that is not
+	// completed stopped; its failing call, if any, is the one in Calls with an Error.
+	Status Status `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
+
+// Completed reports whether the turn answered (the only turns history is built from).
+func (t *Turn) Completed() bool { return t.Status == "" || t.Status == StatusCompleted }
 
 // Clone deep-copies the turn and its calls.
 func (t *Turn) Clone() *Turn {
@@ -43,12 +51,16 @@ func (t *Turn) Clone() *Turn {
 }
 
 // Sink receives a turn as it happens, so a crash mid-turn loses nothing that finished:
-// the engine calls BeginTurn, then RecordCall for each inner call the moment it completes
-// (children before their parent), then exactly one of CommitTurn or AbortTurn.
+// the engine calls BeginTurn, then RecordCall for each inner call the moment it ends
+// (children before their parent), a failing call included, before the error goes up;
+// then exactly one of CommitTurn (t.Status completed) or AbortTurn. AbortTurn gets the
+// turn as far as it went: Status failed, cancelled or interrupted, Error the reason, and
+// the calls made (the failing one with its exact request, raw completion or partial
+// stream, attempts and error). A sink keeps such a turn beside the branch, out of history.
 // Implementations must be safe for concurrent RecordCall (inner calls may run in parallel).
 type Sink interface {
 	BeginTurn(ctx context.Context, inputs *sig.Map) (turnKey string, err error)
 	RecordCall(ctx context.Context, turnKey, parentCallID string, c *Call) error
 	CommitTurn(ctx context.Context, turnKey string, t *Turn) error
-	AbortTurn(ctx context.Context, turnKey string, reason string) error
+	AbortTurn(ctx context.Context, turnKey string, t *Turn) error
 }

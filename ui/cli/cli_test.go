@@ -67,7 +67,7 @@ func TestHelpAndFlagErrors(t *testing.T) {
 		{args: []string{"session", "fork", "conv1", "--at", "0", "--name", " ", "--db", db}, code: 2, stderr: []string{"sessionbench session fork: --name: branch name is empty"}},
 		{args: []string{"session", "fork", "conv1", "--at", "0", "--name", "a\tb", "--db", db}, code: 2, stderr: []string{"--name: branch name \"a\\tb\" contains a control character"}},
 		// missing and unknown subcommands list the known ones
-		{args: []string{"session"}, code: 2, stderr: []string{"missing subcommand; want one of: ls, show, fork, undo, redo, branches, rm-branch, status, pending, discard, rm"}},
+		{args: []string{"session"}, code: 2, stderr: []string{"missing subcommand; want one of: ls, show, fork, undo, redo, branches, rm-branch, status, pending, retry, discard, rm-turn, rm"}},
 		{args: []string{"session", "nope"}, code: 2, stderr: []string{`unknown subcommand "nope"; want one of: ls, show`}},
 		{args: []string{"nope"}, code: 2, stderr: []string{`unknown command "nope"; commands: wire, models, ask`}},
 		{args: []string{"help", "nope"}, code: 2, stderr: []string{`unknown command "nope"`}},

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,9 +83,9 @@ func runImportCommand(ctx context.Context, env Env) int {
 		}
 		im.Agent = ref
 	}
-	var status storage.Status
+	var status trace.Status
 	if im.Status != "" {
-		if status, err = storage.ParseStatus(im.Status); err != nil {
+		if status, err = trace.ParseConversationStatus(im.Status); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench import: %s: $.x_sessionbench.status: %v\n", file, err)
 			return storeUsage
 		}
@@ -104,7 +103,8 @@ func runImportCommand(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
-	id, err := importWrite(ctx, s, im, status)
+	c, err := s.ImportConversation(ctx, storage.NewConversation{Title: im.Title, Agent: im.Agent, AgentConfig: im.AgentConfig,
+		Metadata: im.Metadata}, im.Turns, status)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench import: %s: %v (nothing was imported)\n", file, err)
 		return storeError
@@ -113,11 +113,9 @@ func runImportCommand(ctx context.Context, env Env) int {
 	for _, t := range im.Turns {
 		trace.WalkCalls(t.Calls, func(*trace.Call, int) { calls++ })
 	}
-	if status == "" {
-		status = storage.StatusInProgress
-	}
+	id := c.ID
 	sum := importSummary{Conversation: id, Title: im.Title, Agent: im.Agent, Branch: storage.MainBranch, Version: im.Version,
-		Turns: len(im.Turns), Calls: calls, Status: string(status), Notes: im.Notes}
+		Turns: len(im.Turns), Calls: calls, Status: string(c.Status), Notes: im.Notes}
 	if sum.Notes == nil {
 		sum.Notes = []string{}
 	}
@@ -138,41 +136,4 @@ func runImportCommand(ctx context.Context, env Env) int {
 		fmt.Fprintln(env.Stderr, "note: the file names no agent, so the conversation can be read and exported but not continued (import again with --agent A)")
 	}
 	return storeOK
-}
-
-// importStore is the part of the store an import writes through (tests inject failures).
-type importStore interface {
-	CreateConversation(ctx context.Context, nc storage.NewConversation) (*storage.Conversation, error)
-	AppendTurn(ctx context.Context, convID, branch string, t *trace.Turn) (string, error)
-	SetStatus(ctx context.Context, id string, to storage.Status) error
-	DeleteConversation(ctx context.Context, id string) error
-}
-
-// importWrite creates the conversation and appends its turns in order. A failure part-way
-// deletes the conversation, so an import either lands whole or not at all.
-func importWrite(ctx context.Context, s importStore, im *export.Import, status storage.Status) (id string, err error) {
-	c, err := s.CreateConversation(ctx, storage.NewConversation{Title: im.Title, Agent: im.Agent, AgentConfig: im.AgentConfig, Metadata: im.Metadata})
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		if err == nil {
-			return
-		}
-		// The caller's context may be the reason for the failure (Ctrl+C); clean up anyway.
-		if derr := s.DeleteConversation(context.WithoutCancel(ctx), c.ID); derr != nil {
-			err = errors.Join(err, fmt.Errorf("removing the partial conversation %s also failed: %w", c.ID, derr))
-		}
-	}()
-	for i, t := range im.Turns {
-		if _, err := s.AppendTurn(ctx, c.ID, storage.MainBranch, t); err != nil {
-			return "", fmt.Errorf("turn %d: %w", i, err)
-		}
-	}
-	if status != "" && status != c.Status {
-		if err := s.SetStatus(ctx, c.ID, status); err != nil {
-			return "", fmt.Errorf("status %s: %w", status, err)
-		}
-	}
-	return c.ID, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -345,23 +347,9 @@ func TestImportRefusesBadFiles(t *testing.T) {
 	}
 }
 
-// failingStore is a real store whose AppendTurn fails on the nth call, as a full disk would.
-type failingStore struct {
-	*storage.Store
-	n, calls int
-}
-
-func (f *failingStore) AppendTurn(ctx context.Context, conv, branch string, t *trace.Turn) (string, error) {
-	f.calls++
-	if f.calls == f.n {
-		return "", errors.New("disk I/O error")
-	}
-	return f.Store.AppendTurn(ctx, conv, branch, t)
-}
-
-// TestImportFailurePartWayLeavesNothing: a write failing after some turns removes the
-// conversation again. (A file that parses cannot make storage fail, hence the injected
-// failure over a real SQLite store.)
+// TestImportFailurePartWayLeavesNothing: an import is one transaction: a turn that
+// storage refuses part-way (a call's parameters cannot be encoded) leaves no
+// conversation, not the turns before it.
 func TestImportFailurePartWayLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	f, err := savefile.Decode([]byte(v1File))
@@ -372,22 +360,32 @@ func TestImportFailurePartWayLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	im.Title = "x"
+	if len(im.Turns) < 3 {
+		t.Fatalf("fixture has %d turns, want 3 or more", len(im.Turns))
+	}
 	s := openStore(t, filepath.Join(t.TempDir(), "x.db"))
-	_, err = importWrite(ctx, &failingStore{Store: s, n: 3}, im, storage.StatusCompleted)
-	if err == nil || !strings.Contains(err.Error(), "turn 2: disk I/O error") {
-		t.Fatalf("error: %v", err)
+	nc := storage.NewConversation{Title: "x", Metadata: im.Metadata}
+	bad := append([]*trace.Turn(nil), im.Turns...)
+	broken := *bad[2]
+	nan := math.NaN()
+	broken.Calls = []*trace.Call{{ID: "c1", Path: "answer", Params: lm.Params{Temperature: &nan}}}
+	bad[2] = &broken
+	if _, err = s.ImportConversation(ctx, nc, bad, trace.StatusCompleted); err == nil || !strings.Contains(err.Error(), "call c1 params") {
+		t.Fatalf("an unencodable turn: %v", err)
 	}
 	list, err := s.ListConversations(ctx)
 	if err != nil || len(list) != 0 {
 		t.Errorf("a failed import left %d conversation(s): %v", len(list), err)
 	}
-	// And with no failure the status recorded in the file is applied after the turns.
-	id, err := importWrite(ctx, s, im, storage.StatusCompleted)
+	// And with no failure the status recorded in the file is applied with the turns.
+	c, err := s.ImportConversation(ctx, nc, im.Turns, trace.StatusCompleted)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := s.Conversation(ctx, id); c.Status != storage.StatusCompleted {
+	if c.Status != trace.StatusCompleted {
 		t.Errorf("status %s", c.Status)
+	}
+	if turns, _ := s.LoadBranch(ctx, c.ID, storage.MainBranch); len(turns) != len(im.Turns) {
+		t.Errorf("%d turns imported, want %d", len(turns), len(im.Turns))
 	}
 }

@@ -35,9 +35,6 @@ func init() {
 	})
 }
 
-// Exit codes of run (storeOK, storeError and storeUsage are shared with session).
-const runCancelled = 130 // interrupted; the turn in flight was not recorded
-
 // runTurnInput is one turn to run: its inputs and where they came from.
 type runTurnInput struct {
 	inputs *sig.Map
@@ -77,11 +74,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	fs.StringVar(&o.title, "title", "", "title of a new conversation (default: the first input)")
 	fs.Var(&o.inputs, "input", "input field as NAME=VALUE (repeat for each field); one turn")
 	fs.StringVar(&o.script, "script", "", "JSONL file: one object of inputs per line, one turn per line")
-	fs.StringVar(&o.model.Model, "model", "", `model name, "<provider>/<model>" or "demo"`)
-	fs.StringVar(&o.model.Provider, "provider", "", "configured provider to use")
-	fs.StringVar(&o.model.BaseURL, "base-url", "", "ad-hoc OpenAI-compatible endpoint")
-	fs.StringVar(&o.model.APIKeyEnv, "api-key-env", "", "variable holding the key for --base-url (default OPENAI_API_KEY)")
-	fs.StringVar(&o.model.ConfigPath, "config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
+	modelFlags(fs, &o.model)
 	pos, code, done := parseFlags(env, fs, env.Args, true)
 	if done {
 		return code
@@ -104,14 +97,23 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return usage("--branch: %v", err)
 	}
 
-	// The model (and its configuration file) is checked before the database is opened,
-	// so a mistake there leaves no new database behind.
+	// The model (and its configuration file), the agent and every input are checked
+	// before the database is opened, so a mistake leaves no database or conversation
+	// behind; continuing a conversation never creates a database.
 	model, note, err := runModel(ctx, o.model)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 		return storeUsage
 	}
-	s, err := o.sf.open(ctx, o.conv == "") // continuing: never create a database
+	var ag demo.Agent
+	var turns []runTurnInput
+	if o.conv == "" {
+		if ag, turns, err = runPrepare(o, nil); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeUsage
+		}
+	}
+	s, err := o.sf.open(ctx, o.conv == "")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 		return storeError
@@ -124,16 +126,10 @@ func runRunCommand(ctx context.Context, env Env) int {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeError
 		}
-	}
-	ag, err := runPickAgent(o.agent, conv)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
-		return storeUsage
-	}
-	turns, err := runCollectInputs(ag, o)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
-		return storeUsage
+		if ag, turns, err = runPrepare(o, conv); err != nil {
+			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
+			return storeUsage
+		}
 	}
 	fmt.Fprintln(env.Stderr, note)
 
@@ -170,19 +166,32 @@ func runRunCommand(ctx context.Context, env Env) int {
 	return runTurns(ctx, env, s, a, conv, ag.Name, o, turns)
 }
 
+// runPrepare resolves the agent (checking that it builds) and reads every turn's inputs.
+func runPrepare(o runOptions, conv *storage.Conversation) (demo.Agent, []runTurnInput, error) {
+	ag, err := runPickAgent(o.agent, conv)
+	if err != nil {
+		return demo.Agent{}, nil, err
+	}
+	if _, _, err := ag.Build(); err != nil {
+		return demo.Agent{}, nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+	}
+	turns, err := runCollectInputs(ag, o)
+	return ag, turns, err
+}
+
 // runNoteSuperseded says when the first new turn will supersede a turn an interrupted
-// run or workbench left in flight on the branch: it is kept, marked discarded, and no
-// longer offered for resuming.
+// run or workbench left on the branch: it is kept, cancelled, and no longer offered for
+// resuming. (A turn still running in a live process makes the run fail instead.)
 func runNoteSuperseded(ctx context.Context, env Env, s *storage.Store, conv, branch string) {
 	ps, err := s.PendingTurns(ctx)
 	if err != nil {
 		return // only a note; the run itself reports storage problems
 	}
 	for _, p := range ps {
-		if p.ConvID == conv && p.Branch == branch {
-			fmt.Fprintf(env.Stderr, "note: turn %s on %s (started %s, %d call(s) recorded) was left in flight by an interrupted run; "+
-				"this run supersedes it (it stays stored as discarded; to resume it instead, stop now and open the workbench)\n",
-				p.Key, branch, when(p.Started), len(p.Calls))
+		if p.ConvID == conv && p.Branch == branch && p.Status == trace.StatusInterrupted {
+			fmt.Fprintf(env.Stderr, "note: turn %s on %s (started %s, %d call(s) recorded) was interrupted; "+
+				"this run supersedes it (it stays stored, cancelled; to resume it instead, stop now and run 'sessionbench session retry %s')\n",
+				p.Key, branch, when(p.Started), len(p.Calls), p.Key)
 		}
 	}
 }
@@ -430,19 +439,24 @@ func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, error) {
 	return sel.LM, "using " + sel.Description, nil
 }
 
-// runTurnJSON is one line of run --json.
+// runTurnJSON is one line of run --json (and of session retry --json): a completed turn,
+// or the kept turn that failed, was cancelled or interrupted (Status, Error, FailedCall).
 type runTurnJSON struct {
-	Conversation string   `json:"conversation"`
-	Branch       string   `json:"branch"`
-	Turn         string   `json:"turn"`
-	Index        int      `json:"index"`
-	Source       string   `json:"source"`
-	Inputs       *sig.Map `json:"inputs"`
-	Outputs      *sig.Map `json:"outputs"`
-	Score        *float64 `json:"score,omitempty"`
-	Calls        int      `json:"calls"`
-	Usage        lm.Usage `json:"usage"`
-	LatencyMS    int64    `json:"latency_ms"`
+	Conversation string       `json:"conversation"`
+	Branch       string       `json:"branch"`
+	Turn         string       `json:"turn"`
+	Index        int          `json:"index"`
+	Source       string       `json:"source"`
+	Status       trace.Status `json:"status"`
+	Error        string       `json:"error,omitempty"`
+	FailedCall   string       `json:"failed_call,omitempty"`
+	RetryOf      string       `json:"retry_of,omitempty"`
+	Inputs       *sig.Map     `json:"inputs"`
+	Outputs      *sig.Map     `json:"outputs"`
+	Score        *float64     `json:"score,omitempty"`
+	Calls        int          `json:"calls"`
+	Usage        lm.Usage     `json:"usage"`
+	LatencyMS    int64        `json:"latency_ms"`
 }
 
 func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Service, conv *storage.Conversation, agent string, o runOptions, turns []runTurnInput) int {
@@ -456,43 +470,20 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Servic
 	} else {
 		fmt.Fprintln(env.Stdout, header)
 	}
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetEscapeHTML(false)
+	out := turnPrinter{env: env, json: o.sf.json, conv: conv.ID, branch: o.branch}
 	done := 0
 	for _, in := range turns {
 		start := time.Now()
 		t, err := a.Send(ctx, sessions.SendRequest{Conv: conv.ID, Branch: o.branch, Inputs: in.inputs}, nil)
 		if err != nil {
-			return runFailed(ctx, env, conv.ID, o.branch, in.where, done, err)
-		}
-		b, err := s.Branch(ctx, conv.ID, o.branch)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "sessionbench run: turn from %s ran but its branch cannot be read: %v\n", in.where, err)
-			return storeError
+			if done == 0 && o.newConvo {
+				runDropEmpty(ctx, s, conv.ID)
+			}
+			return out.failed(ctx, in.where, done, err, o.sf.db)
 		}
 		done++
-		var usage lm.Usage
-		calls := 0
-		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-			calls++
-			usage.PromptTokens += c.Usage.PromptTokens
-			usage.CompletionTokens += c.Usage.CompletionTokens
-			usage.CachedTokens += c.Usage.CachedTokens
-			usage.TotalTokens += c.Usage.TotalTokens
-		})
-		latency := t.Ended.Sub(t.Started)
-		if t.Started.IsZero() || t.Ended.IsZero() {
-			latency = time.Since(start)
-		}
-		if o.sf.json {
-			err = enc.Encode(runTurnJSON{Conversation: conv.ID, Branch: o.branch, Turn: b.Tip, Index: t.Index, Source: in.where,
-				Inputs: t.Inputs, Outputs: t.Outputs, Score: t.Score, Calls: calls, Usage: usage, LatencyMS: latency.Milliseconds()})
-		} else {
-			err = runPrintTurn(env.Stdout, b.Tip, t, calls, usage, latency)
-		}
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
-			return storeError
+		if code := out.completed(ctx, s, in.where, t, start); code != storeOK {
+			return code
 		}
 	}
 	fmt.Fprintf(env.Stderr, "%d turn(s) stored in conversation %s, branch %s; continue with: sessionbench run --conversation %s", done, conv.ID, o.branch, conv.ID)
@@ -510,14 +501,126 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Servic
 	return storeOK
 }
 
-func runFailed(ctx context.Context, env Env, conv, branch, where string, done int, err error) int {
-	kept := fmt.Sprintf("%d earlier turn(s) of this run are stored in conversation %s, branch %s", done, conv, branch)
-	if ctx.Err() != nil || lm.IsCancelled(err) {
-		fmt.Fprintf(env.Stderr, "sessionbench run: cancelled during the turn from %s; that turn was not recorded. %s\n", where, kept)
-		return runCancelled
+// runDropEmpty deletes a conversation this run created when its first turn failed before
+// anything was stored (the agent could not even start): no conversation claims to be
+// something it is not. A first turn that began is kept (failed), and so is the
+// conversation.
+func runDropEmpty(ctx context.Context, s *storage.Store, conv string) {
+	tree, err := s.TurnOutline(context.WithoutCancel(ctx), conv)
+	if err == nil && len(tree) == 0 {
+		_ = s.DeleteConversation(context.WithoutCancel(ctx), conv)
 	}
-	fmt.Fprintf(env.Stderr, "sessionbench run: the turn from %s failed, nothing recorded for it: %v\n%s\n", where, err, kept)
+}
+
+// turnPrinter reports the turns of run and session retry, as text or JSON lines.
+type turnPrinter struct {
+	env          Env
+	json         bool
+	conv, branch string
+}
+
+// completed prints a completed turn (now the branch's tip).
+func (p turnPrinter) completed(ctx context.Context, s *storage.Store, where string, t *trace.Turn, start time.Time) int {
+	b, err := s.Branch(ctx, p.conv, p.branch)
+	if err != nil {
+		fmt.Fprintf(p.env.Stderr, "sessionbench: turn from %s ran but its branch cannot be read: %v\n", where, err)
+		return storeError
+	}
+	calls, usage := callTotals(t.Calls)
+	latency := t.Ended.Sub(t.Started)
+	if t.Started.IsZero() || t.Ended.IsZero() {
+		latency = time.Since(start)
+	}
+	retryOf := ""
+	if n, err := s.TurnInfo(ctx, b.Tip); err == nil {
+		retryOf = n.RetryOf
+	}
+	if p.json {
+		err = p.encode(runTurnJSON{Conversation: p.conv, Branch: p.branch, Turn: b.Tip, Index: t.Index, Source: where,
+			Status: trace.StatusCompleted, RetryOf: retryOf, Inputs: t.Inputs, Outputs: t.Outputs, Score: t.Score, Calls: calls,
+			Usage: usage, LatencyMS: latency.Milliseconds()})
+	} else {
+		err = runPrintTurn(p.env.Stdout, b.Tip, t, calls, usage, latency)
+	}
+	if err != nil {
+		fmt.Fprintf(p.env.Stderr, "sessionbench: %v\n", err)
+		return storeError
+	}
+	return storeOK
+}
+
+func (p turnPrinter) encode(v any) error {
+	enc := json.NewEncoder(p.env.Stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// failed reports a turn that did not complete and returns the exit code: a failed turn
+// is kept (inspect it with 'session show', retry it with 'session retry'); a cancelled
+// or interrupted one too, the interrupted one resumable.
+func (p turnPrinter) failed(ctx context.Context, where string, done int, err error, db string) int {
+	kept := ""
+	if done > 0 {
+		kept = fmt.Sprintf(" %d earlier turn(s) of this run are stored in conversation %s, branch %s.", done, p.conv, p.branch)
+	}
+	dbFlag := ""
+	if db != "" {
+		dbFlag = " --db " + db
+	}
+	var kt *sessions.KeptTurnError
+	if !errors.As(err, &kt) {
+		// Nothing was stored for the turn: it failed before it began (a busy branch, an
+		// agent that cannot start).
+		what, code := "failed", storeError
+		if ctx.Err() != nil {
+			what, code = "was interrupted", interruptCode(ctx)
+		}
+		fmt.Fprintf(p.env.Stderr, "sessionbench: the turn from %s %s before it began, nothing stored for it: %v.%s\n", where, what, err, kept)
+		return code
+	}
+	t := kt.Turn
+	failedCall := ""
+	if c := trace.FailedCall(t.Calls); c != nil {
+		failedCall = c.ID + " " + dash(c.Path)
+	}
+	if p.json {
+		calls, usage := callTotals(t.Calls)
+		_ = p.encode(runTurnJSON{Conversation: p.conv, Branch: p.branch, Turn: kt.Key, Index: t.Index, Source: where,
+			Status: t.Status, Error: t.Error, FailedCall: failedCall, Inputs: t.Inputs, Calls: calls, Usage: usage,
+			LatencyMS: t.Ended.Sub(t.Started).Milliseconds()})
+	}
+	retry := fmt.Sprintf("sessionbench session retry %s%s", kt.Key, dbFlag)
+	switch t.Status {
+	case trace.StatusInterrupted:
+		fmt.Fprintf(p.env.Stderr, "sessionbench: %s during the turn from %s; it is left resumable as turn %s of conversation %s (answered calls are kept): %s.%s\n",
+			context.Cause(ctx), where, kt.Key, p.conv, retry, kept)
+		return interruptCode(ctx)
+	case trace.StatusCancelled:
+		fmt.Fprintf(p.env.Stderr, "sessionbench: cancelled during the turn from %s; it is kept as cancelled turn %s of conversation %s (retry: %s; delete: sessionbench session rm-turn %s%s).%s\n",
+			where, kt.Key, p.conv, retry, kt.Key, dbFlag, kept)
+		return exitInterrupted
+	}
+	in := ""
+	if failedCall != "" {
+		in = " in call " + failedCall
+	}
+	fmt.Fprintf(p.env.Stderr, "sessionbench: the turn from %s failed%s: %v\nit is kept as failed turn %s with every call it made (see: sessionbench session show %s%s); retry it from the failure: %s.%s\n",
+		where, in, err, kt.Key, p.conv, dbFlag, retry, kept)
 	return storeError
+}
+
+// callTotals counts a call tree's calls and sums their usage.
+func callTotals(calls []*trace.Call) (int, lm.Usage) {
+	var usage lm.Usage
+	n := 0
+	trace.WalkCalls(calls, func(c *trace.Call, _ int) {
+		n++
+		usage.PromptTokens += c.Usage.PromptTokens
+		usage.CompletionTokens += c.Usage.CompletionTokens
+		usage.CachedTokens += c.Usage.CachedTokens
+		usage.TotalTokens += c.Usage.TotalTokens
+	})
+	return n, usage
 }
 
 func runPrintTurn(w io.Writer, key string, t *trace.Turn, calls int, u lm.Usage, latency time.Duration) error {

@@ -13,9 +13,11 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
@@ -180,7 +182,7 @@ func TestRunInputErrors(t *testing.T) {
 		{[]string{"--agent", "SupportAgent", "--script", filepath.Join(t.TempDir(), "missing.jsonl")}, 2, "no such file"},
 		{[]string{"--agent", agentFile, "--input", "q=1"}, 2, "unknown key"},
 		{[]string{"--agent", "SupportAgent", "--input", "question=a", "--branch", " "}, 2, "--branch: branch name is empty"},
-		{[]string{"--conversation", "nope", "--input", "question=a"}, 1, `conversation "nope": not found`},
+		{[]string{"--conversation", "nope", "--input", "question=a"}, 1, "no database at " + db},
 	}
 	for _, tc := range cases {
 		args := append(append([]string{"run"}, tc.args...), "--db", db)
@@ -189,9 +191,17 @@ func TestRunInputErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d with %q\nstderr: %s", tc.args, code, tc.code, tc.msg, errs)
 		}
 	}
-	// None of the refused runs wrote a conversation.
-	list, err := openStore(t, db).ListConversations(context.Background())
-	if err != nil || len(list) != 0 {
+	// None of the refused runs created the database.
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("refused runs created %s: %v", db, err)
+	}
+	// With a database, an unknown conversation is not found, and nothing is written.
+	s := openStore(t, db)
+	code, _, errs := runMain(context.Background(), "run", "--conversation", "nope", "--input", "question=a", "--db", db)
+	if code != 1 || !strings.Contains(errs, `conversation "nope": not found`) {
+		t.Errorf("unknown conversation: exit %d %s", code, errs)
+	}
+	if list, err := s.ListConversations(context.Background()); err != nil || len(list) != 0 {
 		t.Errorf("refused runs left conversations: %v %v", list, err)
 	}
 }
@@ -265,12 +275,13 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 			fmt.Fprint(w, `{"error":{"message":"context length exceeded","type":"invalid_request_error"}}`)
 			return "", false
 		}, "context length exceeded"},
-		{"parse error", func(w http.ResponseWriter) (string, bool) { return "I am not following the format", true }, "turn from"},
+		{"parse error", func(w http.ResponseWriter) (string, bool) { return "I am not following the format", true }, "failed to parse"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			db := runIsolated(t)
-			// Two calls per turn: requests 1-4 serve turns one and two, then the model fails.
+			// Two calls per turn: requests 1-4 serve turns one and two, then the model fails
+			// (turn three's classify call, request 5).
 			srv := chatServer(t, func(n int64, w http.ResponseWriter, _ *http.Request) (string, bool) {
 				if n <= 4 {
 					return supportAnswer, true
@@ -283,13 +294,15 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, errs)
 			}
-			t.Log(errs)
-			if !strings.Contains(errs, "the turn from "+path+":3 failed") || !strings.Contains(errs, tc.msg) ||
-				!strings.Contains(errs, "2 earlier turn(s) of this run are stored") {
+			if !strings.Contains(errs, "the turn from "+path+":3 failed in call c1 classify") || !strings.Contains(errs, tc.msg) ||
+				!strings.Contains(errs, "2 earlier turn(s) of this run are stored") || !strings.Contains(errs, "sessionbench session retry ") {
 				t.Errorf("stderr: %s", errs)
 			}
-			if n := strings.Count(out, "\n"); n != 2 {
-				t.Errorf("%d json lines before the failure, want 2:\n%s", n, out)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var last runTurnJSON
+			if len(lines) != 3 || json.Unmarshal([]byte(lines[2]), &last) != nil || last.Status != trace.StatusFailed ||
+				last.FailedCall != "c1 classify" || !strings.Contains(last.Error, tc.msg) || last.Index != 2 {
+				t.Fatalf("json lines: want 2 completed and the failed turn:\n%s", out)
 			}
 			s := openStore(t, db)
 			id := convIDOf(t, errs)
@@ -300,6 +313,12 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 			if turns[0].Calls[0].Usage.TotalTokens != 15 || turns[0].Calls[0].Completion != supportAnswer {
 				t.Errorf("call record from the server: %+v", turns[0].Calls[0])
 			}
+			// The failed turn is kept beside the branch, with its failing call.
+			failed, err := s.LoadTurn(context.Background(), last.Turn)
+			if err != nil || failed.Status != trace.StatusFailed || len(failed.Calls) != 1 || failed.Calls[0].Error == "" ||
+				len(failed.Calls[0].Messages) == 0 || len(failed.Calls[0].Tries) == 0 {
+				t.Fatalf("failed turn: %v %+v", err, failed)
+			}
 			if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {
 				t.Errorf("failed turn left in flight: %+v", p)
 			}
@@ -307,32 +326,75 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 	}
 }
 
-func TestRunCancelRecordsNoPartialTurn(t *testing.T) {
+// TestRunFirstTurnFailsKeepsIt: a new conversation whose first turn fails keeps that
+// turn (inspectable, retryable), not an empty conversation.
+func TestRunFirstTurnFailsKeepsIt(t *testing.T) {
 	db := runIsolated(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	// Turn one completes; turn two's first call is cut off by Ctrl+C (context cancel).
-	srv := chatServer(t, func(n int64, w http.ResponseWriter, r *http.Request) (string, bool) {
-		if n <= 2 {
-			return supportAnswer, true
-		}
-		cancel()
-		<-r.Context().Done()
+	srv := chatServer(t, func(n int64, w http.ResponseWriter, _ *http.Request) (string, bool) {
+		w.Header().Set("Retry-After-Ms", "1") // the client retries a 5xx; at once, please
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"error":{"message":"upstream exploded","type":"server_error"}}`)
 		return "", false
 	})
-	path := writeFile(t, "s.jsonl", "{\"question\": \"one\"}\n{\"question\": \"two\"}\n")
-	code, _, errs := runMain(ctx, "run", "--agent", "SupportAgent", "--script", path, "--base-url", srv.URL+"/v1", "--model", "m", "--db", db)
-	if code != runCancelled || !strings.Contains(errs, "cancelled during the turn from "+path+":2; that turn was not recorded") {
+	code, _, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=hi",
+		"--base-url", srv.URL+"/v1", "--model", "m", "--db", db)
+	if code != 1 || !strings.Contains(errs, "it is kept as failed turn ") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	s := openStore(t, db)
-	id := convIDOf(t, errs)
-	turns, err := s.LoadBranch(context.Background(), id, "main")
-	if err != nil || len(turns) != 1 {
-		t.Fatalf("stored: %v %d turns, want 1", err, len(turns))
+	list, err := s.ListConversations(context.Background())
+	if err != nil || len(list) != 1 || list[0].Turns != 0 || list[0].Kept[trace.StatusFailed] != 1 {
+		t.Fatalf("conversations: %v %+v", err, list)
 	}
-	if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {
-		t.Errorf("cancelled turn left in flight: %+v", p)
+}
+
+func TestRunCancelKeepsTheTurn(t *testing.T) {
+	cases := []struct {
+		name   string
+		cancel func(context.CancelCauseFunc)
+		code   int
+		status trace.Status
+		msg    string
+	}{
+		{"cancelled", func(c context.CancelCauseFunc) { c(nil) }, exitInterrupted, trace.StatusCancelled, "kept as cancelled turn"},
+		{"SIGTERM", func(c context.CancelCauseFunc) { c(Interrupt{Signal: syscall.SIGTERM}) }, 143, trace.StatusInterrupted,
+			"interrupted by terminated during the turn from"},
+		{"SIGHUP", func(c context.CancelCauseFunc) { c(Interrupt{Signal: syscall.SIGHUP}) }, 129, trace.StatusInterrupted, "it is left resumable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := runIsolated(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			// Turn one completes; turn two's second call (respond) is cut off.
+			srv := chatServer(t, func(n int64, w http.ResponseWriter, r *http.Request) (string, bool) {
+				if n <= 3 {
+					return supportAnswer, true
+				}
+				tc.cancel(cancel)
+				<-r.Context().Done()
+				return "", false
+			})
+			path := writeFile(t, "s.jsonl", "{\"question\": \"one\"}\n{\"question\": \"two\"}\n")
+			code, _, errs := runMain(ctx, "run", "--agent", "SupportAgent", "--script", path, "--base-url", srv.URL+"/v1", "--model", "m", "--db", db)
+			if code != tc.code || !strings.Contains(errs, tc.msg) {
+				t.Fatalf("exit %d (want %d): %s", code, tc.code, errs)
+			}
+			s := openStore(t, db)
+			id := convIDOf(t, errs)
+			turns, err := s.LoadBranch(context.Background(), id, "main")
+			if err != nil || len(turns) != 1 {
+				t.Fatalf("stored: %v %d turns, want 1", err, len(turns))
+			}
+			kept, err := s.KeptTurns(context.Background(), id, "main")
+			if err != nil || len(kept) != 1 || kept[0].Status != tc.status || kept[0].Calls != 2 {
+				t.Fatalf("kept: %v %+v", err, kept)
+			}
+			ps, _ := s.PendingTurns(context.Background())
+			if resumable := len(ps) == 1 && ps[0].Resumable(); resumable != (tc.status == trace.StatusInterrupted) {
+				t.Errorf("pending: %+v", ps)
+			}
+		})
 	}
 }
 
@@ -407,8 +469,17 @@ func TestRunNotesASupersededTurn(t *testing.T) {
 	if _, err := s.Fork(context.Background(), id, storage.MainBranch, "side", 0); err != nil {
 		t.Fatal(err)
 	}
-	key, err := s.Sink(id, storage.MainBranch).BeginTurn(context.Background(), sig.NewMap("question", "interrupted"))
+	sink := s.Sink(id, storage.MainBranch)
+	key, err := sink.BeginTurn(context.Background(), sig.NewMap("question", "interrupted"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// While the turn runs (here, in this process) the branch is busy.
+	code, _, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=again", "--db", db)
+	if want := fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on `, key, os.Getpid()); code != 1 || !strings.Contains(errs, want) {
+		t.Fatalf("run beside a running turn: exit %d\n%s", code, errs)
+	}
+	if err := sink.AbortTurn(context.Background(), key, &trace.Turn{Status: trace.StatusInterrupted, Error: "terminated"}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

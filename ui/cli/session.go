@@ -32,8 +32,12 @@ func init() {
 			"session branches ID          the branch tree with sibling positions",
 			"session rm-branch ID B [--recursive]           delete a branch (main is protected)",
 			"session status ID STATUS     in_progress -> completed | needs_human | failed | cancelled",
-			"session pending              in-flight turns left by a crash (resume in the workbench)",
-			"session discard TURN         discard an in-flight turn",
+			"session pending              turns not ended: running in a live process, or interrupted (resumable)",
+			"session retry TURN [--input k=v ...] [--branch NEW] [--model M]   run a failed, cancelled or",
+			"                             interrupted turn again from where it stopped; answered calls are",
+			"                             replayed from storage, not paid again (--input edits, --branch forks)",
+			"session discard TURN         give up an interrupted turn (kept, cancelled)",
+			"session rm-turn TURN         delete a failed, cancelled or interrupted turn with its calls",
 			"session rm ID                delete a conversation and everything in it",
 		},
 		Run:     runSession,
@@ -132,8 +136,10 @@ func runSession(ctx context.Context, env Env) int {
 		fs.BoolVar(&a.recurs, "recursive", false, "also delete the branch's child branches")
 	case "status":
 		a.names = []string{"ID", "STATUS"}
-	case "discard":
+	case "discard", "rm-turn":
 		a.names = []string{"TURN"}
+	case "retry":
+		return runRetry(ctx, env)
 	default:
 		if isHelp(sub) {
 			fmt.Fprint(env.Stdout, commandHelp("session"))
@@ -165,10 +171,10 @@ func runSession(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "sessionbench session %s: --steps must be at least 1\n", sub)
 		return storeUsage
 	}
-	var status storage.Status
+	var status trace.Status
 	var err error
 	if sub == "status" {
-		if status, err = storage.ParseStatus(pos[1]); err != nil {
+		if status, err = trace.ParseConversationStatus(pos[1]); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench session status: %v\n", err)
 			return storeUsage
 		}
@@ -219,7 +225,7 @@ func quoteArgs(pos []string) string {
 
 // sessionDo runs a subcommand; it returns the value to print as JSON when asJSON, or
 // writes the human form itself and returns nil.
-func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, a sessionArgs, status storage.Status, asJSON bool, w io.Writer) (any, error) {
+func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, a sessionArgs, status trace.Status, asJSON bool, w io.Writer) (any, error) {
 	pick := func(v any, human func()) any {
 		if asJSON {
 			return v
@@ -259,7 +265,11 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		if turns == nil {
 			turns = []*storage.TurnNode{}
 		}
-		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns}
+		kept, err := keptTurns(ctx, s, pos[0], a.branch)
+		if err != nil {
+			return nil, err
+		}
+		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns, "kept": kept}
 		var trees []*trace.Turn
 		if a.tree && !asJSON {
 			if trees, err = s.LoadBranch(ctx, pos[0], a.branch); err != nil {
@@ -267,7 +277,7 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 			}
 		}
 		return pick(v, func() {
-			printShow(w, c, bs, a.branch, turns)
+			printShow(w, c, bs, a.branch, turns, kept)
 			for _, t := range trees {
 				fmt.Fprintln(w)
 				core.PrintTraceTree(w, t, c.Agent)
@@ -354,7 +364,14 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		if err := s.DiscardTurn(ctx, pos[0], "discarded from the command line"); err != nil {
 			return nil, err
 		}
-		return pick(map[string]any{"discarded": pos[0]}, func() { fmt.Fprintf(w, "discarded turn %s\n", pos[0]) }), nil
+		return pick(map[string]any{"discarded": pos[0]}, func() {
+			fmt.Fprintf(w, "discarded turn %s (kept as cancelled; 'session rm-turn %s' deletes it)\n", pos[0], pos[0])
+		}), nil
+	case "rm-turn":
+		if err := s.DeleteTurn(ctx, pos[0]); err != nil {
+			return nil, err
+		}
+		return pick(map[string]any{"deleted": pos[0]}, func() { fmt.Fprintf(w, "deleted turn %s and its calls\n", pos[0]) }), nil
 	case "rm":
 		if err := s.DeleteConversation(ctx, pos[0]); err != nil {
 			return nil, err
@@ -380,15 +397,15 @@ func printConversations(w io.Writer, list []storage.ConversationSummary) {
 	fmt.Fprintln(tw, "ID\tTITLE\tAGENT\tSTATUS\tMAIN\tTURNS\tBRANCHES\tUPDATED")
 	for _, c := range list {
 		st := string(c.Status)
-		if c.Pending > 0 {
-			st += fmt.Sprintf(" (%d in flight)", c.Pending)
+		if k := keptSummary(c.Kept); k != "" {
+			st += " (" + k + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", c.ID, clip(c.Title, 40), dash(c.Agent), st, c.MainLength, c.Turns, c.Branches, when(c.UpdatedAt))
 	}
 	tw.Flush()
 }
 
-func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode) {
+func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode, kept []keptTurn) {
 	fmt.Fprintf(w, "%s  %s\n", c.ID, c.Title)
 	fmt.Fprintf(w, "agent: %s   status: %s   created: %s   updated: %s\n", dash(c.Agent), c.Status, when(c.CreatedAt), when(c.UpdatedAt))
 	for _, k := range c.MetadataKeys() {
@@ -409,8 +426,74 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 		if t.Score != nil {
 			score = "  score " + strconv.FormatFloat(*t.Score, 'g', -1, 64)
 		}
-		fmt.Fprintf(w, "  %3d  [%s] %s -> %s  (%d calls%s)\n", t.Index, t.Key, clip(string(t.Inputs), 60), clip(string(t.Outputs), 60), t.Calls, score)
+		retry := ""
+		if t.RetryOf != "" {
+			retry = ", retry of " + t.RetryOf
+		}
+		fmt.Fprintf(w, "  %s %3d  [%s] %s -> %s  (%d calls%s%s)\n", t.Status.Mark(), t.Index, t.Key, clip(string(t.Inputs), 60),
+			clip(string(t.Outputs), 60), t.Calls, score, retry)
 	}
+	if len(kept) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nkept beside %s (not in its history):\n", branch)
+	for _, k := range kept {
+		fmt.Fprintf(w, "  %s %3d  [%s] %s  %s  (%d calls)\n", k.Status.Mark(), k.Index, k.Key, k.Status, clip(string(k.Inputs), 50), k.Calls)
+		if k.Owner != nil && k.Status == trace.StatusRunning {
+			fmt.Fprintf(w, "         running in %s (lease until %s)\n", k.Owner, when(k.Owner.LeaseUntil))
+		}
+		if k.FailedCall != "" {
+			fmt.Fprintf(w, "         failed call: %s\n", k.FailedCall)
+		}
+		if k.Error != "" {
+			fmt.Fprintf(w, "         %s\n", clip(k.Error, 200))
+		}
+		if k.Status.Retryable() {
+			fmt.Fprintf(w, "         retry: sessionbench session retry %s\n", k.Key)
+		}
+	}
+}
+
+// keptTurn is a turn kept beside a branch, with the call that failed it.
+type keptTurn struct {
+	*storage.TurnNode
+	FailedCall string `json:"failed_call,omitempty"` // "c2 respond"
+}
+
+// keptTurns lists the turns begun on branch that did not complete, each with its
+// failing call.
+func keptTurns(ctx context.Context, s *storage.Store, conv, branch string) ([]keptTurn, error) {
+	nodes, err := s.KeptTurns(ctx, conv, branch)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]keptTurn, len(nodes))
+	keys := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i].TurnNode, keys[i] = n, n.Key
+	}
+	turns, err := s.LoadTurnsWith(ctx, keys, storage.LoadOptions{NoRequests: true})
+	if err != nil {
+		return nil, err
+	}
+	for i, t := range turns {
+		if c := trace.FailedCall(t.Calls); c != nil {
+			out[i].FailedCall = c.ID + " " + dash(c.Path)
+		}
+	}
+	return out, nil
+}
+
+// keptSummary counts a conversation's turns that did not complete, by status
+// ("1 failed, 2 interrupted"); "" when there are none.
+func keptSummary(kept map[trace.Status]int) string {
+	var parts []string
+	for _, st := range trace.TurnStatuses {
+		if n := kept[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func printBranches(w io.Writer, bs []*storage.Branch) {
@@ -434,9 +517,12 @@ func printPending(w io.Writer, ps []*storage.PendingTurn) {
 		return
 	}
 	for _, p := range ps {
-		state := "resumable"
-		if p.Stale {
-			state = "stale (branch moved; discard only)"
+		state := "interrupted, resumable: sessionbench session retry " + p.Key
+		switch {
+		case p.Status == trace.StatusRunning:
+			state = fmt.Sprintf("running in %s", p.Owner)
+		case p.Stale:
+			state = "interrupted, stale (branch moved; discard only)"
 		}
 		fmt.Fprintf(w, "turn %s  %s/%s  index %d  started %s  %d call(s) recorded  %s\n", p.Key, p.ConvID, dash(p.Branch), p.Index, when(p.Started), len(p.Calls), state)
 	}

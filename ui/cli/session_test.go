@@ -72,7 +72,7 @@ func TestSessionCommands(t *testing.T) {
 		{[]string{"session", "undo", "conv1", "--steps", "0", "--db", db}, 2, "--steps must be at least 1"},
 		{[]string{"session", "status", "conv1", "completed", "--db", db}, 0, "conv1 is now completed"},
 		{[]string{"session", "status", "conv1", "in_progress", "--db", db}, 1, "cannot go from completed to in_progress"},
-		{[]string{"session", "status", "conv1", "done", "--db", db}, 2, "unknown status"},
+		{[]string{"session", "status", "conv1", "done", "--db", db}, 2, `unknown conversation status "done" (want one of in_progress, completed, needs_human, failed, cancelled)`},
 		{[]string{"session", "rm-branch", "conv1", "alt", "--recursive", "--db", db}, 0, "deleted branch(es): alt2, alt"},
 		{[]string{"session", "pending", "--db", db}, 0, "no in-flight turns"},
 		{[]string{"session", "show", "nope", "--db", db}, 1, `conversation "nope": not found`},

@@ -5,12 +5,14 @@ import (
 	"fmt"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// Pending lists the turns a crash or kill left in flight (in conv, or everywhere when
-// conv is ""), oldest first.
+// Pending lists the turns a crash, kill or signal left interrupted (in conv, or
+// everywhere when conv is ""), oldest first. A turn still running in a live process
+// (this one or another) is not offered: resuming it would pay for its calls twice.
 func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, error) {
 	ps, err := a.store.PendingTurns(ctx)
 	if err != nil {
@@ -19,7 +21,7 @@ func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, erro
 	titles := map[string]string{}
 	var out []PendingInfo
 	for _, p := range ps {
-		if conv != "" && p.ConvID != conv {
+		if (conv != "" && p.ConvID != conv) || p.Status != trace.StatusInterrupted {
 			continue
 		}
 		title, ok := titles[p.ConvID]
@@ -65,27 +67,79 @@ func (a *Service) expectedCalls(ctx context.Context, p *storage.PendingTurn) int
 	return requests(t.Calls)
 }
 
-// Resume runs the pending turn key again through the engine on its branch: the sink
-// continues that turn instead of beginning one, and the model is wrapped so requests
-// the turn already got answers for are served from storage. A failing or cancelled
-// resume discards the turn, as a failing Send records nothing.
+// Resume runs the interrupted turn key again on its branch (Retry with its own inputs);
+// a turn that is not interrupted (running, or ended) is refused.
 func (a *Service) Resume(ctx context.Context, key string, events chan<- Event) (*trace.Turn, error) {
 	p, err := a.store.PendingTurn(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("resume turn %s: %w", key, err)
 	}
-	if p.Stale {
-		return nil, fmt.Errorf("resume turn %s: branch %q moved since the turn began, so it can only be discarded", key, p.Branch)
+	if p.Status != trace.StatusInterrupted {
+		return nil, fmt.Errorf("resume turn %s: it is running in %s", key, p.Owner)
 	}
-	l := a.branchLock(p.ConvID, p.Branch)
+	return a.Retry(ctx, RetryRequest{Key: key}, events)
+}
+
+// RetryRequest asks to run a turn that did not complete again from where it stopped.
+type RetryRequest struct {
+	Key string
+	// Inputs replace the turn's inputs when set (edit and retry): answered calls whose
+	// exact request does not depend on the change are still reused.
+	Inputs *sig.Map
+	// Branch, when set, is a new branch forked at the turn's parent to retry on (the
+	// turn's own branch may have moved on since).
+	Branch string
+}
+
+// KeptTurnError is the error of a turn that did not complete: it is stored under Key
+// beside its branch (Turn.Status says how it ended), to inspect, retry or delete.
+type KeptTurnError struct {
+	Key  string
+	Turn *trace.Turn
+	Err  error
+}
+
+func (e *KeptTurnError) Error() string { return e.Err.Error() }
+func (e *KeptTurnError) Unwrap() error { return e.Err }
+
+// Retry runs turn key again through the engine from where it stopped: an interrupted
+// turn continues in place, a failed or cancelled one becomes a new turn on the branch
+// (the failed one stays beside it). The model is wrapped so that requests the turn
+// already got answers for are served from storage: only the failed call and what
+// follows are paid for. A retry that fails in turn is kept like any failed turn.
+func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Event) (*trace.Turn, error) {
+	key := req.Key
+	n, err := a.store.TurnInfo(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("retry turn %s: %w", key, err)
+	}
+	branch := n.Branch
+	if req.Branch != "" {
+		if branch, err = a.forkAt(ctx, n.Conv, n.Parent, req.Branch); err != nil {
+			return nil, fmt.Errorf("retry turn %s: %w", key, err)
+		}
+		send(events, Event{Kind: EventBranch, Branch: branch})
+	}
+	if branch == "" {
+		return nil, fmt.Errorf("retry turn %s: its branch was deleted; retry it on a new branch", key)
+	}
+	inputs := req.Inputs
+	if inputs == nil {
+		t, err := a.store.LoadTurn(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("retry turn %s: %w", key, err)
+		}
+		inputs = t.Inputs
+	}
+	l := a.branchLock(n.Conv, branch)
 	l.Lock()
 	defer l.Unlock()
-	r, err := a.session(ctx, p.ConvID, p.Branch, "")
+	r, err := a.session(ctx, n.Conv, branch, "")
 	if err != nil {
-		return nil, fmt.Errorf("resume turn %s: %w", key, err)
+		return nil, fmt.Errorf("retry turn %s: %w", key, err)
 	}
 	if err := r.sink.Resume(ctx, key); err != nil {
-		return nil, fmt.Errorf("resume turn %s: %w", key, err)
+		return nil, fmt.Errorf("retry turn %s: %w", key, err)
 	}
 	var resolver func(string) (lm.LM, error)
 	if a.resolver != nil {
@@ -97,11 +151,26 @@ func (a *Service) Resume(ctx context.Context, key string, events chan<- Event) (
 			return a.store.ReplayLM(key, m), nil
 		}
 	}
-	t, err := a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, p.Inputs, events)
-	if err != nil {
-		return nil, fmt.Errorf("resume turn %s: %w", key, err)
+	return a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, inputs, events)
+}
+
+// forkAt makes branch name end at turn parent ("" for an empty branch).
+func (a *Service) forkAt(ctx context.Context, conv, parent, name string) (string, error) {
+	if parent == "" {
+		if _, err := a.store.CreateBranch(ctx, conv, name); err != nil {
+			return "", err
+		}
+		return name, nil
 	}
-	return t, nil
+	src, at, err := a.locate(ctx, conv, parent)
+	if err != nil {
+		return "", err
+	}
+	b, err := a.store.Fork(ctx, conv, src, name, at)
+	if err != nil {
+		return "", err
+	}
+	return b.Name, nil
 }
 
 // Discard drops the pending turn key.

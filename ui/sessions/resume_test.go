@@ -9,16 +9,20 @@ import (
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// crashSink is the store's sink as a process killed mid-turn leaves it: the abort a
-// failing turn records never happens, so the turn stays pending with the calls that
-// finished before the "kill".
+// crashSink is the store's sink as a process stopped mid-turn by a signal leaves it:
+// the failing turn is recorded as interrupted (ownerless, resumable), whatever the
+// engine says, with the calls that finished before the "signal".
 type crashSink struct{ *storage.BranchSink }
 
-func (crashSink) AbortTurn(context.Context, string, string) error { return nil }
+func (c crashSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) error {
+	t.Status = trace.StatusInterrupted
+	return c.BranchSink.AbortTurn(ctx, key, t)
+}
 
 // dieAfter answers n requests, then fails every later one, like a process that dies.
 type dieAfter struct {
@@ -156,7 +160,7 @@ func TestDiscardAndStale(t *testing.T) {
 	if !p.Stale || p.CallsExpected != 0 {
 		t.Errorf("pending after the tip moved: %+v, want stale", p)
 	}
-	if _, err := a.Resume(ctx, p.TurnKey, nil); err == nil || !strings.Contains(err.Error(), "only be discarded") {
+	if _, err := a.Resume(ctx, p.TurnKey, nil); err == nil || !strings.Contains(err.Error(), `branch "main" moved since turn`) {
 		t.Errorf("resume of a stale turn: %v", err)
 	}
 	if err := a.Discard(ctx, p.TurnKey); err != nil {

@@ -155,7 +155,7 @@ func (a *Service) TurnTree(ctx context.Context, conv string) ([]storage.TurnNode
 	}
 	out := make([]storage.TurnNode, 0, len(nodes))
 	for _, n := range nodes {
-		if n.State == "committed" {
+		if n.Status == trace.StatusCompleted {
 			out = append(out, *n)
 		}
 	}
@@ -239,6 +239,9 @@ func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver wor
 	}
 	_, t, err := r.s.Run(ctx, inputs)
 	if err != nil {
+		if key := r.sink.Began(); t != nil && key != "" {
+			return nil, &KeptTurnError{Key: key, Turn: t, Err: err}
+		}
 		return nil, err
 	}
 	if t != nil {

@@ -243,7 +243,7 @@ func (m *Memory) TurnTree(ctx context.Context, id string) ([]storage.TurnNode, e
 	out := make([]storage.TurnNode, 0, len(c.order))
 	for _, nid := range c.order {
 		n := c.nodes[nid]
-		out = append(out, storage.TurnNode{Key: n.id, Parent: n.parent, Index: n.turn.Index, State: "committed",
+		out = append(out, storage.TurnNode{Key: n.id, Parent: n.parent, Index: n.turn.Index, Status: trace.StatusCompleted,
 			Started: n.turn.Started, InputPreview: firstValue(n.turn.Inputs), OutputPreview: firstValue(n.turn.Outputs)})
 	}
 	return out, nil

@@ -1,0 +1,275 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// setOwner rewrites the owner columns of a turn running under sink, to stand for another
+// process (this one stops renewing it).
+func setOwner(t *testing.T, s *Store, sink *BranchSink, key string, pid int, host string, lease time.Time) {
+	t.Helper()
+	sink.end(key)
+	id, _ := parseTurnKey(key)
+	err := s.write(context.Background(), func(tx *sql.Tx) error {
+		_, err := tx.Exec("UPDATE turns SET owner_pid = ?, owner_host = ?, lease_until = ? WHERE id = ?", pid, host, fmtTime(lease), id)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deadPID is the pid of a process of this host that has exited (and been reaped).
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestTurnOwnership: a running turn keeps its branch busy while its owner is alive and
+// is interrupted (superseded by new input, resumable) once its owner is gone, whichever
+// way it went.
+func TestTurnOwnership(t *testing.T) {
+	ctx := context.Background()
+	later := time.Now().Add(time.Hour)
+	cases := []struct {
+		name  string
+		owner func(t *testing.T, s *Store, sink *BranchSink, key string)
+		alive bool
+	}{
+		{"this process, lease renewed", func(*testing.T, *Store, *BranchSink, string) {}, true},
+		{"another host, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+			setOwner(t, s, sink, key, 4242, "elsewhere.example", later)
+		}, true},
+		{"lease ran out", func(t *testing.T, s *Store, sink *BranchSink, key string) { crash(t, s, sink, key) }, false},
+		{"another host, lease ran out", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+			setOwner(t, s, sink, key, 4242, "elsewhere.example", time.Now().Add(-time.Minute))
+		}, false},
+		{"process of this host gone, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+			setOwner(t, s, sink, key, deadPID(t), hostName(), later)
+		}, false},
+		{"interrupted by a signal", func(t *testing.T, _ *Store, sink *BranchSink, key string) {
+			if err := sink.AbortTurn(ctx, key, &trace.Turn{Status: trace.StatusInterrupted, Error: "terminated"}); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			mustConv(t, s, "S")
+			appendN(t, s, "S", MainBranch, 1)
+			first := s.Sink("S", MainBranch)
+			key, err := first.BeginTurn(ctx, sig.NewMap("question", "first"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.owner(t, s, first, key)
+			p, err := s.PendingTurn(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantStatus := trace.StatusInterrupted
+			if tc.alive {
+				wantStatus = trace.StatusRunning
+			}
+			if p.Status != wantStatus || p.Resumable() == tc.alive {
+				t.Fatalf("pending: status %s resumable %v, want %s", p.Status, p.Resumable(), wantStatus)
+			}
+			second := s.Sink("S", MainBranch)
+			k2, err := second.BeginTurn(ctx, sig.NewMap("question", "second"))
+			if tc.alive {
+				if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on %s`, key, p.Owner.PID, p.Owner.Host)) {
+					t.Fatalf("second writer: %v", err)
+				}
+				if err := second.Resume(ctx, key); !errors.Is(err, ErrBusy) {
+					t.Fatalf("resume of a live turn: %v", err)
+				}
+				if err := s.DiscardTurn(ctx, key, "x"); !errors.Is(err, ErrBusy) {
+					t.Fatalf("discard of a live turn: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("second writer after the owner left: %v", err)
+			}
+			kept, _ := s.KeptTurns(ctx, "S", MainBranch)
+			if len(kept) != 2 || kept[0].Key != key || kept[0].Status != trace.StatusCancelled || kept[0].Error != "superseded by a new turn" ||
+				kept[1].Key != k2 || kept[1].Status != trace.StatusRunning || kept[1].Owner.PID != os.Getpid() {
+				t.Fatalf("kept: %+v", kept)
+			}
+			// The superseded turn's old owner, had it survived, can no longer write to it.
+			if err := first.RecordCall(ctx, key, "", fixtureCall(1, 1, "a", 0, false)); !errors.Is(err, ErrConflict) {
+				t.Errorf("old owner writes to a superseded turn: %v", err)
+			}
+		})
+	}
+}
+
+// TestFailedTurnRetry: a failed turn keeps every call it made, stays beside the branch
+// (not in its history), and its retry is a new turn that pays only for the failed call
+// and what follows; the failed turn stays as it was.
+func TestFailedTurnRetry(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 2)
+	tr := fixtureTurn(2, 0, true)
+	good, bad := tr.Calls[0].Children[0], tr.Calls[0]
+	bad.Error, bad.Outputs, bad.Completion = "predictor agent.planner: cut stream", nil, "[[ ## answer ## ]]\nStep 2 of"
+	bad.Tries = []lm.Try{{N: 1, Status: 200, Err: "stream cut after 10 bytes"}}
+	sink := s.Sink("S", MainBranch)
+	key, err := sink.BeginTurn(ctx, tr.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.RecordCall(ctx, key, bad.ID, good); err != nil {
+		t.Fatal(err)
+	}
+	failed := &trace.Turn{Inputs: tr.Inputs, Status: trace.StatusFailed, Error: bad.Error, Calls: []*trace.Call{bad}}
+	if err := sink.AbortTurn(ctx, key, failed); err != nil {
+		t.Fatal(err)
+	}
+	path, _ := s.BranchPath(ctx, "S", MainBranch)
+	if len(path) != 2 {
+		t.Fatalf("a failed turn entered the branch: %d turns", len(path))
+	}
+	got, err := s.LoadTurn(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != trace.StatusFailed || got.Error != bad.Error || len(got.Calls) != 1 || len(got.Calls[0].Children) != 1 ||
+		got.Calls[0].Error != bad.Error || got.Calls[0].Completion != bad.Completion || got.Calls[0].Tries[0].Err != "stream cut after 10 bytes" ||
+		got.Calls[0].RawRequest != bad.RawRequest || got.Calls[0].Children[0].Error != "" {
+		t.Fatalf("failed turn as stored: %+v", got)
+	}
+	list, _ := s.ListConversations(ctx)
+	if len(list) != 1 || list[0].Kept[trace.StatusFailed] != 1 || list[0].Pending != 0 || list[0].Turns != 2 {
+		t.Fatalf("listing: %+v", list)
+	}
+	if err := s.DiscardTurn(ctx, key, ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("discard of a failed turn (not in flight): %v", err)
+	}
+
+	// Retry: a new turn on the branch; the answered call is replayed, the failed one paid.
+	retry := s.Sink("S", MainBranch)
+	if err := retry.Resume(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := retry.BeginTurn(ctx, tr.Inputs)
+	if err != nil || k2 == key {
+		t.Fatalf("retry began %s (%v); want a new turn beside %s", k2, err, key)
+	}
+	paid := &countingLM{}
+	model := s.ReplayLM(key, paid)
+	ok := fixtureTurn(2, 0, true)
+	var rec func(parent string, c *trace.Call)
+	rec = func(parent string, c *trace.Call) {
+		for _, ch := range c.Children {
+			rec(c.ID, ch)
+		}
+		if _, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := retry.RecordCall(ctx, k2, parent, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range ok.Calls {
+		rec("", c)
+	}
+	if Replayed(model) != 1 || paid.calls != 2 {
+		t.Errorf("retry replayed %d and paid %d calls; want 1 replayed (the answered one), 2 paid (the failed one and the next)", Replayed(model), paid.calls)
+	}
+	if err := retry.CommitTurn(ctx, k2, ok); err != nil {
+		t.Fatal(err)
+	}
+	path, _ = s.BranchPath(ctx, "S", MainBranch)
+	if len(path) != 3 || path[2].Key != k2 || path[2].RetryOf != key || path[2].Status != trace.StatusCompleted {
+		t.Fatalf("after retry: %+v", path[len(path)-1])
+	}
+	kept, _ := s.KeptTurns(ctx, "S", MainBranch)
+	if len(kept) != 1 || kept[0].Key != key || kept[0].Status != trace.StatusFailed || kept[0].Calls != 2 {
+		t.Fatalf("the failed turn after its retry: %+v", kept)
+	}
+	// It cannot be retried again here: the branch moved on.
+	if err := s.Sink("S", MainBranch).Resume(ctx, key); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "fork") {
+		t.Errorf("retry after the branch moved: %v", err)
+	}
+	if err := s.Sink("S", MainBranch).Resume(ctx, k2); !errors.Is(err, ErrConflict) {
+		t.Errorf("retry of a completed turn: %v", err)
+	}
+
+	// Delete: a kept turn goes with its calls; completed turns are refused.
+	if err := s.DeleteTurn(ctx, k2); !errors.Is(err, ErrInvalid) {
+		t.Errorf("delete of a completed turn: %v", err)
+	}
+	if err := s.DeleteTurn(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LoadTurn(ctx, key); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted turn still loads: %v", err)
+	}
+	if p, _ := s.BranchPath(ctx, "S", MainBranch); len(p) != 3 || p[2].RetryOf != "" {
+		t.Errorf("after deleting the failed turn: %+v", p[len(p)-1])
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLeaseRenewed: a running turn's lease is renewed while it runs, and its owner is
+// cleared when it ends.
+func TestLeaseRenewed(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	s.SetLease(150 * time.Millisecond)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	key, err := sink.BeginTurn(ctx, sig.NewMap("question", "long"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.PendingTurn(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Owner.LeaseUntil
+	// Renewals come every 50 ms; a busy machine may delay them, so only their absence
+	// for far longer fails.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		time.Sleep(20 * time.Millisecond)
+		p, err := s.PendingTurn(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Owner.LeaseUntil.After(first) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease never renewed: %+v", p.Owner)
+		}
+	}
+	if err := sink.CommitTurn(ctx, key, &trace.Turn{Outputs: sig.NewMap()}); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := turnNode(ctx, s.r, 1)
+	if n.Owner != nil || n.Status != trace.StatusCompleted {
+		t.Errorf("completed turn keeps an owner: %+v", n)
+	}
+}
