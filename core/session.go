@@ -330,7 +330,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 			History: f.history, Explicit: f.explicit,
 			Calls:   collectorFrom(fctx).sorted(),
 			Started: started, Ended: time.Now().UTC(),
-			Status:  trace.EndStatus(ctx, err), Error: err.Error(),
+			Status: trace.EndStatus(ctx, err), Error: err.Error(),
 		}
 		if s.opts.Record == RecordTurns {
 			t.Calls = nil

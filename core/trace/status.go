@@ -46,7 +46,9 @@ var conversationMoves = map[Status][]Status{
 }
 
 // ParseConversationStatus validates a conversation status name.
-func ParseConversationStatus(s string) (Status, error) { return parse(s, "conversation", ConversationStatuses) }
+func ParseConversationStatus(s string) (Status, error) {
+	return parse(s, "conversation", ConversationStatuses)
+}
 
 // ParseTurnStatus validates a turn status name.
 func ParseTurnStatus(s string) (Status, error) { return parse(s, "turn", TurnStatuses) }

@@ -150,7 +150,10 @@ func TestRetryInterruptedAndEdited(t *testing.T) {
 		t.Errorf("session pending:\n%s", out)
 	}
 	var asked atomic.Int64
-	good := chatServer(t, func(int64, http.ResponseWriter, *http.Request) (string, bool) { asked.Add(1); return supportAnswer, true })
+	good := chatServer(t, func(int64, http.ResponseWriter, *http.Request) (string, bool) {
+		asked.Add(1)
+		return supportAnswer, true
+	})
 	code, _, errs = runMain(context.Background(), "session", "retry", ps[0].Key, "--base-url", good.URL+"/v1", "--model", "m", "--db", db)
 	if code != 0 || asked.Load() != 1 {
 		t.Fatalf("resume: exit %d, %d requests (want 1): %s", code, asked.Load(), errs)
