@@ -321,14 +321,17 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 		s.restoreChildTips(f.start)
 		s.mu.Unlock()
 		err = fmt.Errorf("session %s: %w", s.name, err)
+		// The calls go up too: an enclosing session traces a nested one's calls, the
+		// failing one included.
+		calls := collectorFrom(fctx).sorted()
 		if f.readonly {
-			return nil, nil, nil, err
+			return nil, nil, calls, err
 		}
 		t := &trace.Turn{
 			Index:   s.nextIndex(),
 			Inputs:  s.recordableInputs(in),
 			History: f.history, Explicit: f.explicit,
-			Calls:   collectorFrom(fctx).sorted(),
+			Calls:   calls,
 			Started: started, Ended: time.Now().UTC(),
 			Status: trace.EndStatus(ctx, err), Error: err.Error(),
 		}
@@ -340,7 +343,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 				err = fmt.Errorf("%w (and keeping the %s turn failed: %w)", err, t.Status, aerr)
 			}
 		}
-		return nil, t, nil, err
+		return nil, t, calls, err
 	}
 	calls := collectorFrom(fctx).sorted()
 	if f.readonly {
