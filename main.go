@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
@@ -23,9 +24,21 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		// The first signal cancels with a cause that leaves the running turn interrupted
+		// (resumable) rather than cancelled; the command records it, says so and exits
+		// with 128 + the signal's number. A second signal does not wait for that.
+		first := cli.Interrupt{Signal: <-sigs}
+		cancel(first)
+		second := cli.Interrupt{Signal: <-sigs}
+		fmt.Fprintf(os.Stderr, "sessionbench: %v again: exiting now (a running turn is left interrupted)\n", second.Signal)
+		os.Exit(second.Code())
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	signal.Stop(sigs)
 	os.Exit(code)
 }
 
@@ -62,7 +75,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	err := workbench(ctx, *db, *model, *theme, *config)
 	var bad badFlagError
+	var sig cli.Interrupt
 	switch {
+	case err == nil && errors.As(context.Cause(ctx), &sig):
+		fmt.Fprintf(stderr, "sessionbench: %v: a turn that was running is left interrupted, resumable ('sessionbench session pending' lists it)\n", sig)
+		return sig.Code()
 	case errors.As(err, &bad):
 		fmt.Fprintf(stderr, "sessionbench: %v\n", err)
 		return 2

@@ -62,9 +62,11 @@ func Usage() string {
 	}
 	b.WriteString("  help [COMMAND [SUB]]         this text, or a command's usage and flags (same as COMMAND --help)\n")
 	b.WriteString("\nsession, export, import, run, models, ask and agents take --db PATH and --json.\n")
-	b.WriteString("Exit codes: 0 done, 1 failed (not found, refused, model error), 2 bad input (flags,\n")
-	b.WriteString("arguments, files), 130 interrupted. Errors go to standard error, with --json too, as\n")
-	b.WriteString("one line saying what and where.\n")
+	b.WriteString("Exit codes: 0 done, 1 failed (not found, refused, busy, a turn that failed), 2 bad input\n")
+	b.WriteString("(flags, arguments, files), 130 cancelled or interrupted by Ctrl+C, 143 by SIGTERM, 129 by\n")
+	b.WriteString("SIGHUP. A turn stopped by a signal is kept interrupted and resumable ('session retry');\n")
+	b.WriteString("a failed or cancelled turn is kept beside its branch ('session show', 'session retry').\n")
+	b.WriteString("Errors go to standard error, with --json too, as one line saying what and where.\n")
 	return b.String()
 }
 
