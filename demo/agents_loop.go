@@ -8,6 +8,7 @@ import (
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/workflow"
 )
 
@@ -51,7 +52,7 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 	task := v[0]
 	log := &workflow.AttemptLog{Max: max(a.MaxAttempts, 1)}
 	var last *sig.Map
-	status := workflow.StatusNeedsHuman
+	status := trace.StatusNeedsHuman
 	for log.CanRetry() {
 		p, err := a.Planner.Forward(ctx, sig.NewMap("task", task))
 		if err != nil {
@@ -65,18 +66,18 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 		last = sig.NewMap("plan", p.Get("plan"), "is_valid", r.Get("is_valid"), "score", r.Get("score"), "feedback", r.Get("feedback"))
 		log.Add(score, last)
 		if workflow.Truthy(r.Get("is_valid")) {
-			status = workflow.StatusCompleted
+			status = trace.StatusCompleted
 			break
 		}
 		task = fmt.Sprintf("%s\n\nPrevious attempt was invalid: %s", py.Text(task), r.String("feedback"))
 	}
-	if status != workflow.StatusCompleted {
+	if status != trace.StatusCompleted {
 		last = log.Best().Values
 	}
 	out := last.Clone()
 	out.Set("attempts", int64(log.Count()))
 	out.Set("best_attempt", int64(log.BestAttempt))
-	out.Set("status", status)
+	out.Set("status", string(status))
 	return &core.Prediction{Fields: out}, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/core/workflow"
 )
 
 func paths(t *trace.Turn) []string {
@@ -69,7 +68,7 @@ func TestDemoAgentConversations(t *testing.T) {
 			}
 			o := turns[0].Outputs
 			valid, _ := o.Get("is_valid")
-			if o.String("status") != workflow.StatusCompleted || o.String("attempts") != "2" || o.String("best_attempt") != "2" || valid != true {
+			if o.String("status") != string(trace.StatusCompleted) || o.String("attempts") != "2" || o.String("best_attempt") != "2" || valid != true {
 				t.Errorf("outputs = %s", py.CompactJSON(o))
 			}
 			// per_turn: the retry sees the first attempt; the next turn starts afresh.

@@ -7,13 +7,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// Lifecycle statuses of a multi-attempt task (seed 003).
-const (
-	StatusInProgress = "in_progress"
-	StatusCompleted  = "completed"   // the acceptance condition was met
-	StatusNeedsHuman = "needs_human" // attempts ran out without meeting it
-)
-
 // AttemptRecord is one attempt in an AttemptLog.
 type AttemptRecord struct {
 	Attempt int      // 1-based

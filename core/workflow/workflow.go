@@ -10,6 +10,7 @@ import (
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // Workflow is an agent file compiled into a module: named predictors and a tree of
@@ -269,11 +270,13 @@ func (w *Workflow) writeMeta(sc *scope, st *step, log *AttemptLog, accepted bool
 		sc.set(st.bestTo, int64(log.BestAttempt))
 	}
 	if st.statusTo != "" {
-		status := StatusNeedsHuman
+		// seed 003's statuses: completed when the acceptance condition was met, needs_human
+		// when the attempts ran out without meeting it
+		status := trace.StatusNeedsHuman
 		if accepted {
-			status = StatusCompleted
+			status = trace.StatusCompleted
 		}
-		sc.set(st.statusTo, status)
+		sc.set(st.statusTo, string(status))
 	}
 }
 
