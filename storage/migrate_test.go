@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -172,5 +174,21 @@ func TestMigrateV1RunningUsage(t *testing.T) {
 	}
 	if ref := walkUsage(t, s, "old", "fork"); got["fork"] != ref || ref.PromptTokens != 122+3*104 {
 		t.Errorf("fork after a new turn: usage %+v, loaded calls sum to %+v", got["fork"], ref)
+	}
+}
+
+// TestMigrationFilesNumbered: migration i (1-based) is the file numbered i and there is
+// one file per number. Two files with one number (two branches adding a migration at
+// once) would run in name order here but not on a database one of them already migrated.
+func TestMigrationFilesNumbered(t *testing.T) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		if want := fmt.Sprintf("migrations/%04d_", i+1); !strings.HasPrefix(n, want) {
+			t.Errorf("migration %d is %s, want a file named %s*.sql", i+1, n, want)
+		}
 	}
 }

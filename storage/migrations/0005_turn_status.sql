@@ -1,4 +1,4 @@
--- sessionbench schema version 4: turn status and ownership (issue 13).
+-- sessionbench schema version 5: turn status and ownership (issue 13).
 -- A turn's status (seed 003's lifecycle, applied to turns) replaces its state:
 --   committed -> completed; pending -> interrupted (no owner was recorded, so none can be
 --   alive); discarded -> cancelled when the user or a newer turn dropped it, else failed.
