@@ -55,11 +55,16 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	if err != nil {
 		return r, err
 	}
-	at := path.index(req.Turn)
+	at, turns := path.index(req.Turn), path.turns
 	if at < 0 {
-		return r, fmt.Errorf("turn %s is not on branch %s", req.Turn, req.Branch)
+		// A turn kept beside the branch (failed, cancelled, interrupted) is rendered where
+		// it happened: after its parent, with the histories the branch had there.
+		if at, err = a.keptAt(ctx, path, req.Turn, req.Branch); err != nil {
+			return r, err
+		}
+		turns = append(turns[:at:at], t)
 	}
-	outer, source, err := a.outerHistory(ctx, req.Conv, req.Branch, path.turns, at, call.Path)
+	outer, source, err := a.outerHistory(ctx, req.Conv, req.Branch, turns, at, call.Path)
 	if err != nil {
 		return r, err
 	}
@@ -68,7 +73,7 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	// strategies are a what-if over its earlier calls.
 	own := call.History
 	if source != core.HistoryOwn {
-		own = ownHistory(path.turns[:at], call.Path, earlier)
+		own = ownHistory(turns[:at], call.Path, earlier)
 	}
 	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(ag).Signature, call.Inputs, own, outer)
 	if err != nil {

@@ -412,7 +412,10 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
-func TestCancelledSendRecordsNothing(t *testing.T) {
+// TestCancelledSend: a Send cancelled before its turn began records nothing; one
+// cancelled mid-stream keeps a cancelled turn beside the branch (out of its history),
+// with the call it cut.
+func TestCancelledSend(t *testing.T) {
 	ctx := context.Background()
 	a, st, _, _ := newWorkbench(t)
 	a.model = demoModel(400) // slow enough to cancel mid-stream
@@ -422,8 +425,9 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 	tests := []struct {
 		name   string
 		cancel func(context.CancelFunc, chan Event)
+		kept   int // cancelled turns kept beside the branch after this case
 	}{
-		{"before the turn", func(c context.CancelFunc, _ chan Event) { c() }},
+		{"before the turn", func(c context.CancelFunc, _ chan Event) { c() }, 0},
 		{"mid-stream", func(c context.CancelFunc, ev chan Event) {
 			go func() {
 				n := 0
@@ -435,7 +439,7 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 					}
 				}
 			}()
-		}},
+		}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -447,6 +451,14 @@ func TestCancelledSendRecordsNothing(t *testing.T) {
 			close(ev)
 			if err == nil || !errors.Is(err, context.Canceled) || tr != nil {
 				t.Fatalf("cancelled send: turn %v, err %v; want context.Canceled", tr, err)
+			}
+			var kt *KeptTurnError
+			if errors.As(err, &kt) != (tc.kept > 0) {
+				t.Errorf("kept turn error: %v", err)
+			}
+			kept, err := a.KeptTurns(ctx, conv, "main")
+			if err != nil || len(kept) != tc.kept || (tc.kept > 0 && (kept[0].Status != trace.StatusCancelled || len(kept[0].Turn.Calls) == 0)) {
+				t.Errorf("kept turns: %v %+v", err, kept)
 			}
 			if n := pageOf(t, a, conv, "main").Total; n != 1 {
 				t.Errorf("branch has %d turns, want 1", n)
