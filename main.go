@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/llm/config"
@@ -135,7 +136,23 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath string) err
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
 	llm.PreloadEncodings(sel.LM.Name())
-	a := sessions.New(store, sel.LM)
+	var backendModel lm.LM = sel.LM
+	if len(sel.Choices) > 1 {
+		// No model named and the server offers several: the workbench opens on its
+		// model picker, and the one picked takes over from the one Resolve took.
+		sw := llm.NewSwitch(sel.LM)
+		backendModel = sw
+		uiOpts.Models = &ui.ModelChoice{Models: sel.Choices, Current: sel.Model, Server: sel.BaseURL, Choose: func(name string) error {
+			next, err := sel.Choose(name)
+			if err != nil {
+				return err
+			}
+			llm.PreloadEncodings(name)
+			sw.Set(next.LM)
+			return nil
+		}}
+	}
+	a := sessions.New(store, backendModel)
 	a.SetModelResolver(demo.NamedModels(ctx, configPath, os.Getenv))
 	return ui.Run(ctx, a, uiOpts)
 }

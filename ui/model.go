@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -92,6 +93,7 @@ type Model struct {
 	autoTheme bool // no theme was named: follow the terminal's background
 
 	resume resumePrompt // interrupted turns offered for resume (resume.go)
+	picker *ModelPicker // the server's models when none was named (modelpicker.go)
 
 	// runs counts turn goroutines until their backend call returns (see waitRuns)
 	runs sync.WaitGroup
@@ -197,6 +199,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
+		m.picker.SetSize(msg.Width, msg.Height-2)
 	case tea.ColorProfileMsg:
 		m.profile = msg.Profile
 		m.setTheme(m.st.theme)
@@ -205,7 +208,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setTheme(themes.Light())
 		}
 	case tea.KeyPressMsg:
+		if m.picker.Active() {
+			cmds = append(cmds, m.picker.Update(msg))
+			break
+		}
 		cmds = append(cmds, m.handleKey(msg))
+	case modelChosenMsg:
+		cmds = append(cmds, m.picker.Update(msg))
+		if msg.err == nil {
+			m.setStatus(fmt.Sprintf("model %s · pin it next time with --model %s or SESSIONBENCH_MODEL=%s", msg.name, msg.name, msg.name))
+		}
 	case tea.PasteMsg:
 		if m.overlay == overlayNone && m.focus == focusInput {
 			cmds = append(cmds, m.input.update(msg))
@@ -304,4 +316,11 @@ func (m *Model) setFocus(k focusKind, pane int) tea.Cmd {
 	}
 	m.input.blur()
 	return nil
+}
+
+// OfferModels opens the workbench on the model picker (Run does this when no model was
+// named and the server lists several).
+func (m *Model) OfferModels(c ModelChoice) {
+	m.picker = NewModelPicker(c)
+	m.picker.SetSize(m.w, m.h-2)
 }

@@ -29,6 +29,8 @@ type Options struct {
 	ConfigPath string
 	// ThemeDir holds user themes; "" means config.ThemesDir().
 	ThemeDir string
+	// Models, when set with more than one model, opens the workbench on the model picker.
+	Models *ModelChoice
 	// ProgramOptions are passed to tea.NewProgram (tests set input, output, size).
 	ProgramOptions []tea.ProgramOption
 }
@@ -81,6 +83,9 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	}
 	m := New(ctx, b, th, keys)
 	m.autoTheme = !named
+	if opts.Models != nil && len(opts.Models.Models) > 1 {
+		m.OfferModels(*opts.Models)
+	}
 	popts := append([]tea.ProgramOption{tea.WithContext(ctx)}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()

@@ -130,6 +130,10 @@ func (m *Model) render() string {
 	}
 	screen := make([]string, 0, m.h)
 	screen = append(screen, m.headerLine())
+	if m.picker.Active() {
+		m.picker.SetStyles(m.st.s)
+		return strings.Join(append(append(screen, m.picker.View()), m.statusLine()), "\n")
+	}
 	if m.resumeActive() {
 		screen = append(screen, m.resumeView(m.w, l.body.h+l.input.h)...)
 	} else if m.overlay != overlayNone {

@@ -102,12 +102,14 @@ func needTmux(t *testing.T) {
 // so the user's own configuration, themes, agents and data never leak in.
 type workspace struct {
 	dir, db, config string
+	model           string   // --model of the workbench; "" names none (the environment decides)
+	extraEnv        []string // added to env(), e.g. OPENAI_BASE_URL for a real server
 }
 
 func newWorkspace(t *testing.T) *workspace {
 	t.Helper()
 	dir := t.TempDir()
-	ws := &workspace{dir: dir, db: filepath.Join(dir, "t.db"), config: filepath.Join(dir, "config", "sessionbench", "config.toml")}
+	ws := &workspace{dir: dir, db: filepath.Join(dir, "t.db"), config: filepath.Join(dir, "config", "sessionbench", "config.toml"), model: "demo"}
 	for _, d := range []string{filepath.Join(dir, "home"), filepath.Join(dir, "data"), filepath.Dir(ws.config)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -129,7 +131,7 @@ func (ws *workspace) demoRate(t *testing.T, rate int) {
 // env is the whole environment of the binary and of tmux: nothing from the caller's
 // but PATH, so no API key, model variable or terminal setting changes what is shown.
 func (ws *workspace) env() []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + filepath.Join(ws.dir, "home"),
 		"XDG_CONFIG_HOME=" + filepath.Join(ws.dir, "config"),
@@ -138,12 +140,16 @@ func (ws *workspace) env() []string {
 		"TERM=xterm-256color",
 		"NO_COLOR=1",
 		"TZ=UTC",
-	}
+	}, ws.extraEnv...)
 }
 
 // args is the command line of the workbench over this workspace.
 func (ws *workspace) args(bin string) []string {
-	return []string{bin, "--db", ws.db, "--config", ws.config, "--model", "demo", "--theme", "dark"}
+	args := []string{bin, "--db", ws.db, "--config", ws.config, "--theme", "dark"}
+	if ws.model != "" {
+		args = append(args, "--model", ws.model)
+	}
+	return args
 }
 
 // term is the workbench running in a detached tmux session on a private socket.
