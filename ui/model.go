@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -208,7 +209,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setTheme(themes.Light())
 		}
 	case tea.KeyPressMsg:
-		if m.picker.Active() {
+		if m.picker.Active() && !key.Matches(msg, m.keys.Quit) {
 			cmds = append(cmds, m.picker.Update(msg))
 			break
 		}

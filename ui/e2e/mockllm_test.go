@@ -177,19 +177,6 @@ func (m *mockLLM) stop() {
 	<-m.done
 }
 
-// setRules replaces the server's rules at run time (its POST /config).
-func (m *mockLLM) setRules(t *testing.T, rules string) {
-	t.Helper()
-	resp, err := http.Post(m.root+"/config", "application/x-yaml", strings.NewReader(rules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /config: %s", resp.Status)
-	}
-}
-
 // serverWorkspace is a workspace with only the two variables pointing at the server.
 func serverWorkspace(t *testing.T, m *mockLLM) *workspace {
 	ws := newWorkspace(t)
