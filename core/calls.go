@@ -69,7 +69,7 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 	if err != nil {
 		return nil, err
 	}
-	if keepChild != nil && !f.readonly && ch.scope != Stateless {
+	if keepChild != nil && !f.readonly && ch.scope != Stateless && keepChild.opts.Lifespan != LifespanStateless {
 		keepChild.appendTurn(&trace.Turn{
 			Inputs: c.Inputs.Clone(), Outputs: c.Outputs.Clone(), History: hist.Clone(),
 			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency),
@@ -184,6 +184,9 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 	if ch == nil || ch.session != cs {
 		ch = f.root.childFor(cs)
 	}
+	if ch != nil && ch.kind == childSession && ch.session != nil {
+		cs = ch.session // the bound state's own copy of a nested session
+	}
 	policy, path := f.root.opts.NestedSessions, cs.name
 	if ch != nil {
 		policy, path = ch.nested, ch.path
@@ -237,9 +240,12 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 	case isModuleChild:
 		// recursive="modules": the module runs under the same root; its own session keeps
 		// a module-level turn unless it inherits or is stateless.
-		p, err := finish2(cs.module.Forward(inner, inputs))
-		if err == nil && policy == NestedKeep && ch.scope != Stateless && !f.readonly {
-			h := f.root.childHistory(f, ch.path, cs)
+		h := f.history
+		if policy == NestedKeep {
+			h = f.root.childHistory(f, ch.path, cs)
+		}
+		p, err := finish2(cs.module.Forward(withActive(inner, cs, h), inputs))
+		if err == nil && policy == NestedKeep && ch.scope != Stateless && cs.opts.Lifespan != LifespanStateless && !f.readonly {
 			cs.appendTurn(&trace.Turn{Inputs: inputs.Clone(), Outputs: p.Fields.Clone(), History: h,
 				Calls: []*trace.Call{}, Started: rec.Started, Ended: time.Now().UTC()}, nil)
 		}

@@ -234,6 +234,22 @@ func (s *Session) restoreChildTips(tips map[string]*node) {
 	}
 }
 
+// restorePersistentChildTips moves the persistent children back to the given tips (caller
+// holds s.mu); episodic and stateless ones end their episode instead.
+func (s *Session) restorePersistentChildTips(tips map[string]*node) {
+	for _, ch := range s.children {
+		if ch.session == nil {
+			continue
+		}
+		ch.session.mu.Lock()
+		if ch.session.opts.Lifespan == LifespanPersistent {
+			ch.session.tip = tips[ch.path]
+			ch.session.redo = nil
+		}
+		ch.session.mu.Unlock()
+	}
+}
+
 // kidsBefore returns the children's tips as they were before turn nd.
 func (s *Session) kidsBefore(nd *node) map[string]*node {
 	if nd.parent != nil {

@@ -40,6 +40,21 @@ const (
 	Stateless Scope = "stateless"  // no history, nothing recorded
 )
 
+// Lifespan says how long a session's turns live (dspy-session's with_memory lifespan).
+type Lifespan string
+
+// Lifespans.
+const (
+	// LifespanPersistent keeps the turns (default).
+	LifespanPersistent Lifespan = "persistent"
+	// LifespanEpisodic keeps the turns for one root call: when it ends (also when it
+	// failed) the consolidator, when there is one, turns them and the L2 memory into the
+	// new L2 memory, and the turns are cleared.
+	LifespanEpisodic Lifespan = "episodic"
+	// LifespanStateless records nothing; the history is the seed alone.
+	LifespanStateless Lifespan = "stateless"
+)
+
 // RecordMode says what a session records.
 type RecordMode string
 
@@ -71,6 +86,8 @@ type ChildConfig struct {
 	MaxStoredTurns     *int
 	InitialHistory     *sig.History
 	Disabled           bool // do not wrap this child at all
+	Lifespan           Lifespan
+	Consolidator       Module
 }
 
 // Options configure a session. The zero value is a flat session with dspy-session's defaults.
@@ -101,6 +118,14 @@ type Options struct {
 	Record         RecordMode   // default turns, or all when recursive
 	OnCall         func(s *Session, c *trace.Call)
 
+	// Lifespan is the session's lifespan (default persistent); children inherit it unless
+	// child_configs says otherwise. Consolidator is what an episodic session runs at the end
+	// of each root call: it is called with past_memory (the L2 memory) and
+	// episode_transcript (the ledger of the turns), and its first output among
+	// updated_memory, memory, l2_memory and output becomes the new L2 memory.
+	Lifespan     Lifespan
+	Consolidator Module
+
 	// Sink, when set, receives every turn as it happens (durable storage).
 	Sink trace.Sink
 	// Name labels the session in errors and traces (default: the module's type).
@@ -124,6 +149,9 @@ func (o Options) normalize() (Options, error) {
 	if o.CopyMode == "" {
 		o.CopyMode = "deep"
 	}
+	if o.Lifespan == "" {
+		o.Lifespan = LifespanPersistent
+	}
 	if o.NestedSessions == "" {
 		o.NestedSessions = NestedKeep
 	}
@@ -146,6 +174,7 @@ func (o Options) normalize() (Options, error) {
 		{"history_policy", string(o.HistoryPolicy), []string{"override", "use_if_provided", "replace_session"}},
 		{"on_metric_error", o.OnMetricError, []string{"zero", "raise"}},
 		{"copy_mode", o.CopyMode, []string{"deep", "shallow", "none"}},
+		{"lifespan", string(o.Lifespan), []string{"persistent", "episodic", "stateless"}},
 		{"nested_sessions", string(o.NestedSessions), []string{"keep", "inherit", "unwrap", "error"}},
 		{"inner_scope", string(o.InnerScope), []string{"cross_turn", "per_turn", "stateless"}},
 		{"record", string(o.Record), []string{"turns", "calls", "all"}},
@@ -162,6 +191,9 @@ func (o Options) normalize() (Options, error) {
 		}
 		if cc.Scope != "" && !contains([]string{"cross_turn", "per_turn", "stateless"}, string(cc.Scope)) {
 			return o, fmt.Errorf("option child_configs[%q].inner_scope: %q is not one of cross_turn, per_turn, stateless", path, cc.Scope)
+		}
+		if cc.Lifespan != "" && !contains([]string{"persistent", "episodic", "stateless"}, string(cc.Lifespan)) {
+			return o, fmt.Errorf("option child_configs[%q].lifespan: %q is not one of persistent, episodic, stateless", path, cc.Lifespan)
 		}
 	}
 	if o.MaxTurns != nil && *o.MaxTurns < 0 {
@@ -219,7 +251,7 @@ func (o Options) childOptions(path string) (Options, NestedPolicy, bool) {
 	c := Options{
 		HistoryField: o.HistoryField, MaxTurns: o.MaxTurns, MaxStoredTurns: o.MaxStoredTurns,
 		InnerScope: o.InnerScope, Record: RecordTurns, OnMetricError: o.OnMetricError,
-		Name: path,
+		Lifespan: o.Lifespan, Consolidator: o.Consolidator, Name: path,
 	}
 	nested := o.NestedSessions
 	disabled := false
@@ -245,6 +277,12 @@ func (o Options) childOptions(path string) (Options, NestedPolicy, bool) {
 		}
 		if cc.InitialHistory != nil {
 			c.InitialHistory = cc.InitialHistory
+		}
+		if cc.Lifespan != "" {
+			c.Lifespan = cc.Lifespan
+		}
+		if cc.Consolidator != nil {
+			c.Consolidator = cc.Consolidator
 		}
 		disabled = disabled || cc.Disabled
 	}

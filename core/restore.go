@@ -30,6 +30,7 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 			return nil, fmt.Errorf("restore %s: turn %d is nil", s.name, i)
 		}
 		restoreChildren(s, "", t.Calls)
+		s.endEpisodes()
 		nt := *t // the session's own record: its History may differ from the caller's
 		if !nt.Explicit {
 			// Storage keeps only explicit snapshots; the rest derive from the path.
@@ -39,6 +40,17 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 		log.add(s.tip.msg)
 	}
 	return s, nil
+}
+
+// endEpisodes clears the children whose lifespan ends their turns with each root call, as
+// the live session did (their consolidated L2 memory is not in the call records, so a
+// restored session starts with what its options give).
+func (s *Session) endEpisodes() {
+	for _, n := range s.sessionTree()[1:] {
+		if l := n.s.opts.Lifespan; l == LifespanEpisodic || l == LifespanStateless {
+			n.s.tip, n.s.redo = nil, nil
+		}
+	}
 }
 
 // restoreChildren replays one outer turn's call records into the keep-children of s
@@ -66,7 +78,7 @@ func restoreChildren(s *Session, prefix string, calls []*trace.Call) {
 		default:
 			restoreChildren(ch.session, c.Path, c.Children)
 		}
-		if ch.nested != NestedKeep || ch.scope == Stateless {
+		if ch.nested != NestedKeep || ch.scope == Stateless || ch.session.opts.Lifespan == LifespanStateless {
 			continue // an inheriting or stateless child keeps no turns of its own
 		}
 		ch.session.pushNode(&trace.Turn{Inputs: c.Inputs, Outputs: c.Outputs, History: c.History,

@@ -52,6 +52,8 @@ type Session struct {
 	// fileNodes are node states a loaded file had for children this session does not
 	// have (or, for a child, for its own children); Save writes them back.
 	fileNodes []savefile.Node
+	// consolidateErr is the last consolidation's failure (ConsolidatorError).
+	consolidateErr error
 }
 
 // Sessionify wraps module in a session.
@@ -105,6 +107,15 @@ func (s *Session) HistoryField() string { return s.opts.HistoryField }
 
 // TypeName shows a session as Session(<module type>).
 func (s *Session) TypeName() string { return "Session(" + TypeName(s.module) + ")" }
+
+// String is the reference's repr: Session(Predict, turns=3, history_field='history').
+func (s *Session) String() string {
+	name := "Session"
+	if _, nested := s.Module().(*Session); !nested {
+		name = TypeName(s.Module())
+	}
+	return fmt.Sprintf("Session(%s, turns=%d, history_field='%s')", name, s.Len(), s.opts.HistoryField)
+}
 
 // Len is the number of stored turns.
 func (s *Session) Len() int {
@@ -292,7 +303,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	started := time.Now().UTC()
 	var turnKey string
 	sink := s.opts.Sink
-	if f.readonly || s.isChild {
+	if f.readonly || s.isChild || s.opts.Lifespan == LifespanStateless {
 		sink = nil
 	}
 	if sink != nil {
@@ -310,16 +321,26 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	}
 	fctx := withFrame(ctx, f)
 	fctx = withCollector(fctx, &collector{})
+	fctx = withActive(fctx, s, f.history)
 	pred, err := Call(fctx, s.module, in)
 	if err == nil && pred == nil {
 		err = fmt.Errorf("module returned no prediction")
 	}
+	// A root call ends every child's episode, also when it failed (dspy-session's
+	// finalizer); an override replay changes nothing.
+	endsEpisode := parent == nil && !f.readonly
 	if err != nil {
-		// A turn that did not complete stays out of the session (its children included),
-		// but the sink keeps it as far as it went, with every call it made.
+		if endsEpisode {
+			s.endChildren(ctx)
+		}
+		// A turn that did not complete stays out of the session (its persistent children
+		// included), but the sink keeps it as far as it went, with every call it made.
 		s.mu.Lock()
-		s.restoreChildTips(f.start)
+		s.restorePersistentChildTips(f.start)
 		s.mu.Unlock()
+		if endsEpisode {
+			s.applyLifespan(ctx)
+		}
 		err = fmt.Errorf("session %s: %w", s.name, err)
 		// The calls go up too: an enclosing session traces a nested one's calls, the
 		// failing one included.
@@ -349,6 +370,12 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	if f.readonly {
 		return pred, nil, calls, nil
 	}
+	if endsEpisode {
+		s.endChildren(ctx)
+	}
+	if s.opts.Lifespan == LifespanStateless {
+		return pred, nil, calls, nil // records nothing
+	}
 	t := &trace.Turn{
 		Inputs:   s.recordableInputs(in),
 		Outputs:  pred.Fields.Clone(),
@@ -369,12 +396,16 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	kids := s.childTips()
 	s.mu.Unlock()
 	t = s.appendTurn(t, kids)
+	var commitErr error
 	if sink != nil {
 		if err := sink.CommitTurn(context.WithoutCancel(ctx), turnKey, t.Clone()); err != nil {
-			return pred, t.Clone(), calls, fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
+			commitErr = fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
 		}
 	}
-	return pred, t.Clone(), calls, nil
+	if endsEpisode {
+		s.applyLifespan(ctx) // an episodic root consolidates its own turn too
+	}
+	return pred, t.Clone(), calls, commitErr
 }
 
 // recordableInputs keeps a root predictor's signature inputs only (dspy-session), and every

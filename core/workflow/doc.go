@@ -11,7 +11,8 @@
 //
 //	name = "support"
 //	description = "shown in the UI"
-//	inputs = ["question"]              # fields of the user-facing call
+//	inputs = ["question"]              # fields of the user-facing call; "history" names
+//	                                   # the history the session injected
 //	outputs = ["reply", "intent"]      # fields returned, in order
 //	demo_script = "SupportAgent"       # optional: a built-in agent's demo-model script
 //	[params]                           # constants available to every step

@@ -129,6 +129,11 @@ func (w *Workflow) Forward(ctx context.Context, in *sig.Map) (*core.Prediction, 
 	w.params.Range(func(k string, v any) bool { sc.set(k, sig.Clone(v)); return true })
 	for _, name := range w.inputs {
 		v, ok := in.Get(name)
+		if !ok && name == "history" {
+			// Like a forward that declares history=: the session's history, which the
+			// session keeps out of the inputs it passes on.
+			v, ok = core.CurrentHistory(ctx)
+		}
 		if !ok {
 			return nil, fmt.Errorf("%s: missing input %q", w.name, name)
 		}

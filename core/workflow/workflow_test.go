@@ -402,3 +402,23 @@ func paths(t *trace.Turn) []string {
 	}
 	return out
 }
+
+// An agent file that lists the session's history field among its inputs reads the history
+// its session injected (dspy-session passes history= to a forward that asks for it).
+func TestHistoryInput(t *testing.T) {
+	a := mustAgent(t, `name = "h"
+inputs = ["question", "history"]
+outputs = ["seen"]
+[[steps]]
+name = "look"
+set = { seen = "{history}" }
+`)
+	s, _ := session(t, a)
+	m := &lm.Scripted{}
+	for i, want := range []string{`{"messages": []}`, `{"messages": [{"question": "Q1", "seen": {"messages": []}}]}`} {
+		turn := run(t, s, m, "question", fmt.Sprintf("Q%d", i+1))
+		if got := turn.Outputs.String("seen"); got != want {
+			t.Errorf("turn %d saw %s, want %s", i, got, want)
+		}
+	}
+}
