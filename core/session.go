@@ -322,6 +322,11 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	fctx := withFrame(ctx, f)
 	fctx = withCollector(fctx, &collector{})
 	fctx = withActive(fctx, s, f.history)
+	var attempts *attemptList
+	if parent == nil && !f.readonly {
+		attempts = &attemptList{} // nested turns file their attempts into this outer one
+		fctx = withAttempts(fctx, attempts)
+	}
 	pred, err := Call(fctx, s.module, in)
 	if err == nil && pred == nil {
 		err = fmt.Errorf("module returned no prediction")
@@ -352,7 +357,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 			Index:   s.nextIndex(),
 			Inputs:  s.recordableInputs(in),
 			History: f.history, Explicit: f.explicit,
-			Calls:   calls,
+			Calls:   calls, Attempts: attempts.items(),
 			Started: started, Ended: time.Now().UTC(),
 			Status: trace.EndStatus(ctx, err), Error: err.Error(),
 		}
@@ -382,6 +387,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 		History:  f.history,
 		Explicit: f.explicit,
 		Calls:    calls,
+		Attempts: attempts.items(),
 		Started:  started,
 		Ended:    time.Now().UTC(),
 		Status:   trace.StatusCompleted,

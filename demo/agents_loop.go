@@ -50,15 +50,17 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 		return nil, err
 	}
 	task := v[0]
-	log := &workflow.AttemptLog{Max: max(a.MaxAttempts, 1)}
+	// The attempts are recorded as the agent-file twin's loop step "attempt" records them.
+	log := &workflow.AttemptLog{Step: "attempt", Max: max(a.MaxAttempts, 1)}
 	var last *sig.Map
 	status := trace.StatusNeedsHuman
 	for log.CanRetry() {
-		p, err := a.Planner.Forward(ctx, sig.NewMap("task", task))
+		actx := log.Begin(ctx)
+		p, err := a.Planner.Forward(actx, sig.NewMap("task", task))
 		if err != nil {
 			return nil, err
 		}
-		r, err := a.Validator.Forward(ctx, sig.NewMap("plan", p.Get("plan")))
+		r, err := a.Validator.Forward(actx, sig.NewMap("plan", p.Get("plan")))
 		if err != nil {
 			return nil, err
 		}
@@ -71,8 +73,9 @@ func (a *RetryAgent) Forward(ctx context.Context, in *sig.Map) (*core.Prediction
 		}
 		task = fmt.Sprintf("%s\n\nPrevious attempt was invalid: %s", py.Text(task), r.String("feedback"))
 	}
+	log.Record(ctx)
 	if status != trace.StatusCompleted {
-		last = log.Best().Values
+		last = log.Best().Details
 	}
 	out := last.Clone()
 	out.Set("attempts", int64(log.Count()))

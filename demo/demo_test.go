@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,6 +78,15 @@ func TestDemoAgentConversations(t *testing.T) {
 			}
 			if n := len(turns[1].Calls[0].History.Messages); n != 0 {
 				t.Errorf("next turn's first planner call saw %d messages, want 0", n)
+			}
+			// Seed 003: both attempts are recorded with their scores and calls; the valid
+			// second one is the best.
+			var got []string
+			for _, a := range turns[0].Attempts {
+				got = append(got, fmt.Sprintf("%s #%d %v best=%v %v", a.Step, a.N, a.Score, a.Best, a.Calls))
+			}
+			if want := []string{"attempt #1 0.3 best=false [c1 c2]", "attempt #2 0.9 best=true [c3 c4]"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("attempts = %q, want %q", got, want)
 			}
 			if got := turns[0].Calls[2].Inputs.String("task"); got != "Plan a team offsite for 12 people\n\nPrevious attempt was invalid: The plan has only one step: add a budget, a schedule and a way to check the result." {
 				t.Errorf("retry task = %q", got)

@@ -385,6 +385,13 @@ func decodeTurnExt(f *File, i int, e any, at string) error {
 		t.Calls = calls
 		f.HasCalls = true
 	}
+	if as, ok := m.Get("attempts"); ok && as != nil {
+		attempts, err := decodeAttempts(as, at+".attempts")
+		if err != nil {
+			return err
+		}
+		t.Attempts = attempts
+	}
 	if ct, ok := m.Get("child_turns"); ok && ct != nil {
 		cm, ok := ct.(*sig.Map)
 		if !ok {
@@ -424,6 +431,23 @@ func decodeCalls(v any, at string) ([]*trace.Call, error) {
 		}
 	}
 	return calls, nil
+}
+
+// decodeAttempts reads attempt records (their JSON form).
+func decodeAttempts(v any, at string) ([]*trace.Attempt, error) {
+	if _, ok := v.([]any); !ok {
+		return nil, perr(at, "is %s, want a list", sig.KindName(v))
+	}
+	var attempts []*trace.Attempt
+	if err := json.Unmarshal([]byte(py.CompactJSON(v)), &attempts); err != nil {
+		return nil, perr(at, "not attempt records: %v", err)
+	}
+	for j, a := range attempts {
+		if a == nil {
+			return nil, perr(fmt.Sprintf("%s[%d]", at, j), "is null, want an attempt record")
+		}
+	}
+	return attempts, nil
 }
 
 // decodeMeta reads the x_sessionbench block an export writes.

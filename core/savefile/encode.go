@@ -145,6 +145,13 @@ func turnExt(e Entry) (*sig.Map, error) {
 		}
 		m.Set("calls", cv)
 	}
+	if len(t.Attempts) > 0 {
+		av, err := jsonValue(t.Attempts)
+		if err != nil {
+			return nil, fmt.Errorf("attempts: %w", err)
+		}
+		m.Set("attempts", av)
+	}
 	if e.ChildTurns != nil {
 		ct := sig.NewMap()
 		for _, c := range e.ChildTurns {
@@ -157,9 +164,18 @@ func turnExt(e Entry) (*sig.Map, error) {
 
 // CallsValue converts call records into ordered JSON values (their JSON form).
 func CallsValue(calls []*trace.Call) (any, error) {
-	data, err := json.Marshal(calls)
+	v, err := jsonValue(calls)
 	if err != nil {
 		return nil, fmt.Errorf("call records: %w", err)
+	}
+	return v, nil
+}
+
+// jsonValue is v's JSON form as ordered JSON values.
+func jsonValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
 	return sig.DecodeJSON(data)
 }

@@ -1,7 +1,7 @@
 // Package savefile reads and writes session save files: dspy-session's format (version 2
 // as Session.save writes it, version 1 as SessionState.to_dict writes it) plus the
 // extension keys the Python library ignores ("sessionbench": per-turn times, explicit
-// snapshots, call records, children's turn counts and session options;
+// snapshots, call records, attempts, children's turn counts and session options;
 // "x_sessionbench": the conversation an export came from).
 //
 // It is the one codec behind core.Session.Save and core.Load, and behind the
@@ -100,7 +100,7 @@ func (s *State) each(yield func(Entry) error) error {
 
 // Entry is one turn as a file holds it.
 //   - Turn: index, inputs, outputs and score; from the extension its times, its call
-//     records and, when the extension marked it explicit, its snapshot (History with
+//     records, its attempts and, when the extension marked it explicit, its snapshot (History with
 //     Explicit set). Encode writes the version 2 keys, and the extension's
 //     history_snapshot only for an explicit snapshot.
 //   - Snapshot is the turn's own "history_snapshot" key (version 1 form); nil when

@@ -39,6 +39,8 @@ func TestDecodeErrorsLocate(t *testing.T) {
 		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"started\": \"noon\"}]}}", 0, 0, "$.sessionbench.turns[0].started", "want an RFC 3339 time"},
 		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"calls\": [null]}]}}", 0, 0, "$.sessionbench.turns[0].calls[0]", "is null"},
 		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"child_turns\": {\"w\": -1}}]}}", 0, 0, "$.sessionbench.turns[0].child_turns[\"w\"]", "want a count"},
+		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"attempts\": {}}]}}", 0, 0, "$.sessionbench.turns[0].attempts", "want a list"},
+		{"{\"version\": 2, \"turns\": [{}], \"sessionbench\": {\"turns\": [{\"attempts\": [{\"attempt\": \"2\"}]}]}}", 0, 0, "$.sessionbench.turns[0].attempts", "not attempt records"},
 	}
 	for _, tc := range cases {
 		_, err := Decode([]byte(tc.text))
@@ -68,7 +70,10 @@ func sample() *File {
 		State: State{
 			Turns: []Entry{
 				{Turn: &trace.Turn{Index: 0, Inputs: sig.NewMap("q", "Q1"), Outputs: sig.NewMap("a", "A1", "n", int64(2)), Started: t0, Ended: t0,
-					Calls: []*trace.Call{call}}, ChildTurns: []ChildCount{{"w", 1}}},
+					Calls: []*trace.Call{call}, Attempts: []*trace.Attempt{
+						{Step: "s", N: 1, Score: 0.65, Time: t0, Summary: "v=1.0", Details: sig.NewMap("v", 1.0), Calls: []string{"c1"}},
+						{Step: "s", N: 2, Score: 0.78, Time: t0, Best: true, Error: "", Details: sig.NewMap("v", 2.0)},
+						{Step: "s", N: 3, Time: t0, Error: "boom"}}}, ChildTurns: []ChildCount{{"w", 1}}},
 				{Turn: &trace.Turn{Index: 1, Inputs: sig.NewMap("q", "Q2"), Outputs: sig.NewMap(), Score: &score, History: explicit, Explicit: true,
 					Started: t0, Ended: t0}, ChildTurns: []ChildCount{{"w", 1}}},
 			},
@@ -122,6 +127,9 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{"explicit snapshot", !f.Turns[0].Turn.Explicit && f.Turns[1].Turn.Explicit && sig.Equal(f.Turns[1].Turn.History, want.Turns[1].Turn.History)},
 		{"times", f.Turns[0].Turn.Started.Equal(want.Turns[0].Turn.Started)},
 		{"calls", f.HasCalls && len(f.Turns[0].Turn.Calls) == 1 && f.Turns[0].Turn.Calls[0].Outputs.Equal(sig.NewMap("v", 1.0))},
+		{"attempts", len(f.Turns[0].Turn.Attempts) == 3 && f.Turns[0].Turn.Attempts[1].Best && f.Turns[0].Turn.Attempts[1].Score == 0.78 &&
+			f.Turns[0].Turn.Attempts[0].Calls[0] == "c1" && f.Turns[0].Turn.Attempts[0].Details.Equal(sig.NewMap("v", 1.0)) &&
+			f.Turns[0].Turn.Attempts[2].Error == "boom" && f.Turns[0].Turn.Attempts[2].Details == nil && f.Turns[1].Turn.Attempts == nil},
 		{"child turns", len(f.Turns[1].ChildTurns) == 1 && f.Turns[1].ChildTurns[0] == ChildCount{"w", 1}},
 		{"seed", f.InitialHistory != nil && sig.Equal(*f.InitialHistory, *want.InitialHistory)},
 		{"l2", f.L2Memory == "root notes"},

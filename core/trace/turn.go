@@ -15,11 +15,13 @@ type Turn struct {
 	History sig.History `json:"history_snapshot"` // exactly the history sent for this turn
 	// Explicit marks a snapshot that did not come from the session's own path (explicit
 	// history under use_if_provided / replace_session); only such snapshots need storing.
-	Explicit bool      `json:"explicit,omitempty"`
-	Score    *float64  `json:"score"`
-	Calls    []*Call   `json:"calls,omitempty"` // top-level inner calls, in start order
-	Started  time.Time `json:"started"`
-	Ended    time.Time `json:"ended"`
+	Explicit bool     `json:"explicit,omitempty"`
+	Score    *float64 `json:"score"`
+	Calls    []*Call  `json:"calls,omitempty"` // top-level inner calls, in start order
+	// Attempts are the scored tries of the turn's retrying steps, in the order made.
+	Attempts []*Attempt `json:"attempts,omitempty"`
+	Started  time.Time  `json:"started"`
+	Ended    time.Time  `json:"ended"`
 	// Status is how the turn ended; "" means completed (turns of sessions and save files
 	// are completed: only those enter history). Error says why a turn that is not
 	// completed stopped; its failing call, if any, is the one in Calls with an Error.
@@ -46,6 +48,12 @@ func (t *Turn) Clone() *Turn {
 	out.Calls = make([]*Call, len(t.Calls))
 	for i, c := range t.Calls {
 		out.Calls[i] = c.Clone()
+	}
+	if t.Attempts != nil {
+		out.Attempts = make([]*Attempt, len(t.Attempts))
+		for i, a := range t.Attempts {
+			out.Attempts[i] = a.Clone()
+		}
 	}
 	return &out
 }

@@ -29,6 +29,8 @@ type compiler struct {
 	preds map[string]*predInfo
 	order []string
 
+	stepPath string // dotted names of the compound steps being compiled
+
 	// module steps (module_step.go)
 	module        string                 // path of the module step being compiled ("" at the top)
 	modules       map[string]*moduleInfo // by path

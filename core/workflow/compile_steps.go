@@ -38,7 +38,7 @@ func (c *compiler) step(ss *stepSpec, key string, avail map[string]bool, mode st
 	if ss.Name == "" {
 		c.errf(key, "a step needs a name")
 	}
-	st := &step{name: ss.Name, onError: ss.OnError, maxRetries: ss.MaxRetries, retryUntil: ss.RetryUntil, best: ss.Best,
+	st := &step{name: ss.Name, path: joinDots(c.stepPath, ss.Name), onError: ss.OnError, maxRetries: ss.MaxRetries, retryUntil: ss.RetryUntil, best: ss.Best,
 		counter: ss.Counter, bestTo: ss.BestAttempt, statusTo: ss.Status}
 	kinds := 0
 	for _, set := range []bool{ss.Predictor != "", ss.Tool != "", ss.Set != nil, ss.Workflow != "", ss.Steps != nil} {
@@ -222,6 +222,9 @@ var fieldRefRe = regexp.MustCompile(`^\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}$`)
 // compoundStep compiles sub-steps in a child scope according to the context mode.
 func (c *compiler) compoundStep(ss *stepSpec, st *step, key string, avail map[string]bool, mode string, stack []string) []string {
 	st.kind = kindCompound
+	outerStep := c.stepPath
+	c.stepPath = st.path
+	defer func() { c.stepPath = outerStep }()
 	if path := c.moduleStep(ss, st, key, mode); path != "" {
 		outer := c.module
 		c.module = path

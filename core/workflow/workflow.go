@@ -51,6 +51,7 @@ type binding struct {
 // step is one compiled workflow step (see the package documentation for the keys).
 type step struct {
 	name     string
+	path     string // dotted step names from the top ("attempt", "review.check")
 	kind     stepKind
 	pred     *core.Predict
 	predName string
@@ -188,6 +189,19 @@ func (s *scope) restore(vals *sig.Map, written []string) {
 	s.vals, s.written = vals.Clone(), append([]string(nil), written...)
 }
 
+// changed lists the local fields that are new or different since before (a save), in
+// first-write order: what an attempt produced.
+func (s *scope) changed(before *sig.Map) *sig.Map {
+	out := sig.NewMap()
+	for _, k := range s.written {
+		v, _ := s.vals.Get(k)
+		if old, ok := before.Get(k); !ok || !sig.Equal(old, v) {
+			out.Set(k, v)
+		}
+	}
+	return out
+}
+
 // runSteps runs steps in order. stop, when set, is checked after every step (a loop's
 // until condition); it reports whether it stopped early.
 func (w *Workflow) runSteps(ctx context.Context, sc *scope, steps []*step, stop func() bool) (bool, error) {
@@ -214,12 +228,13 @@ func (w *Workflow) runStep(ctx context.Context, sc *scope, st *step) error {
 		return wrapStep(st, err)
 	}
 	before, beforeW := sc.save()
-	log := &AttemptLog{Max: max(st.maxRetries, 1)}
+	log := &AttemptLog{Step: st.path, Max: max(st.maxRetries, 1)}
+	var states []*sig.Map // the scope after each attempt (nil when it failed)
 	var lastErr error
 	accepted := false
 	for log.CanRetry() {
 		sc.restore(before, beforeW)
-		lastErr = w.runOnce(ctx, sc, st)
+		lastErr = w.runOnce(log.Begin(ctx), sc, st)
 		if ctx.Err() != nil {
 			return wrapStep(st, ctx.Err())
 		}
@@ -227,13 +242,15 @@ func (w *Workflow) runStep(ctx context.Context, sc *scope, st *step) error {
 			if st.onError != "retry" {
 				break
 			}
-			log.History = append(log.History, AttemptRecord{Attempt: log.Count() + 1})
+			log.Fail(lastErr)
+			states = append(states, nil)
 			continue
 		}
 		score, _ := sc.get(st.best)
 		f, _ := Score(score)
 		vals, _ := sc.save()
-		log.Add(f, vals)
+		log.Add(f, sc.changed(before))
+		states = append(states, vals)
 		if st.retryUntil == "" {
 			accepted = true
 			break
@@ -243,12 +260,13 @@ func (w *Workflow) runStep(ctx context.Context, sc *scope, st *step) error {
 			break
 		}
 	}
+	log.Record(ctx)
 	best := log.Best()
 	switch {
 	case accepted:
-	case best != nil && best.Values != nil:
+	case best != nil:
 		sc.restore(before, beforeW)
-		best.Values.Range(func(k string, v any) bool { sc.set(k, v); return true })
+		states[best.N-1].Range(func(k string, v any) bool { sc.set(k, v); return true })
 	case lastErr != nil && st.onError == "skip":
 		sc.restore(before, beforeW)
 		return nil
@@ -293,7 +311,7 @@ func (w *Workflow) runOnce(ctx context.Context, sc *scope, st *step) error {
 	if st.loopMax == 0 {
 		return w.runLeaf(ctx, sc, st)
 	}
-	return w.loop(sc, st, func(stop func() bool) (bool, error) {
+	return w.loop(ctx, sc, st, func(ctx context.Context, stop func() bool) (bool, error) {
 		if err := w.runLeaf(ctx, sc, st); err != nil {
 			return false, err
 		}
@@ -302,9 +320,11 @@ func (w *Workflow) runOnce(ctx context.Context, sc *scope, st *step) error {
 }
 
 // loop repeats body until the until field is true or the iterations run out, tracking
-// the best iteration by score; body reports whether it stopped.
-func (w *Workflow) loop(sc *scope, st *step, body func(stop func() bool) (bool, error)) error {
-	log := &AttemptLog{Max: st.loopMax}
+// the best iteration by score; body reports whether it stopped. With a score field
+// (best) the iterations are attempts (seed 003) and are recorded as such.
+func (w *Workflow) loop(ctx context.Context, sc *scope, st *step, body func(ctx context.Context, stop func() bool) (bool, error)) error {
+	log := &AttemptLog{Step: st.path, Max: st.loopMax}
+	var states []*sig.Map // the scope after each iteration
 	stop := func() bool {
 		if st.loopUntil == "" {
 			return false
@@ -314,7 +334,12 @@ func (w *Workflow) loop(sc *scope, st *step, body func(stop func() bool) (bool, 
 	}
 	accepted := false
 	for log.CanRetry() {
-		stopped, err := body(stop)
+		bctx := ctx
+		if st.best != "" {
+			bctx = log.Begin(ctx)
+		}
+		prev, _ := sc.save()
+		stopped, err := body(bctx, stop)
 		if err != nil {
 			return fmt.Errorf("iteration %d: %w", log.Count()+1, err)
 		}
@@ -324,15 +349,19 @@ func (w *Workflow) loop(sc *scope, st *step, body func(stop func() bool) (bool, 
 			f, _ = Score(v)
 		}
 		vals, _ := sc.save()
-		log.Add(f, vals)
+		log.Add(f, sc.changed(prev))
+		states = append(states, vals)
 		if stopped {
 			accepted = true
 			break
 		}
 	}
+	if st.best != "" {
+		log.Record(ctx)
+	}
 	if !accepted && st.best != "" {
 		if b := log.Best(); b != nil {
-			b.Values.Range(func(k string, v any) bool { sc.set(k, v); return true })
+			states[b.N-1].Range(func(k string, v any) bool { sc.set(k, v); return true })
 		}
 	}
 	w.writeMeta(sc, st, log, accepted)
@@ -385,7 +414,7 @@ func (w *Workflow) runChild(ctx context.Context, parent *scope, st *step, seed *
 	}
 	seed.Range(func(k string, v any) bool { child.set(k, v); return true })
 	start := len(child.written)
-	run := func(stop func() bool) (bool, error) {
+	run := func(ctx context.Context, stop func() bool) (bool, error) {
 		if st.parallel && gateFrom(ctx) == nil {
 			return false, w.runParallel(ctx, child, st.sub)
 		}
@@ -393,9 +422,9 @@ func (w *Workflow) runChild(ctx context.Context, parent *scope, st *step, seed *
 	}
 	var err error
 	if st.loopMax > 0 {
-		err = w.loop(child, st, run)
+		err = w.loop(ctx, child, st, run)
 	} else {
-		_, err = run(nil)
+		_, err = run(ctx, nil)
 	}
 	return child, start, err
 }
