@@ -357,7 +357,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 			Index:   s.nextIndex(),
 			Inputs:  s.recordableInputs(in),
 			History: f.history, Explicit: f.explicit,
-			Calls:   calls, Attempts: attempts.items(),
+			Calls: calls, Attempts: attempts.items(),
 			Started: started, Ended: time.Now().UTC(),
 			Status: trace.EndStatus(ctx, err), Error: err.Error(),
 		}
