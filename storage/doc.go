@@ -25,6 +25,8 @@
 // Listing for the UI without loading calls: ListConversations, Branches, BranchPath,
 // TurnTree (TurnOutline: the same tree with one-line previews instead of values, for
 // drawing it), BranchUsage (each committed turn stores its path's running usage totals,
-// so this reads one row per branch). Attempts (seed 003): RecordAttempt / BestAttempt /
-// Attempts.
+// so this reads one row per branch). Attempts (seed 003) are stored with their turn
+// (trace.Turn.Attempts, written by CommitTurn and AbortTurn, loaded with the turn); the
+// best of a turn and of the conversation are tracked as they are committed: BestAttempt,
+// Attempts, Conversation.BestAttempt.
 package storage

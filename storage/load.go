@@ -182,6 +182,10 @@ func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) (
 	if err != nil {
 		return nil, err
 	}
+	attempts, err := loadAttempts(ctx, s.r, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]*trace.Turn, len(nodes))
 	for i, n := range nodes {
 		t, err := n.turn(dec)
@@ -189,6 +193,7 @@ func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) (
 			return nil, err
 		}
 		t.Calls = calls[n.id.Int64]
+		t.Attempts = attempts[n.id.Int64]
 		if n.snapshot.Valid {
 			t.History = sig.History{Messages: hist[n.snapshot.Int64]}
 		}

@@ -73,10 +73,12 @@ func prune(ctx context.Context, tx *sql.Tx, convID string, r reach) (int64, erro
 }
 
 // moveBestAttempt points the conversation's best attempt at the best remaining one when
-// its own was deleted with its turn. Ties keep the earlier attempt, as RecordAttempt does.
+// its own was deleted with its turn. Ties keep the earlier attempt, as
+// insertAttempts does; attempts of turns that did not complete are never a best.
 func moveBestAttempt(ctx context.Context, tx *sql.Tx, convID string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET best_attempt_id =
-			(SELECT id FROM attempts WHERE conv_id = ?1 ORDER BY score DESC, id LIMIT 1)
+			(SELECT a.id FROM attempts a JOIN turns t ON t.id = a.turn_id
+				WHERE a.conv_id = ?1 AND t.status = 'completed' AND a.error = '' ORDER BY a.score DESC, a.id LIMIT 1)
 		WHERE id = ?1 AND best_attempt_id IS NOT NULL AND best_attempt_id NOT IN (SELECT id FROM attempts)`, convID); err != nil {
 		return fmt.Errorf("storage: move best attempt of %q: %w", convID, err)
 	}

@@ -54,8 +54,8 @@ func TestDeleteBranchRemovesOrphans(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	mustConv(t, s, "S")
-	appendN(t, s, "S", MainBranch, 4)
-	if _, _, err := s.RecordAttempt(ctx, "S", "", "plan", 0.5, nil); err != nil {
+	appendN(t, s, "S", MainBranch, 3)
+	if _, err := s.AppendTurn(ctx, "S", MainBranch, attemptsTurn(3, 0.5)); err != nil {
 		t.Fatal(err)
 	}
 	before := rowCounts(t, s)
@@ -64,10 +64,12 @@ func TestDeleteBranchRemovesOrphans(t *testing.T) {
 	if _, err := s.Fork(ctx, "S", MainBranch, "f", 1); err != nil {
 		t.Fatal(err)
 	}
-	fkeys := appendN(t, s, "S", "f", 3) // indexes 2..4: 4 has messages main never sent
-	if _, _, err := s.RecordAttempt(ctx, "S", fkeys[2], "plan", 0.9, nil); err != nil {
+	fkeys := appendN(t, s, "S", "f", 2) // indexes 2..4: 4 has messages main never sent
+	k, err := s.AppendTurn(ctx, "S", "f", attemptsTurn(4, 0.9))
+	if err != nil {
 		t.Fatal(err)
 	}
+	fkeys = append(fkeys, k)
 	grown := rowCounts(t, s)
 	if grown["turns"] != before["turns"]+3 || grown["list_nodes"] <= before["list_nodes"] || grown["contents"] <= before["contents"] {
 		t.Fatalf("the fork added no rows of its own: %v -> %v", before, grown)

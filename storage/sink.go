@@ -333,6 +333,9 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 			return err
 		}
 	}
+	if err := insertAttempts(ctx, tx, p.conv, id, t.Attempts, true); err != nil {
+		return err
+	}
 	out, err := jsonOf(t.Outputs)
 	if err != nil {
 		return fmt.Errorf("storage: turn outputs: %w", err)
@@ -410,6 +413,9 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 				return err
 			}
 		}
+		if err := insertAttempts(ctx, tx, b.conv, id, t.Attempts, false); err != nil {
+			return err
+		}
 		ended := t.Ended
 		if ended.IsZero() {
 			ended = now()
@@ -427,11 +433,6 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 		_, err = tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id)...)
 		return err
 	})
-}
-
-// RecordAttempt records an attempt of a retrying step inside the turn key.
-func (b *BranchSink) RecordAttempt(ctx context.Context, key, step string, score float64, details any) (*Attempt, bool, error) {
-	return b.s.RecordAttempt(ctx, b.conv, key, step, score, details)
 }
 
 // AppendTurn stores a complete turn (with its calls) at the tip of branch in one

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -319,52 +321,95 @@ func TestRecoveryResumeReplays(t *testing.T) {
 	}
 }
 
-func TestAttemptsBestTracking(t *testing.T) {
+// attemptsTurn is fixture turn i with attempts of step "review" scoring scores (a
+// negative score stands for a failed attempt).
+func attemptsTurn(i int, scores ...float64) *trace.Turn {
+	t := fixtureTurn(i, 0, false)
+	best, bestN := 0.0, 0
+	for n, sc := range scores {
+		a := &trace.Attempt{Step: "review", N: n + 1, Score: sc, Time: fixtureEpoch.Add(time.Duration(n) * time.Second),
+			Summary: fmt.Sprintf("score=%v", sc), Details: sig.NewMap("score", sc), Calls: []string{fmt.Sprintf("c%d", n+1)}}
+		if sc < 0 {
+			a.Score, a.Details, a.Error, a.Summary = 0, nil, "boom", "failed: boom"
+		} else if bestN == 0 || sc > best {
+			best, bestN = sc, n+1
+		}
+		t.Attempts = append(t.Attempts, a)
+	}
+	for _, a := range t.Attempts {
+		a.Best = a.N == bestN
+	}
+	return t
+}
+
+// Attempts are stored with their turn, load with it unchanged, and move the turn's and the
+// conversation's best attempt (strictly higher scores only); a turn that did not complete
+// keeps its attempts but they are never a best.
+func TestAttemptsStoredWithTheirTurn(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	mustConv(t, s, "S")
-	keys := appendN(t, s, "S", MainBranch, 2)
-	type step struct {
-		turn  string
-		score float64
-		best  bool
+	k0, err := s.AppendTurn(ctx, "S", MainBranch, attemptsTurn(0, 0.65, 0.78, 0.72, 0.69)) // seed 003's example
+	if err != nil {
+		t.Fatal(err)
 	}
-	steps := []step{
-		{keys[0], 0.65, true}, {keys[0], 0.78, true}, {keys[0], 0.72, false}, {keys[0], 0.78, false},
-		{keys[1], 0.5, true}, // best of its turn, not of the conversation
-		{keys[1], 0.9, true},
+	want := attemptsTurn(0, 0.65, 0.78, 0.72, 0.69).Attempts
+	got, err := s.LoadTurn(ctx, k0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, st := range steps {
-		a, best, err := s.RecordAttempt(ctx, "S", st.turn, "review", st.score, map[string]any{"summary": "attempt"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if best != st.best {
-			t.Errorf("attempt %d (%v): best=%v, want %v", i, st.score, best, st.best)
-		}
-		if a.N != []int{1, 2, 3, 4, 1, 2}[i] {
-			t.Errorf("attempt %d numbered %d", i, a.N)
-		}
+	if g, w := toJSON(t, got.Attempts), toJSON(t, want); g != w {
+		t.Fatalf("attempts came back as\n%s\nwant\n%s", g, w)
 	}
-	b0, _ := s.BestAttempt(ctx, "S", keys[0])
-	b1, _ := s.BestAttempt(ctx, "S", keys[1])
+	// A later turn with an equal best score does not take the conversation's best; a
+	// failed attempt is stored with its error and no details.
+	k1, err := s.AppendTurn(ctx, "S", MainBranch, attemptsTurn(1, -1, 0.78))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b0, _ := s.BestAttempt(ctx, "S", k0)
+	b1, _ := s.BestAttempt(ctx, "S", k1)
 	bc, _ := s.BestAttempt(ctx, "S", "")
-	if b0.Score != 0.78 || b0.N != 2 || b1.Score != 0.9 || bc.Score != 0.9 || bc.TurnKey != keys[1] {
-		t.Errorf("best: turn0 %+v turn1 %+v conversation %+v", b0, b1, bc)
-	}
-	c, _ := s.Conversation(ctx, "S")
-	if c.BestAttempt == nil || c.BestAttempt.ID != bc.ID {
-		t.Errorf("conversation best %+v", c.BestAttempt)
+	if b0 == nil || b0.N != 2 || b0.Score != 0.78 || b1 == nil || b1.N != 2 || bc == nil || bc.TurnKey != k0 || bc.N != 2 {
+		t.Fatalf("best: turn0 %+v turn1 %+v conversation %+v", b0, b1, bc)
 	}
 	all, _ := s.Attempts(ctx, "S")
-	if len(all) != 6 || string(all[0].Details) != `{"summary":"attempt"}` {
-		t.Errorf("attempts %d %s", len(all), all[0].Details)
+	if len(all) != 6 || all[4].Error != "boom" || all[4].Details != nil || all[4].TurnKey != k1 || all[0].Details.String("score") != "0.65" {
+		t.Fatalf("attempts: %s", toJSON(t, all))
 	}
-	if _, _, err := s.RecordAttempt(ctx, "S", "424242", "x", 1, nil); !errors.Is(err, ErrNotFound) {
-		t.Errorf("attempt on unknown turn: %v", err)
+	// Through the sink: a committed turn's better attempt becomes the conversation's best,
+	// an aborted turn's attempts are kept and never best.
+	sink := s.Sink("S", MainBranch)
+	k2, err := sink.BeginTurn(ctx, sig.NewMap("question", "q"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := s.RecordAttempt(ctx, "S", "", "x", 1, func() {}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("unencodable details: %v", err)
+	failed := attemptsTurn(2, 0.99)
+	failed.Status, failed.Error = trace.StatusFailed, "step failed"
+	if err := sink.AbortTurn(ctx, k2, failed); err != nil {
+		t.Fatal(err)
+	}
+	k3, err := sink.BeginTurn(ctx, sig.NewMap("question", "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.CommitTurn(ctx, k3, attemptsTurn(3, 0.5, 0.9)); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := s.Conversation(ctx, "S")
+	if c.BestAttempt == nil || c.BestAttempt.TurnKey != k3 || c.BestAttempt.N != 2 || c.BestAttempt.Score != 0.9 {
+		t.Fatalf("conversation best %+v", c.BestAttempt)
+	}
+	if kept, err := s.LoadTurn(ctx, k2); err != nil || len(kept.Attempts) != 1 || kept.Attempts[0].Score != 0.99 {
+		t.Fatalf("aborted turn's attempts: %+v %v", kept, err)
+	}
+	if b, err := s.BestAttempt(ctx, "S", k2); err != nil || b != nil {
+		t.Fatalf("aborted turn has a best attempt: %+v %v", b, err)
+	}
+	bad := attemptsTurn(4, 0.5)
+	bad.Attempts[0].Score = math.NaN()
+	if _, err := s.AppendTurn(ctx, "S", MainBranch, bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a NaN score: %v", err)
 	}
 }
 
