@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -269,7 +270,11 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		if err != nil {
 			return nil, err
 		}
-		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns, "kept": kept}
+		attempts, err := turnAttempts(ctx, s, pos[0], turns, kept)
+		if err != nil {
+			return nil, err
+		}
+		v := map[string]any{"conversation": c, "branches": bs, "branch": a.branch, "turns": turns, "kept": kept, "attempts": attempts}
 		var trees []*trace.Turn
 		if a.tree && !asJSON {
 			if trees, err = s.LoadBranch(ctx, pos[0], a.branch); err != nil {
@@ -277,7 +282,7 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 			}
 		}
 		return pick(v, func() {
-			printShow(w, c, bs, a.branch, turns, kept)
+			printShow(w, c, bs, a.branch, turns, kept, attempts)
 			for _, t := range trees {
 				fmt.Fprintln(w)
 				core.PrintTraceTree(w, t, c.Agent)
@@ -405,7 +410,44 @@ func printConversations(w io.Writer, list []storage.ConversationSummary) {
 	tw.Flush()
 }
 
-func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode, kept []keptTurn) {
+// turnAttempts are the stored attempts of the turns shown (seed 003), in the order made.
+func turnAttempts(ctx context.Context, s *storage.Store, conv string, turns []*storage.TurnNode, kept []keptTurn) ([]*storage.Attempt, error) {
+	shown := map[string]bool{}
+	for _, t := range turns {
+		shown[t.Key] = true
+	}
+	for _, k := range kept {
+		shown[k.Key] = true
+	}
+	all, err := s.Attempts(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	out := []*storage.Attempt{}
+	for _, a := range all {
+		if shown[a.TurnKey] {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// printAttempts lists a turn's attempts under it: number, step, score, the best mark and
+// the summary (or why it failed).
+func printAttempts(w io.Writer, key string, attempts []*storage.Attempt) {
+	for _, a := range attempts {
+		if a.TurnKey != key {
+			continue
+		}
+		mark := ""
+		if a.Best {
+			mark = "  best"
+		}
+		fmt.Fprintf(w, "         attempt #%d of %s  score %s%s  %s\n", a.N, a.Step, strconv.FormatFloat(a.Score, 'g', -1, 64), mark, clip(a.Summary, 100))
+	}
+}
+
+func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode, kept []keptTurn, attempts []*storage.Attempt) {
 	fmt.Fprintf(w, "%s  %s\n", c.ID, c.Title)
 	fmt.Fprintf(w, "agent: %s   status: %s   created: %s   updated: %s\n", dash(c.Agent), c.Status, when(c.CreatedAt), when(c.UpdatedAt))
 	for _, k := range c.MetadataKeys() {
@@ -413,7 +455,8 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 		fmt.Fprintf(w, "  %s = %s\n", k, b)
 	}
 	if c.BestAttempt != nil {
-		fmt.Fprintf(w, "best attempt: #%d of %s, score %g\n", c.BestAttempt.N, c.BestAttempt.Step, c.BestAttempt.Score)
+		fmt.Fprintf(w, "best attempt: #%d of %s in turn %s, score %s\n", c.BestAttempt.N, c.BestAttempt.Step, c.BestAttempt.TurnKey,
+			strconv.FormatFloat(c.BestAttempt.Score, 'g', -1, 64))
 	}
 	fmt.Fprintln(w)
 	printBranches(w, bs)
@@ -432,6 +475,7 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 		}
 		fmt.Fprintf(w, "  %s %3d  [%s] %s -> %s  (%d calls%s%s)\n", t.Status.Mark(), t.Index, t.Key, clip(string(t.Inputs), 60),
 			clip(string(t.Outputs), 60), t.Calls, score, retry)
+		printAttempts(w, t.Key, attempts)
 	}
 	if len(kept) == 0 {
 		return
@@ -448,6 +492,7 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 		if k.Error != "" {
 			fmt.Fprintf(w, "         %s\n", clip(k.Error, 200))
 		}
+		printAttempts(w, k.Key, attempts)
 		if k.Status.Retryable() {
 			fmt.Fprintf(w, "         retry: sessionbench session retry %s\n", k.Key)
 		}
@@ -528,8 +573,15 @@ func printPending(w io.Writer, ps []*storage.PendingTurn) {
 	}
 }
 
+// clip folds s to one line without control characters (it reaches a terminal) and cuts
+// it to n runes.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s
