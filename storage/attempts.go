@@ -20,17 +20,16 @@ type Attempt struct {
 	trace.Attempt
 }
 
-// insertAttempts stores a turn's attempts with the turn, replacing any stored before (a
-// resumed turn records them again). For a completed turn (track) it moves the turn's and
+// insertAttempts stores a turn's attempts with the turn, replacing any stored before. For a completed turn (track) it moves the turn's and
 // the conversation's best attempt: a stored attempt is replaced only by a strictly higher
 // score, so ties keep the earlier one, as seed 003's add_attempt does. Attempts of a turn
 // that did not complete are kept for diagnosis but are never a best.
 func insertAttempts(ctx context.Context, tx *sql.Tx, convID string, turnID int64, attempts []*trace.Attempt, track bool) error {
+	if len(attempts) == 0 {
+		return nil // nothing stores attempts before its turn ends, so there are none to replace
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM attempts WHERE turn_id = ?", turnID); err != nil {
 		return fmt.Errorf("storage: attempts of turn %d: %w", turnID, err)
-	}
-	if len(attempts) == 0 {
-		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO attempts(conv_id, turn_id, step, n, score, details, created_at,
 		summary, best, error, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)

@@ -89,17 +89,38 @@ type callLine struct {
 	Depth  int    `json:"depth"`
 	*trace.Call
 	Children []string `json:"children,omitempty"` // shadows the embedded tree: ids only
+	// StepAttempt is the scored attempt of a retrying step the call was made in (seed 003).
+	StepAttempt *stepAttempt `json:"step_attempt,omitempty"`
+}
+
+// stepAttempt names an attempt in the calls export.
+type stepAttempt struct {
+	Step  string  `json:"step"`
+	N     int     `json:"attempt"`
+	Score float64 `json:"quality_score"`
+	Best  bool    `json:"best"`
 }
 
 // Calls writes every call record as JSONL, parents before children, with the exact request,
-// raw completion, usage, latency, error and attempts; children are listed by id.
+// raw completion, usage, latency, error and HTTP tries ("attempts"); children are listed
+// by id. A call made in a scored attempt of a retrying step says which (step_attempt; the
+// innermost when attempts nest), and whether it was the step's best.
 func Calls(w io.Writer, src *Source) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for _, t := range src.Turns {
-		var rec func(parent string, c *trace.Call, depth int) error
-		rec = func(parent string, c *trace.Call, depth int) error {
-			line := callLine{Turn: t.Index, Parent: parent, Depth: depth, Call: c}
+		byCall := map[string]*stepAttempt{}
+		for _, a := range t.Attempts {
+			for _, id := range a.Calls {
+				byCall[id] = &stepAttempt{Step: a.Step, N: a.N, Score: a.Score, Best: a.Best}
+			}
+		}
+		var rec func(parent string, c *trace.Call, depth int, in *stepAttempt) error
+		rec = func(parent string, c *trace.Call, depth int, in *stepAttempt) error {
+			if a := byCall[c.ID]; a != nil {
+				in = a
+			}
+			line := callLine{Turn: t.Index, Parent: parent, Depth: depth, Call: c, StepAttempt: in}
 			for _, ch := range c.Children {
 				line.Children = append(line.Children, ch.ID)
 			}
@@ -107,14 +128,14 @@ func Calls(w io.Writer, src *Source) error {
 				return err
 			}
 			for _, ch := range c.Children {
-				if err := rec(c.ID, ch, depth+1); err != nil {
+				if err := rec(c.ID, ch, depth+1, in); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		for _, c := range t.Calls {
-			if err := rec("", c, 0); err != nil {
+			if err := rec("", c, 0, nil); err != nil {
 				return err
 			}
 		}
@@ -182,6 +203,20 @@ func Markdown(w io.Writer, src *Source) error {
 		}
 		if t.Score != nil {
 			fmt.Fprintf(&b, "score: %s\n\n", py.Float(*t.Score))
+		}
+		if len(t.Attempts) > 0 {
+			b.WriteString("Attempts:\n\n")
+			for _, a := range t.Attempts {
+				fmt.Fprintf(&b, "- `%s` #%d, score %s", a.Step, a.N, py.Float(a.Score))
+				if a.Best {
+					b.WriteString(" (best)")
+				}
+				if a.Summary != "" {
+					fmt.Fprintf(&b, ": %s", a.Summary)
+				}
+				b.WriteString("\n")
+			}
+			b.WriteString("\n")
 		}
 		if len(t.Calls) > 0 {
 			b.WriteString("Calls:\n\n")
