@@ -69,7 +69,7 @@ const (
 // Recursion says what a session wraps below it.
 type Recursion string
 
-// Recursion modes ("" is false; true is an alias of predictors, DESIGN.md Q1).
+// Recursion modes ("" is false; true is an alias of predictors, ARCHITECTURE.md, open questions).
 const (
 	NotRecursive Recursion = ""
 	Predictors   Recursion = "predictors"

@@ -9,7 +9,7 @@ import (
 
 // Restore rebuilds a session from recorded turns (for example one branch's path loaded from
 // storage), oldest first. NestedKeep-children need nothing stored of their own: a child's turns are
-// its call records along the path (DESIGN.md), so they are replayed from each turn's calls,
+// its call records along the path (ARCHITECTURE.md), so they are replayed from each turn's calls,
 // down into nested modules (per_turn children included; their history resets per outer
 // turn anyway).
 // Turn indices and explicit snapshots are kept as recorded; other snapshots are derived

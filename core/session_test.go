@@ -97,7 +97,7 @@ func TestHistoryFieldFilters(t *testing.T) {
 	}
 }
 
-// Behaviour 5: max_turns windows messages; 0 means no history (DESIGN.md).
+// Behaviour 5: max_turns windows messages; 0 means no history (ARCHITECTURE.md).
 func TestMaxTurnsWindow(t *testing.T) {
 	s, ctx := qa(t, Options{MaxTurns: Int(2)})
 	for i := 0; i < 5; i++ {
@@ -124,7 +124,7 @@ func TestMaxTurnsWindow(t *testing.T) {
 	}
 }
 
-// Behaviour 6: max_stored_turns keeps the last n; indices never repeat (DESIGN.md).
+// Behaviour 6: max_stored_turns keeps the last n; indices never repeat (ARCHITECTURE.md).
 func TestMaxStoredTurns(t *testing.T) {
 	s, ctx := qa(t, Options{MaxStoredTurns: Int(3)})
 	for i := 0; i < 8; i++ {

@@ -102,7 +102,7 @@ func TestSeedStrategies(t *testing.T) {
 		opts     PresetOptions
 		want     []lm.Message
 	}{
-		// Strategy 1, template form. Seed correction (DESIGN.md): the {"role":"history"}
+		// Strategy 1, template form. Seed correction (ARCHITECTURE.md): the {"role":"history"}
 		// directive writes "name: value" lines for the user turn, so classify's history
 		// shows "question: I can't log in", not the bare question.
 		{"A1 classify", 1, classifySig, withHist(classifyNowA, classifyOwnA), nil, PresetOptions{TemplateForKeep: true}, []lm.Message{
@@ -210,7 +210,7 @@ func TestSeedStrategies(t *testing.T) {
 }
 
 // The seed's strategy-1 template as written, without a parse mode, is parsed as json; the
-// history reply is then a JSON object (DESIGN.md), not the bare "technical" the seed draws.
+// history reply is then a JSON object (ARCHITECTURE.md), not the bare "technical" the seed draws.
 func TestSeedTemplateDefaultJSONReply(t *testing.T) {
 	tpl, err := template.Load([]byte(`{"messages":[{"role":"system","content":"{instruction}"},{"role":"history"},{"role":"user","content":"{question}"}]}`))
 	if err != nil {

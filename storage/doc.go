@@ -1,7 +1,7 @@
 // Package storage keeps everything the workbench does in one SQLite file (modernc.org/sqlite,
 // pure Go): conversations with status and metadata, named branches over a tree of turns,
 // the call records of every turn with their exact requests, retry attempts, and the
-// in-flight turn of a crash. See migrations/ for the schema and DESIGN.md for why turns
+// in-flight turn of a crash. See migrations/ for the schema and ARCHITECTURE.md for why turns
 // form a tree.
 //
 // Typical use by the engine and the UI:

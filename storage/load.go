@@ -139,7 +139,7 @@ func (s *Store) TurnTree(ctx context.Context, convID string) ([]*TurnNode, error
 
 // LoadBranch loads a branch's turns, root to tip, with their call trees and the exact
 // requests reassembled from the de-duplicated message store. Turn.History is filled for
-// explicit snapshots only; other snapshots derive from the path (DESIGN.md).
+// explicit snapshots only; other snapshots derive from the path (ARCHITECTURE.md).
 func (s *Store) LoadBranch(ctx context.Context, convID, branch string) ([]*trace.Turn, error) {
 	return s.LoadBranchWith(ctx, convID, branch, LoadOptions{})
 }

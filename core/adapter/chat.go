@@ -80,7 +80,7 @@ func formatMessages(st style, req Request) ([]lm.Message, error) {
 	if hf := s.HistoryField(); hf != "" {
 		turnSig = s.WithoutInput(hf)
 		if raw, ok := req.Inputs.Get(hf); ok {
-			h, err := sig.HistoryFromValue(raw) // nil is an empty history (DESIGN.md)
+			h, err := sig.HistoryFromValue(raw) // nil is an empty history (ARCHITECTURE.md)
 			if err != nil {
 				return nil, fmt.Errorf("format: input %q: %w", hf, err)
 			}

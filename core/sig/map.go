@@ -225,7 +225,7 @@ func (h *History) UnmarshalJSON(data []byte) error {
 }
 
 // HistoryFromValue converts decoded JSON ({"messages": [...]}, a bare list of objects, or
-// null) into a History. null means an empty history (DESIGN.md: history=None is empty).
+// null) into a History. null means an empty history (ARCHITECTURE.md: history=None is empty).
 func HistoryFromValue(v any) (History, error) {
 	switch t := v.(type) {
 	case nil:

@@ -261,7 +261,7 @@ func TestWireTemplateAdapter(t *testing.T) {
 }
 
 // TestWireHistoryNullAndJSONParseError: a null history renders like an absent one (the
-// project's choice where DSPy crashes, DESIGN.md); a JSONAdapter completion without an
+// project's choice where DSPy crashes, ARCHITECTURE.md); a JSONAdapter completion without an
 // object fails with DSPy's message.
 func TestWireHistoryNullAndJSONParseError(t *testing.T) {
 	s := `"signature":{"instructions":"x","inputs":[{"name":"q"},{"name":"history","type":"History"}],"outputs":[{"name":"a"}]}`
