@@ -153,6 +153,6 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath string) err
 		}}
 	}
 	a := sessions.New(store, backendModel)
-	a.SetModelResolver(demo.NamedModels(ctx, configPath, os.Getenv))
+	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	return ui.Run(ctx, a, uiOpts)
 }

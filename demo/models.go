@@ -13,9 +13,10 @@ import (
 
 // NamedModels is the ModelResolver an application gives agent files whose predictors
 // name their own model (model = "gpt-4o" in a [[predictors]] table): each name is
-// resolved once, as `--model NAME` would be with the same configuration file, and the
-// offline demo model gets the demo agents' scripts as the workbench's own does.
-func NamedModels(ctx context.Context, configPath string, getenv config.Env) workflow.ModelResolver {
+// resolved once, as `--model NAME` would be with the same configuration (the file the
+// program already read), and the offline demo model gets the demo agents' scripts as
+// the workbench's own does.
+func NamedModels(ctx context.Context, cfg *config.File, getenv config.Env) workflow.ModelResolver {
 	var mu sync.Mutex
 	cache := map[string]lm.LM{}
 	return func(name string) (lm.LM, error) {
@@ -24,7 +25,7 @@ func NamedModels(ctx context.Context, configPath string, getenv config.Env) work
 		if m, ok := cache[name]; ok {
 			return m, nil
 		}
-		sel, err := llm.Resolve(ctx, llm.Flags{Model: name, ConfigPath: configPath}, getenv)
+		sel, err := llm.ResolveWith(ctx, llm.Flags{Model: name}, getenv, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("model %q named by the agent: %w", name, err)
 		}

@@ -2,16 +2,16 @@ package demo
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // Names resolve through the configuration file, once each; bad names say which.
 func TestNamedModels(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfg, []byte("[[providers]]\nname = \"local\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodels = [\"tiny\"]\n"), 0o600); err != nil {
+	cfg, err := config.Parse("config.toml", []byte("[[providers]]\nname = \"local\"\nbase_url = \"http://127.0.0.1:1/v1\"\nmodels = [\"tiny\"]\n"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	env := func(string) string { return "" }

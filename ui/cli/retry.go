@@ -55,7 +55,7 @@ func runRetry(ctx context.Context, env Env) int {
 			return fail(storeUsage, "--branch: %v", err)
 		}
 	}
-	model, note, err := runModel(ctx, mf)
+	model, note, cfg, err := runModel(ctx, mf)
 	if err != nil {
 		return fail(storeUsage, "%v", err)
 	}
@@ -103,7 +103,7 @@ func runRetry(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
-	a.SetModelResolver(demo.NamedModels(ctx, mf.ConfigPath, os.Getenv))
+	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	start := time.Now()
 	t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)
 	out := turnPrinter{env: env, json: sf.json, conv: n.Conv, branch: on}

@@ -18,6 +18,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 )
@@ -100,7 +101,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	// The model (and its configuration file), the agent and every input are checked
 	// before the database is opened, so a mistake leaves no database or conversation
 	// behind; continuing a conversation never creates a database.
-	model, note, err := runModel(ctx, o.model)
+	model, note, cfg, err := runModel(ctx, o.model)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 		return storeUsage
@@ -135,7 +136,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
-	a.SetModelResolver(demo.NamedModels(ctx, o.model.ConfigPath, os.Getenv))
+	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if conv == nil {
 		title := o.title
 		if title == "" {
@@ -417,10 +418,10 @@ func runTitle(in *sig.Map) string {
 // runModel resolves the model as the workbench does; the offline demo model gets the demo
 // agents' scripts and, unless the configuration sets a rate, answers at once (nobody
 // watches a headless stream).
-func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, error) {
+func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, *config.File, error) {
 	sel, err := llm.Resolve(ctx, f, os.Getenv)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if sel.Demo {
 		opts := llm.DemoOptions{Scripts: demo.Scripts()}
@@ -431,12 +432,12 @@ func runModel(ctx context.Context, f llm.Flags) (lm.LM, string, error) {
 		if sel.Note != "" {
 			why = ": " + sel.Note
 		}
-		return llm.NewDemo(opts), "using the offline demo model" + why + "; its answers are canned, not real", nil
+		return llm.NewDemo(opts), "using the offline demo model" + why + "; its answers are canned, not real", sel.Config, nil
 	}
 	if sel.Note != "" {
-		return sel.LM, "using " + sel.Description + "\n(" + sel.Note + ")", nil
+		return sel.LM, "using " + sel.Description + "\n(" + sel.Note + ")", sel.Config, nil
 	}
-	return sel.LM, "using " + sel.Description, nil
+	return sel.LM, "using " + sel.Description, sel.Config, nil
 }
 
 // runTurnJSON is one line of run --json (and of session retry --json): a completed turn,
