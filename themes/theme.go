@@ -15,7 +15,8 @@ import (
 	"strings"
 
 	"charm.land/lipgloss/v2"
-	"github.com/BurntSushi/toml"
+
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // Palette is every colour a theme sets, as "#rrggbb" or an ANSI number ("1", "208").
@@ -125,16 +126,17 @@ func Parse(data []byte, source string) (Theme, error) {
 		Glamour string         `toml:"glamour"`
 		Colors  map[string]any `toml:"colors"`
 	}
-	md, err := toml.Decode(string(data), &raw)
+	// Problems name the file, the line and the key, as in every TOML file of ours.
+	doc, err := config.Decode(source, data, &raw)
 	if err != nil {
-		return Theme{}, fmt.Errorf("theme %s: %w", source, err)
+		return Theme{}, fmt.Errorf("theme: %w", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return Theme{}, fmt.Errorf("theme %s: unknown key %q", source, und[0].String())
+	if errs := doc.UnknownKeys(nil, nil); len(errs) > 0 {
+		return Theme{}, fmt.Errorf("theme: %w", errs[0])
 	}
 	t, ok := Builtin(raw.Base)
 	if !ok {
-		return Theme{}, fmt.Errorf("theme %s: unknown base theme %q (built-in: %s)", source, raw.Base, strings.Join(BuiltinNames(), ", "))
+		return Theme{}, fmt.Errorf("theme: %w", doc.Errorf("base", "unknown base theme %q (built-in: %s)", raw.Base, strings.Join(BuiltinNames(), ", ")))
 	}
 	t.Name = raw.Name
 	if t.Name == "" {
@@ -155,11 +157,11 @@ func Parse(data []byte, source string) (Theme, error) {
 	for _, k := range keys {
 		dst, ok := fields[k]
 		if !ok {
-			return Theme{}, fmt.Errorf("theme %s: unknown colour %q", source, k)
+			return Theme{}, fmt.Errorf("theme: %w", doc.Errorf("colors."+k, "unknown colour %q", k))
 		}
 		s, ok := raw.Colors[k].(string)
 		if !ok || !colorRe.MatchString(s) {
-			return Theme{}, fmt.Errorf("theme %s: colour %s = %v: want \"#rrggbb\" or an ANSI number 0-255", source, k, raw.Colors[k])
+			return Theme{}, fmt.Errorf("theme: %w", doc.Errorf("colors."+k, "%v: want \"#rrggbb\" or an ANSI number 0-255", raw.Colors[k]))
 		}
 		*dst = s
 	}

@@ -39,11 +39,11 @@ func TestParse(t *testing.T) {
 					t.Errorf("got %+v", th)
 				}
 			}},
-		{name: "unknown colour", src: "[colors]\nacent = \"#ff0000\"\n", wantErr: `unknown colour "acent"`},
-		{name: "bad value", src: "[colors]\naccent = \"red\"\n", wantErr: `colour accent = red`},
-		{name: "unknown base", src: "base = \"sepia\"\n", wantErr: `unknown base theme "sepia"`},
-		{name: "unknown key", src: "colour = 3\n", wantErr: `unknown key "colour"`},
-		{name: "bad toml", src: "[colors\n", wantErr: "theme src.toml"},
+		{name: "unknown colour", src: "[colors]\nacent = \"#ff0000\"\n", wantErr: `theme: src.toml:2: colors.acent: unknown colour "acent"`},
+		{name: "bad value", src: "[colors]\naccent = \"red\"\n", wantErr: `theme: src.toml:2: colors.accent: red: want "#rrggbb"`},
+		{name: "unknown base", src: "base = \"sepia\"\n", wantErr: `theme: src.toml:1: base: unknown base theme "sepia"`},
+		{name: "unknown key", src: "colour = 3\n", wantErr: `theme: src.toml:1: colour: unknown key`},
+		{name: "bad toml", src: "[colors\n", wantErr: "theme: src.toml:2: expected"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
