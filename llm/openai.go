@@ -265,7 +265,7 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 	r := openai.ChatCompletionRequest{Model: model}
 	r.Messages = make([]openai.ChatCompletionMessage, len(req.Messages))
 	for i, m := range req.Messages {
-		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, Name: m.ExtraString("name")}
 	}
 	p := req.Params
 	temp, maxTok, stop, seed := o.opts.Temperature, o.opts.MaxTokens, o.opts.Stop, o.opts.Seed

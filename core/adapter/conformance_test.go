@@ -76,7 +76,7 @@ func TestValidateLikePydantic(t *testing.T) {
 			var ve *ValidationError
 			if err == nil {
 				t.Errorf("%s %s: got %s, want a %s error", c.typ, py.Repr(c.in), py.Text(got), c.kind)
-			} else if !asValidation(err, &ve) || ve.Kind != c.kind {
+			} else if !asValidation(err, &ve) || ve.Errors[0].Kind != c.kind {
 				t.Errorf("%s %s: error %v, want kind %s", c.typ, py.Repr(c.in), err, c.kind)
 			}
 			continue

@@ -36,7 +36,7 @@ func ConvertValue(t *sig.Type, v any) (any, error) {
 		return Validate(t, s)
 	}
 	cand := RepairLoads(s)
-	if isEmptyString(cand) && s != "" {
+	if c, ok := cand.(string); ok && c == "" && s != "" {
 		if lv, err := py.LiteralEval(s, newDict); err == nil {
 			cand = lv
 		} else {
@@ -83,41 +83,132 @@ func matchLiteral(t *sig.Type, v any) (any, error) {
 	return nil, fmt.Errorf("%s is not one of %s", py.Repr(v), py.TupleRepr(t.Lits))
 }
 
-// ValidationError is pydantic's ValidationError, reduced to its first error.
+// ValidationError is pydantic's ValidationError: every error it found, under the
+// annotation's pydantic title.
 type ValidationError struct {
-	Title string   // the annotation, e.g. "list[str]"
+	Title  string // pydantic's name of the annotation, e.g. "list[str]", "dict[str,int]"
+	Errors []LineError
+}
+
+// LineError is one of pydantic's line errors.
+type LineError struct {
 	Loc   []string // where inside the value, e.g. ["0"] for the first list item
 	Msg   string   // e.g. "Input should be a valid integer"
 	Kind  string   // pydantic's error type, e.g. "int_parsing"
 	Input any
 }
 
+// pydanticVersion names the pydantic release whose error pages the messages link to.
+const pydanticVersion = "2.13"
+
+// Error is pydantic's text: the count, then per error its location, message and the
+// "For further information visit" link.
 func (e *ValidationError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "1 validation error for %s\n", e.Title)
-	if len(e.Loc) > 0 {
-		b.WriteString(strings.Join(e.Loc, ".") + "\n")
+	plural := "s"
+	if len(e.Errors) == 1 {
+		plural = ""
 	}
-	fmt.Fprintf(&b, "  %s [type=%s, input_value=%s, input_type=%s]", e.Msg, e.Kind, py.Repr(e.Input), py.TypeName(e.Input))
+	fmt.Fprintf(&b, "%d validation error%s for %s", len(e.Errors), plural, e.Title)
+	for _, le := range e.Errors {
+		if len(le.Loc) > 0 {
+			b.WriteString("\n" + strings.Join(le.Loc, "."))
+		}
+		fmt.Fprintf(&b, "\n  %s [type=%s, input_value=%s, input_type=%s]", le.Msg, le.Kind, py.Repr(le.Input), py.TypeName(le.Input))
+		fmt.Fprintf(&b, "\n    For further information visit https://errors.pydantic.dev/%s/v/%s", pydanticVersion, le.Kind)
+	}
 	return b.String()
 }
 
 // Validate checks and coerces v against t like pydantic's TypeAdapter(t).validate_python
-// in lax mode: "yes"/1 -> True, 42.0 -> 42, "3.5" -> 3.5, unions in smart mode.
+// in lax mode: "yes"/1 -> True, 42.0 -> 42, "3.5" -> 3.5, unions in smart mode. Its error
+// reports every failure, as pydantic does.
 func Validate(t *sig.Type, v any) (any, error) {
 	out, verr := validate(t, v, nil)
 	if verr != nil {
-		verr.Title = strings.ToLower(t.Name())
-		if t.Kind != sig.KindUnion && t.Kind != sig.KindPipeUnion {
-			verr.Title = t.Name()
-		}
+		verr.Title = pydanticTitle(t)
 		return nil, verr
 	}
 	return out, nil
 }
 
+// pydanticTitle is the name pydantic gives an annotation's validator: list[int],
+// dict[str,int], tuple[int, str], nullable[str], union[int,str], literal['a','b'].
+func pydanticTitle(t *sig.Type) string {
+	join := func(ts []*sig.Type, sep string) string {
+		parts := make([]string, len(ts))
+		for i, a := range ts {
+			parts[i] = pydanticTitle(a)
+		}
+		return strings.Join(parts, sep)
+	}
+	switch t.Kind {
+	case sig.KindAny:
+		return "any"
+	case sig.KindNone:
+		return "none"
+	case sig.KindList, sig.KindSet:
+		head := map[sig.Kind]string{sig.KindList: "list", sig.KindSet: "set"}[t.Kind]
+		if len(t.Args) == 0 {
+			return head + "[any]"
+		}
+		return head + "[" + join(t.Args, ",") + "]"
+	case sig.KindTuple:
+		if len(t.Args) == 0 {
+			return "tuple[any, ...]"
+		}
+		return "tuple[" + join(t.Args, ", ") + "]"
+	case sig.KindDict:
+		if len(t.Args) < 2 {
+			return "dict[any,any]"
+		}
+		return "dict[" + join(t.Args, ",") + "]"
+	case sig.KindUnion, sig.KindPipeUnion:
+		rest, nullable := unionMembers(t)
+		inner := "union[" + join(rest, ",") + "]"
+		if len(rest) == 1 {
+			inner = pydanticTitle(rest[0])
+		}
+		if nullable {
+			return "nullable[" + inner + "]"
+		}
+		return inner
+	case sig.KindLiteral:
+		parts := make([]string, len(t.Lits))
+		for i, l := range t.Lits {
+			parts[i] = py.Repr(l)
+		}
+		return "literal[" + strings.Join(parts, ",") + "]"
+	}
+	return t.Name()
+}
+
+// unionMembers splits a union into its members other than None and whether None is one.
+func unionMembers(t *sig.Type) (rest []*sig.Type, nullable bool) {
+	for _, a := range t.Args {
+		if a.Kind == sig.KindNone {
+			nullable = true
+			continue
+		}
+		rest = append(rest, a)
+	}
+	return rest, nullable
+}
+
 func fail(loc []string, input any, kind, msg string) *ValidationError {
-	return &ValidationError{Loc: loc, Input: input, Kind: kind, Msg: msg}
+	return &ValidationError{Errors: []LineError{{Loc: loc, Input: input, Kind: kind, Msg: msg}}}
+}
+
+// prefixedAt returns err's line errors with a union member's name put after loc (the
+// union's own location) in each location.
+func prefixedAt(err *ValidationError, loc []string, member string) []LineError {
+	out := make([]LineError, len(err.Errors))
+	for i, le := range err.Errors {
+		l := append(append(append([]string(nil), loc...), member), le.Loc[len(loc):]...)
+		le.Loc = l
+		out[i] = le
+	}
+	return out
 }
 
 func validate(t *sig.Type, v any, loc []string) (any, *ValidationError) {
@@ -170,17 +261,24 @@ func validate(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 				}
 			}
 		}
-		var first *ValidationError
+		// Every member failed: pydantic reports each member's errors under its name; an
+		// Optional (nullable) reports its one member's errors as they are.
+		rest, _ := unionMembers(t)
+		all := &ValidationError{}
 		for _, a := range t.Args {
 			out, err := validate(a, v, loc)
 			if err == nil {
 				return out, nil
 			}
-			if first == nil {
-				first = err
+			switch {
+			case a.Kind == sig.KindNone:
+			case len(rest) == 1:
+				all.Errors = append(all.Errors, err.Errors...)
+			default:
+				all.Errors = append(all.Errors, prefixedAt(err, loc, pydanticTitle(a))...)
 			}
 		}
-		return nil, first
+		return nil, all
 	}
 	return nil, fail(loc, v, "unknown_type", "unsupported annotation "+t.Name())
 }
@@ -324,26 +422,33 @@ func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 		if len(items) > len(t.Args) {
 			return nil, fail(loc, v, "too_long", fmt.Sprintf("Tuple should have at most %d items after validation, not %d", len(t.Args), len(items)))
 		}
+		all := &ValidationError{}
 		for i, e := range items {
 			ev, err := validate(t.Args[i], e, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
 			if err != nil {
-				return nil, err
+				all.Errors = append(all.Errors, err.Errors...)
+				continue
 			}
 			out = append(out, ev)
 		}
 		if len(items) < len(t.Args) {
 			// pydantic reports each missing position as a required field.
-			return nil, &ValidationError{Loc: append(loc[:len(loc):len(loc)], strconv.Itoa(len(items))), Input: v, Kind: "missing", Msg: "Field required"}
+			all.Errors = append(all.Errors, fail(append(loc[:len(loc):len(loc)], strconv.Itoa(len(items))), v, "missing", "Field required").Errors...)
+		}
+		if len(all.Errors) > 0 {
+			return nil, all
 		}
 		return out, nil
 	}
+	all := &ValidationError{}
 	for i, e := range items {
 		ev := e
 		if len(t.Args) > 0 {
 			var err *ValidationError
 			ev, err = validate(t.Args[0], e, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
 			if err != nil {
-				return nil, err
+				all.Errors = append(all.Errors, err.Errors...)
+				continue
 			}
 		}
 		if t.Kind == sig.KindSet {
@@ -351,6 +456,9 @@ func validateSeq(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 			continue
 		}
 		out = append(out, ev)
+	}
+	if len(all.Errors) > 0 {
+		return nil, all
 	}
 	return out, nil
 }
@@ -369,25 +477,24 @@ func validateDict(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 		return m, nil
 	}
 	out := sig.NewMap()
-	var verr *ValidationError
+	all := &ValidationError{}
 	m.Range(func(k string, e any) bool {
 		kl := append(loc[:len(loc):len(loc)], k)
 		if t.Args[0].Kind != sig.KindStr && t.Args[0].Kind != sig.KindAny {
 			if _, err := validate(t.Args[0], k, append(kl, "[key]")); err != nil {
-				verr = err
-				return false
+				all.Errors = append(all.Errors, err.Errors...)
 			}
 		}
 		ev, err := validate(t.Args[1], e, kl)
 		if err != nil {
-			verr = err
-			return false
+			all.Errors = append(all.Errors, err.Errors...)
+			return true
 		}
 		out.Set(k, ev)
 		return true
 	})
-	if verr != nil {
-		return nil, verr
+	if len(all.Errors) > 0 {
+		return nil, all
 	}
 	return out, nil
 }

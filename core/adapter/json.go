@@ -87,7 +87,9 @@ func (jsonStyle) assistant(s *sig.Signature, values *sig.Map, missing any) strin
 
 // ParseJSON is JSONAdapter.parse: the completion (or, failing that, its first balanced
 // {...}) is read with json_repair; only output keys are kept; each value is converted
-// with ConvertValue; a missing field is an AdapterParseError naming JSONAdapter.
+// with ConvertValue; a missing field whose annotation allows None is None
+// (apply_output_field_defaults), any other missing field an AdapterParseError naming
+// JSONAdapter.
 func ParseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
 	parsed := RepairLoads(completion)
 	if _, ok := parsed.(*sig.Map); !ok {
@@ -120,7 +122,7 @@ func ParseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
 	if convErr != nil {
 		return nil, convErr
 	}
-	return finishParse(s, fields, "JSONAdapter", completion, false)
+	return finishParse(s, fields, "JSONAdapter", completion, true)
 }
 
 // FirstBalancedObject finds what the recursive regex \{(?:[^{}]|(?R))*\} finds: the

@@ -32,7 +32,10 @@ func RepairJSON(text string) (any, error) {
 // RepairLoads is json_repair.loads with its exact contract: the empty string when no
 // JSON structure is found. Like json_repair, a bare top-level scalar ("42", "true",
 // "\"x\"") is not JSON structure and gives "": DSPy relies on that to fall back to
-// ast.literal_eval. Several top-level structures give a list of them.
+// ast.literal_eval. Several top-level values give a list, built as json_repair builds it:
+// only truthy later values are added, a falsy value before one is dropped ({}, [], "", 0,
+// false, null), and a value that repeats the previous one's shape replaces it unless a
+// comma separates them.
 func RepairLoads(text string) any {
 	p := &repairParser{src: []rune(text)}
 	v := p.value()
@@ -41,17 +44,17 @@ func RepairLoads(text string) any {
 	}
 	all := []any{v}
 	for p.pos < len(p.src) {
-		last := p.pos
+		comma := p.commaSeparated()
 		j := p.value()
-		if !isEmptyString(j) {
-			if sameShape(all[len(all)-1], j) {
-				all = all[:len(all)-1] // a later, fuller copy of the same object replaces it
-			}
-			all = append(all, j)
-		}
-		if p.pos == last {
+		if !truthy(j) {
 			p.pos++
+			continue
 		}
+		last := all[len(all)-1]
+		if (!comma && sameObject(last, j)) || !truthy(last) {
+			all = all[:len(all)-1] // a later copy of the same object is an update
+		}
+		all = append(all, j)
 	}
 	if len(all) == 1 {
 		return all[0]
@@ -59,43 +62,74 @@ func RepairLoads(text string) any {
 	return all
 }
 
-func isEmptyString(v any) bool {
-	s, ok := v.(string)
-	return ok && s == ""
+// commaSeparated reports a comma between the value just read and the next one.
+func (p *repairParser) commaSeparated() bool {
+	i := p.pos
+	for i < len(p.src) && unicode.IsSpace(p.src[i]) {
+		i++
+	}
+	if i < len(p.src) && p.src[i] == ',' {
+		return true
+	}
+	i = p.pos - 1
+	for i >= 0 && unicode.IsSpace(p.src[i]) {
+		i--
+	}
+	return i >= 0 && p.src[i] == ','
 }
 
-// sameShape reports whether b looks like an update of a: same container kind and keys.
-func sameShape(a, b any) bool {
+// truthy is Python's bool() of a value.
+func truthy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	case string:
+		return t != ""
+	case int64:
+		return t != 0
+	case float64:
+		return t != 0
+	case json.Number:
+		return strings.Trim(string(t), "-0") != ""
+	case []any:
+		return len(t) > 0
+	case *sig.Map:
+		return t.Len() > 0
+	}
+	return true
+}
+
+// sameObject is json_repair's ObjectComparer.is_same_object: the same kind, dicts with
+// the same keys (in any order) and lists of the same length, recursively.
+func sameObject(a, b any) bool {
 	switch x := a.(type) {
 	case *sig.Map:
 		y, ok := b.(*sig.Map)
 		if !ok || x.Len() != y.Len() {
 			return false
 		}
-		for i, k := range x.Keys() {
-			if y.Keys()[i] != k {
-				return false
-			}
-			xv, _ := x.Get(k)
-			yv, _ := y.Get(k)
-			if !sameShape(xv, yv) {
-				return false
-			}
-		}
-		return true
+		same := true
+		x.Range(func(k string, xv any) bool {
+			yv, found := y.Get(k)
+			same = found && sameObject(xv, yv)
+			return same
+		})
+		return same
 	case []any:
 		y, ok := b.([]any)
 		if !ok || len(x) != len(y) {
 			return false
 		}
 		for i := range x {
-			if !sameShape(x[i], y[i]) {
+			if !sameObject(x[i], y[i]) {
 				return false
 			}
 		}
 		return true
 	}
-	return sig.KindName(a) == sig.KindName(b)
+	return py.TypeName(a) == py.TypeName(b)
 }
 
 type repairCtx uint8
@@ -304,6 +338,9 @@ func (p *repairParser) array() any {
 // literal unless it is a key.
 func (p *repairParser) str() any {
 	c := p.at(0)
+	if !isQuote(c) && p.cur() == ctxKey {
+		return p.bareKey()
+	}
 	if !isQuote(c) {
 		if p.cur() != ctxKey {
 			if v, ok := p.literal(); ok {
@@ -377,7 +414,8 @@ func (p *repairParser) closesHere(i int) bool {
 	case ':':
 		return p.cur() == ctxKey
 	}
-	return false
+	// A value followed by whitespace and the next member's quote: the comma is missing.
+	return p.cur() == ctxValue && isQuote(p.src[i]) && unicode.IsSpace(p.src[i-1])
 }
 
 func (p *repairParser) unescape(b *strings.Builder, rs []rune) {
@@ -473,6 +511,41 @@ func (p *repairParser) bare() any {
 		p.pos++
 	}
 	return strings.TrimFunc(string(p.src[start:p.pos]), unicode.IsSpace)
+}
+
+// bareKey reads an unquoted key as json_repair does: up to ':' or whitespace. A word that
+// whitespace ends and that is followed by neither ':' nor ',' is not a key: it is dropped
+// and scanning starts again at the next quote or letter or digit (skipping braces and
+// punctuation), so prose such as "{note} {\"k\": 1}" or "{my key: 1}" yields the key
+// after it.
+func (p *repairParser) bareKey() any {
+	for {
+		start := p.pos
+		for !p.end() && p.src[p.pos] != ':' && !unicode.IsSpace(p.src[p.pos]) {
+			p.pos++
+		}
+		word := string(p.src[start:p.pos])
+		if p.end() || p.src[p.pos] == ':' {
+			return word
+		}
+		i := p.pos
+		for i < len(p.src) && unicode.IsSpace(p.src[i]) {
+			i++
+		}
+		if i >= len(p.src) || p.src[i] == ':' || p.src[i] == ',' {
+			return word
+		}
+		p.pos = i
+		for !p.end() && !isQuote(p.src[p.pos]) && !unicode.IsLetter(p.src[p.pos]) && !unicode.IsDigit(p.src[p.pos]) {
+			p.pos++
+		}
+		if p.end() {
+			return ""
+		}
+		if isQuote(p.src[p.pos]) {
+			return p.str()
+		}
+	}
 }
 
 // nextLineLooksLikeKey lets an unquoted multi-line value end at a line holding "key":.

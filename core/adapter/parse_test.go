@@ -63,7 +63,7 @@ func TestChatParseErrors(t *testing.T) {
 		t.Error("conversion failures have no Actual line")
 	}
 	var ve *ValidationError
-	if !errors.As(err, &ve) || ve.Kind != "int_parsing" {
+	if !errors.As(err, &ve) || ve.Errors[0].Kind != "int_parsing" {
 		t.Errorf("want the wrapped pydantic-style error, got %#v", pe.Err)
 	}
 }

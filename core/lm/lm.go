@@ -4,7 +4,9 @@
 package lm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -15,6 +17,78 @@ import (
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Extra holds the message's other keys (e.g. "name") as a compact JSON object, "" when
+	// none: a history given as raw chat messages passes them through, as the template
+	// adapter's reference does. Kept as text so messages stay comparable.
+	Extra string `json:"-"`
+}
+
+// MarshalJSON writes role, content, then the extra keys.
+func (m Message) MarshalJSON() ([]byte, error) {
+	if m.Extra == "" {
+		// As encoding/json writes the struct; the caller's encoder applies its own HTML
+		// escaping to what a Marshaler returns.
+		type plain Message
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(plain(m)); err != nil {
+			return nil, err
+		}
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	}
+	v := sig.NewMap("role", m.Role, "content", m.Content)
+	if m.Extra != "" {
+		x, err := sig.DecodeJSON([]byte(m.Extra))
+		if xm, ok := x.(*sig.Map); err == nil && ok {
+			xm.Range(func(k string, e any) bool {
+				if k != "role" && k != "content" {
+					v.Set(k, e)
+				}
+				return true
+			})
+		}
+	}
+	return v.MarshalJSON()
+}
+
+// ExtraString is the extra key k when it holds a string ("" otherwise).
+func (m Message) ExtraString(k string) string {
+	if m.Extra == "" {
+		return ""
+	}
+	x, err := sig.DecodeJSON([]byte(m.Extra))
+	if xm, ok := x.(*sig.Map); err == nil && ok {
+		v, _ := xm.Get(k)
+		s, _ := v.(string)
+		return s
+	}
+	return ""
+}
+
+// UnmarshalJSON reads role and content, keeping any other key in Extra.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	v, err := sig.DecodeJSON(data)
+	if err != nil {
+		return err
+	}
+	obj, ok := v.(*sig.Map)
+	if !ok {
+		return errors.New("message: want a JSON object")
+	}
+	*m = Message{}
+	role, _ := obj.Get("role")
+	content, _ := obj.Get("content")
+	m.Role, _ = role.(string)
+	m.Content, _ = content.(string)
+	if extra := obj.Filter(func(k string) bool { return k != "role" && k != "content" }); extra.Len() > 0 {
+		data, err := extra.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		m.Extra = string(data)
+	}
+	return nil
 }
 
 // Params are the sampling parameters of one request. Nil pointers mean "not sent".

@@ -54,20 +54,15 @@ func (t *Type) IsStr() bool { return t == nil || t.Kind == KindStr }
 // IsHistory reports whether the annotation is exactly History.
 func (t *Type) IsHistory() bool { return t != nil && t.Kind == KindHistory }
 
-// AllowsNone reports whether None is a valid value (Optional, a union with None, None, Any).
+// AllowsNone is DSPy's annotation_allows_none: None (NoneType), or a Union, Optional or
+// A | B with None among its members. Any and Literal[..., None] do not count.
 func (t *Type) AllowsNone() bool {
 	switch t.Kind {
-	case KindNone, KindAny:
+	case KindNone:
 		return true
 	case KindUnion, KindPipeUnion:
 		for _, a := range t.Args {
-			if a.AllowsNone() {
-				return true
-			}
-		}
-	case KindLiteral:
-		for _, l := range t.Lits {
-			if l == nil {
+			if a.Kind == KindNone || (a.Kind == KindUnion || a.Kind == KindPipeUnion) && a.AllowsNone() {
 				return true
 			}
 		}

@@ -48,7 +48,8 @@ func TestFullTextConversionErrorIsBare(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	want := "1 validation error for int\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='forty', input_type=str]"
+	want := "1 validation error for int\n  Input should be a valid integer, unable to parse string as an integer [type=int_parsing, input_value='forty', input_type=str]\n" +
+		"    For further information visit https://errors.pydantic.dev/2.13/v/int_parsing"
 	if err.Error() != want {
 		t.Errorf("got %q\nwant %q", err.Error(), want)
 	}

@@ -128,7 +128,8 @@ func (r *render) prepare(req adapter.Request) error {
 }
 
 // takeHistory reads the history input: a History expands through the signature, a bare
-// list of {"role","content"} objects is inserted verbatim, None means no history.
+// list of {"role","content"} objects is inserted verbatim (other keys, such as "name",
+// kept in Message.Extra), None means no history.
 func (r *render) takeHistory(field string, raw any) error {
 	switch v := raw.(type) {
 	case nil:
@@ -166,6 +167,10 @@ func (r *render) takeHistory(field string, raw any) error {
 			}
 			h.Messages[i] = m
 			r.histMsgs[i] = msg(rs, cs)
+			// The reference passes the message dicts through: every other key goes too.
+			if extra := m.Filter(func(k string) bool { return k != "role" && k != "content" }); extra.Len() > 0 {
+				r.histMsgs[i].Extra = py.CompactJSON(extra)
+			}
 		}
 		r.hist = &h
 		return nil
