@@ -271,9 +271,8 @@ func TestKillDuringImport(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.Int64N(int64(whole) + 1)))
 		cmd.Process.Signal(syscall.SIGKILL)
-		if err := cmd.Wait(); err == nil {
-			done++
-		} else {
+		exited := cmd.Wait() == nil
+		if !exited {
 			killed++
 		}
 		s := openDB(t, db)
@@ -285,8 +284,14 @@ func TestKillDuringImport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != done {
-			t.Fatalf("kill %d: %d conversations, but %d imports finished", k, len(list), done)
+		// A kill can land after the import committed but before the process exited:
+		// then the conversation is whole although the process died. Each run adds
+		// exactly one whole conversation or none, and one that exited adds one.
+		switch {
+		case len(list) == done+1:
+			done++
+		case len(list) != done || exited:
+			t.Fatalf("kill %d: %d conversations after %d whole imports (this run exited cleanly: %v)", k, len(list), done, exited)
 		}
 		for _, c := range list {
 			if c.Turns != n || c.MainLength != n {
@@ -295,7 +300,7 @@ func TestKillDuringImport(t *testing.T) {
 		}
 		s.Close()
 	}
-	t.Logf("%d kills over a %s import: %d imports killed, %d finished first", kills(12), whole.Round(time.Millisecond), killed, done-1)
+	t.Logf("%d kills over a %s import: %d processes killed, %d imports whole", kills(12), whole.Round(time.Millisecond), killed, done-1)
 }
 
 // TestSignalsLeaveTheTurnResumable: SIGINT, SIGTERM and SIGHUP during a turn leave it
