@@ -25,12 +25,15 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 		return nil, err
 	}
 	log := newHistoryLog(s.opts, s.seed)
+	episodic := s.episodicChildren()
 	for i, t := range turns {
 		if t == nil {
 			return nil, fmt.Errorf("restore %s: turn %d is nil", s.name, i)
 		}
 		restoreChildren(s, "", t.Calls)
-		s.endEpisodes()
+		for _, cs := range episodic {
+			cs.tip, cs.redo = nil, nil
+		}
 		nt := *t // the session's own record: its History may differ from the caller's
 		if !nt.Explicit {
 			// Storage keeps only explicit snapshots; the rest derive from the path.
@@ -42,15 +45,18 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 	return s, nil
 }
 
-// endEpisodes clears the children whose lifespan ends their turns with each root call, as
-// the live session did (their consolidated L2 memory is not in the call records, so a
-// restored session starts with what its options give).
-func (s *Session) endEpisodes() {
+// episodicChildren are the children whose lifespan ends their turns with each root call:
+// Restore clears them after each turn, as the live session did (their consolidated L2
+// memory is not in the call records, so a restored session starts with what its options
+// give).
+func (s *Session) episodicChildren() []*Session {
+	var out []*Session
 	for _, n := range s.sessionTree()[1:] {
 		if l := n.s.opts.Lifespan; l == LifespanEpisodic || l == LifespanStateless {
-			n.s.tip, n.s.redo = nil, nil
+			out = append(out, n.s)
 		}
 	}
+	return out
 }
 
 // restoreChildren replays one outer turn's call records into the keep-children of s
