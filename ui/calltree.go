@@ -6,6 +6,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // callTree shows one turn's CallRecords as a collapsible tree drawn with lipgloss/tree's
@@ -138,11 +139,11 @@ func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
 				mark = "▸ "
 			}
 		}
-		meta := fmt.Sprintf("  %s  %s  %s tok", OneLine(c.PredictorType), fmtDuration(c.Latency), usageLabel(callUsage(c)))
+		meta := fmt.Sprintf("  %s  %s  %s tok", termtext.OneLine(c.PredictorType), fmtDuration(c.Latency), usageLabel(callUsage(c)))
 		if len(c.Tries) > 1 {
 			meta += fmt.Sprintf("  ×%d", len(c.Tries))
 		}
-		path := OneLine(c.Path)
+		path := termtext.OneLine(c.Path)
 		line := s.TreeBranch.Render(r.prefix+mark) + s.TreePath.Render(path) + s.TreeMeta.Render(meta)
 		if c.Error != "" {
 			line += s.Error.Render("  ✗ error")
@@ -197,13 +198,13 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	var out []string
 	sec := func(name string) { out = append(out, "", s.Title.Render(name)) }
 	kv := func(k, v string) {
-		out = append(out, wrapLines(s.Muted.Render(k+": ")+Sanitize(v), w)...)
+		out = append(out, wrapLines(s.Muted.Render(k+": ")+termtext.Sanitize(v), w)...)
 	}
 	if isModuleRecord(c) {
-		out = append(out, s.Title.Render(OneLine(c.Path))+s.Muted.Render("  "+OneLine(c.PredictorType)+" · module: "+
+		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · module: "+
 			count(len(c.Children), "inner call")+", no request of its own"))
 	} else {
-		out = append(out, s.Title.Render(OneLine(c.Path))+s.Muted.Render("  "+OneLine(c.PredictorType)+" · "+OneLine(c.Adapter)+" adapter · "+OneLine(c.Model)))
+		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · "+termtext.OneLine(c.Adapter)+" adapter · "+termtext.OneLine(c.Model)))
 	}
 	kv("id", c.ID)
 	kv("latency", fmtDuration(c.Latency))
@@ -216,7 +217,7 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	}
 	kv("usage", fmt.Sprintf("%d prompt + %d completion = %d tokens (%d cached)%s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedTokens, of))
 	if c.Error != "" {
-		out = append(out, wrapLines(s.Error.Render("error: ")+Sanitize(c.Error), w)...)
+		out = append(out, wrapLines(s.Error.Render("error: ")+termtext.Sanitize(c.Error), w)...)
 	}
 	sec("Inputs")
 	c.Inputs.Range(func(k string, v any) bool { kv(k, pyStr(v)); return true })
@@ -231,11 +232,11 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 		m.Range(func(k string, v any) bool { kv("  "+k, pyStr(v)); return true })
 	}
 	sec("Raw completion")
-	out = append(out, wrapLines(Sanitize(c.Completion), w)...)
+	out = append(out, wrapLines(termtext.Sanitize(c.Completion), w)...)
 	sec(fmt.Sprintf("Exact request (%d messages)", len(c.Messages)))
 	for _, m := range c.Messages {
-		out = append(out, roleStyle(st, m.Role).Render("── "+OneLine(m.Role)+" ──"))
-		out = append(out, wrapLines(Sanitize(m.Content), w)...)
+		out = append(out, roleStyle(st, m.Role).Render("── "+termtext.OneLine(m.Role)+" ──"))
+		out = append(out, wrapLines(termtext.Sanitize(m.Content), w)...)
 	}
 	if len(c.Tries) > 0 {
 		sec("Tries")
@@ -250,29 +251,29 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 			if a.Adapter != "" {
 				line += "  · " + a.Adapter + " adapter, given up"
 			}
-			out = append(out, wrapLines(Sanitize(line), w)...)
+			out = append(out, wrapLines(termtext.Sanitize(line), w)...)
 			// a request the call gave up on (the ChatAdapter -> JSONAdapter fallback):
 			// what was sent and what came back, as for the call's own request
 			if len(a.Messages) > 0 {
-				out = append(out, s.Muted.Render(fmt.Sprintf("  request sent (%d messages, %s adapter):", len(a.Messages), OneLine(a.Adapter))))
+				out = append(out, s.Muted.Render(fmt.Sprintf("  request sent (%d messages, %s adapter):", len(a.Messages), termtext.OneLine(a.Adapter))))
 				for _, m := range a.Messages {
-					out = append(out, roleStyle(st, m.Role).Render("  ── "+OneLine(m.Role)+" ──"))
-					out = append(out, indent(wrapLines(Sanitize(m.Content), w-2), "  ")...)
+					out = append(out, roleStyle(st, m.Role).Render("  ── "+termtext.OneLine(m.Role)+" ──"))
+					out = append(out, indent(wrapLines(termtext.Sanitize(m.Content), w-2), "  ")...)
 				}
 			}
 			if a.Completion != "" {
 				out = append(out, s.Muted.Render("  completion received:"))
-				out = append(out, indent(wrapLines(Sanitize(a.Completion), w-2), "  ")...)
+				out = append(out, indent(wrapLines(termtext.Sanitize(a.Completion), w-2), "  ")...)
 			}
 		}
 	}
 	if c.RawRequest != "" {
 		sec("HTTP request body")
-		out = append(out, wrapLines(Sanitize(c.RawRequest), w)...)
+		out = append(out, wrapLines(termtext.Sanitize(c.RawRequest), w)...)
 	}
 	if c.RawResponse != "" {
 		sec("HTTP response body")
-		out = append(out, wrapLines(Sanitize(c.RawResponse), w)...)
+		out = append(out, wrapLines(termtext.Sanitize(c.RawResponse), w)...)
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // pageSize is how many turns a chat pane loads at a time.
@@ -179,18 +180,18 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 	} else {
 		t.Outputs.Range(func(k string, v any) bool {
 			text := py.Text(v)
-			if label := "  " + OneLine(k) + ": "; plainShort(text, w-len(label)) {
+			if label := "  " + termtext.OneLine(k) + ": "; plainShort(text, w-len(label)) {
 				// a short plain value (a score, a flag, a label) reads best beside its name
-				out = append(out, s.Muted.Render(label)+Sanitize(text))
+				out = append(out, s.Muted.Render(label)+termtext.Sanitize(text))
 				return true
 			}
-			out = append(out, s.Muted.Render("  "+OneLine(k)+":"))
+			out = append(out, s.Muted.Render("  "+termtext.OneLine(k)+":"))
 			out = append(out, r.md.render(text, w)...)
 			return true
 		})
 	}
 	for _, e := range errs {
-		out = append(out, indent(wrapLines(s.Error.Render("✗ ")+Sanitize(e), w-2), "  ")...)
+		out = append(out, indent(wrapLines(s.Error.Render("✗ ")+termtext.Sanitize(e), w-2), "  ")...)
 	}
 	return append(out, "")
 }
@@ -214,11 +215,11 @@ func plainShort(text string, w int) bool {
 func fieldLines(r renderer, m *sig.Map, w int) []string {
 	if m.Len() == 1 {
 		v, _ := m.Get(m.Keys()[0])
-		return wrapLines(Sanitize(py.Text(v)), w)
+		return wrapLines(termtext.Sanitize(py.Text(v)), w)
 	}
 	var out []string
 	m.Range(func(k string, v any) bool {
-		out = append(out, wrapLines(r.st.s.Muted.Render(OneLine(k)+": ")+Sanitize(py.Text(v)), w)...)
+		out = append(out, wrapLines(r.st.s.Muted.Render(termtext.OneLine(k)+": ")+termtext.Sanitize(py.Text(v)), w)...)
 		return true
 	})
 	return out
@@ -272,10 +273,10 @@ func (p *chatPane) streamLines(r renderer, w int) []string {
 	out = append(out, indent(fieldLines(r, st.inputs, w-2), "  ")...)
 	label := "assistant"
 	if st.path != "" {
-		label += " · " + OneLine(st.path)
+		label += " · " + termtext.OneLine(st.path)
 	}
 	if st.field != "" {
-		label += " · writing " + OneLine(st.field)
+		label += " · writing " + termtext.OneLine(st.field)
 	}
 	if st.calls > 0 {
 		label += fmt.Sprintf(" · %d call(s) done", st.calls)
@@ -283,16 +284,16 @@ func (p *chatPane) streamLines(r renderer, w int) []string {
 	out = append(out, s.AssistantLabel.Render(label))
 	for _, f := range st.outputs[st.path] {
 		if f.Name != "" {
-			out = append(out, s.Muted.Render("  "+OneLine(f.Name)+":"))
+			out = append(out, s.Muted.Render("  "+termtext.OneLine(f.Name)+":"))
 		}
 		if text := strings.Trim(f.Text, "\n"); text != "" {
-			out = append(out, indent(wrapLines(Sanitize(text), w-2), "  ")...)
+			out = append(out, indent(wrapLines(termtext.Sanitize(text), w-2), "  ")...)
 		}
 	}
 	if st.try.Retrying {
 		left := time.Until(st.retryAt).Round(time.Second)
 		out = append(out, s.Warning.Render(fmt.Sprintf("  try %d failed: %s · retrying in %s",
-			st.try.N, OneLine(st.try.Err), fmtDuration(max(left, 0)))))
+			st.try.N, termtext.OneLine(st.try.Err), fmtDuration(max(left, 0)))))
 	}
 	out = append(out, s.Muted.Render("  … esc cancels"), "")
 	return out
@@ -378,7 +379,7 @@ func (p *chatPane) title(model string) string {
 	if u.Estimated {
 		est = "≈"
 	}
-	return fmt.Sprintf(" %s · %s · %s tok%s (%s%s in / %s%s out) ", OneLine(p.branch), OneLine(m),
+	return fmt.Sprintf(" %s · %s · %s tok%s (%s%s in / %s%s out) ", termtext.OneLine(p.branch), termtext.OneLine(m),
 		usageLabel(u), partial, est, humanTokens(u.PromptTokens), est, humanTokens(u.CompletionTokens))
 }
 
@@ -389,7 +390,7 @@ func (p *chatPane) statusLine() string {
 		s += fmt.Sprintf(" · turn %d selected", p.sel+1)
 	}
 	if p.info.Status != "" {
-		s += " · " + OneLine(p.info.Status)
+		s += " · " + termtext.OneLine(p.info.Status)
 	}
 	if p.stream != nil {
 		s += " · running"

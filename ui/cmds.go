@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // Results of backend commands. Every backend call happens in a tea.Cmd; Update only
@@ -211,7 +212,7 @@ func (m *Model) send() tea.Cmd {
 		})
 	}
 	branch := p.branch
-	m.setStatus("sending on " + OneLine(branch))
+	m.setStatus("sending on " + termtext.OneLine(branch))
 	return m.startRun(p, "send", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
 		t, err := b.Send(ctx, sessions.SendRequest{Conv: conv, Branch: branch, Inputs: inputs, Strategy: strategy}, ev)
 		return branch, t, err
@@ -272,7 +273,7 @@ func (m *Model) onRunEvent(msg runEventMsg) tea.Cmd {
 		st.calls++
 		delete(st.outputs, ev.Path) // a loop calls the same path again: start its text afresh
 	case sessions.EventBranch:
-		m.setStatus("new branch " + OneLine(ev.Branch))
+		m.setStatus("new branch " + termtext.OneLine(ev.Branch))
 	}
 	return next
 }
@@ -303,10 +304,10 @@ func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 		return m.loadBranches()
 	}
 	if kind == "replay" {
-		m.setStatus("replayed into " + OneLine(msg.branch))
+		m.setStatus("replayed into " + termtext.OneLine(msg.branch))
 		return tea.Batch(m.loadBranches(), m.openCompare(p.branch, msg.branch))
 	}
-	m.setStatus("turn recorded on " + OneLine(msg.branch))
+	m.setStatus("turn recorded on " + termtext.OneLine(msg.branch))
 	if kind != "send" && msg.branch != "" && msg.branch != p.branch {
 		return tea.Batch(m.loadBranches(), m.openBranch(msg.branch))
 	}

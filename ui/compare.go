@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // compareLimit caps how many turns of each branch the compare view loads.
@@ -39,7 +40,7 @@ func (m *Model) openReplay() {
 			f.from, f.fromIdx = id, t.Index
 		}
 	}
-	f.model.Placeholder = "model (empty keeps " + OneLine(m.b.ModelName()) + ")"
+	f.model.Placeholder = "model (empty keeps " + termtext.OneLine(m.b.ModelName()) + ")"
 	f.model.Focus()
 	m.replay = f
 	m.overlay = overlayReplay
@@ -81,7 +82,7 @@ func (m *Model) startReplay() tea.Cmd {
 		req.Agent = ags[f.agent].Name
 	}
 	m.overlay = overlayNone
-	m.setStatus("replaying " + OneLine(f.branch) + "…")
+	m.setStatus("replaying " + termtext.OneLine(f.branch) + "…")
 	b := m.b
 	return m.startRun(m.pane(), "replay", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
 		name, err := b.Replay(ctx, req, ev)
@@ -97,9 +98,9 @@ func (m *Model) replayView(w, h int) []string {
 		from = fmt.Sprintf("turn %d", f.fromIdx+1)
 	}
 	// "unchanged" rather than "keep": keep is also the name of strategy 1
-	agent := "unchanged (" + OneLine(m.agent.Name) + ")"
+	agent := "unchanged (" + termtext.OneLine(m.agent.Name) + ")"
 	if ags := m.b.Agents(); f.agent >= 0 && f.agent < len(ags) {
-		agent = OneLine(ags[f.agent].Name)
+		agent = termtext.OneLine(ags[f.agent].Name)
 	}
 	strat := "unchanged"
 	if f.strategy > 0 {
@@ -107,7 +108,7 @@ func (m *Model) replayView(w, h int) []string {
 	}
 	f.model.SetWidth(max(w-16, 10)) // frame, indent, label and the "> " prompt take the rest
 	body := []string{
-		"Replay " + s.Accent.Render(OneLine(f.branch)) + " from " + from + " into a new sibling branch,",
+		"Replay " + s.Accent.Render(termtext.OneLine(f.branch)) + " from " + from + " into a new sibling branch,",
 		"then compare both side by side, turn by turn.",
 		"",
 		s.Muted.Render("strategy (tab):      ") + strat,
@@ -206,7 +207,7 @@ func (c *compareView) build(m *Model, w int) {
 		if in == nil {
 			in = rt
 		}
-		c.rows = append(c.rows, mark+s.UserLabel.Render(fmt.Sprintf(" #%d ", i+1))+OneLine(mapText(in.Inputs)))
+		c.rows = append(c.rows, mark+s.UserLabel.Render(fmt.Sprintf(" #%d ", i+1))+termtext.OneLine(mapText(in.Inputs)))
 		l, r := compareSide(lt, colW), compareSide(rt, colW)
 		if !same {
 			for j := range l {
@@ -235,10 +236,10 @@ func compareSide(t *trace.Turn, w int) []string {
 		return []string{"(no turn)"}
 	}
 	_, tok, _, errs := turnStats(t)
-	out := wrapLines(Sanitize(mapText(t.Outputs)), w)
+	out := wrapLines(termtext.Sanitize(mapText(t.Outputs)), w)
 	out = append(out, usageLabel(tok)+" tok")
 	for _, e := range errs {
-		out = append(out, "✗ "+OneLine(e))
+		out = append(out, "✗ "+termtext.OneLine(e))
 	}
 	return out
 }
@@ -268,8 +269,8 @@ func (c *compareView) view(m *Model, w, h int) []string {
 		c.build(m, bw)
 	}
 	colW := (bw - 3) / 2
-	head := fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.left), count(c.leftN, "turn"), usageLabel(c.lu)), colW) + " │ " +
-		fit(fmt.Sprintf("%s · %s · %s tok", OneLine(c.right), count(c.rightN, "turn"), usageLabel(c.ru)), colW)
+	head := fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(c.left), count(c.leftN, "turn"), usageLabel(c.lu)), colW) + " │ " +
+		fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(c.right), count(c.rightN, "turn"), usageLabel(c.ru)), colW)
 	body := []string{s.Title.Render(head)}
 	c.top = max(0, min(c.top, len(c.rows)-(bh-1)))
 	body = append(body, c.rows[c.top:min(len(c.rows), c.top+bh-1)]...)

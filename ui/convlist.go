@@ -11,6 +11,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 type editMode int
@@ -133,7 +134,7 @@ func (m *Model) convEditKey(k tea.KeyPressMsg) tea.Cmd {
 			if err := b.DeleteConversation(ctx, id); err != nil {
 				return opMsg{err: fmt.Errorf("delete %q: %w", title, err)}
 			}
-			return opMsg{status: "deleted " + OneLine(title)}
+			return opMsg{status: "deleted " + termtext.OneLine(title)}
 		}), m.loadConversations(false))
 	}
 	switch {
@@ -177,7 +178,7 @@ func (m *Model) convEditKey(k tea.KeyPressMsg) tea.Cmd {
 				if err := b.RenameConversation(ctx, id, val); err != nil {
 					return opMsg{err: fmt.Errorf("rename: %w", err)}
 				}
-				return opMsg{status: "renamed to " + OneLine(val)}
+				return opMsg{status: "renamed to " + termtext.OneLine(val)}
 			}), m.loadConversations(false))
 		}
 		return nil
@@ -210,8 +211,8 @@ func (m *Model) convView(w, h int) []string {
 	}
 	for i := c.top; i < len(c.shown) && len(body) < rows+1; i++ {
 		cv := c.all[c.shown[i]]
-		line := fmt.Sprintf("%-*s %-14s %-11s %4d %6d  %s", max(bw-50, 10), fit(OneLine(cv.Title), max(bw-50, 10)),
-			fit(OneLine(cv.Agent), 14), fit(OneLine(cv.Status), 11), cv.Branches, cv.Turns, ago(cv.Updated))
+		line := fmt.Sprintf("%-*s %-14s %-11s %4d %6d  %s", max(bw-50, 10), fit(termtext.OneLine(cv.Title), max(bw-50, 10)),
+			fit(termtext.OneLine(cv.Agent), 14), fit(termtext.OneLine(cv.Status), 11), cv.Branches, cv.Turns, ago(cv.Updated))
 		if i == c.sel {
 			line = s.Selected.Render(fit(line, bw))
 		}
@@ -230,16 +231,16 @@ func (m *Model) convView(w, h int) []string {
 	case editNew:
 		agent := "(none)"
 		if ags := m.b.Agents(); len(ags) > 0 {
-			agent = OneLine(ags[c.agentIdx%len(ags)].Name)
+			agent = termtext.OneLine(ags[c.agentIdx%len(ags)].Name)
 		}
 		prompt = "new conversation with agent " + s.Accent.Render(agent) + " (tab: other agent) title: " + c.field.View()
 	case editConfirmDelete:
 		if cv := c.selected(); cv != nil {
-			prompt = s.Error.Render(fmt.Sprintf("delete %q with all its branches and turns? y to confirm, any other key cancels", OneLine(cv.Title)))
+			prompt = s.Error.Render(fmt.Sprintf("delete %q with all its branches and turns? y to confirm, any other key cancels", termtext.OneLine(cv.Title)))
 		}
 	default:
 		if c.filter != "" {
-			prompt = s.Muted.Render("filter: " + Sanitize(c.filter))
+			prompt = s.Muted.Render("filter: " + termtext.Sanitize(c.filter))
 		}
 	}
 	body = append(body, prompt)

@@ -10,6 +10,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // inputPane is the multi-line editor that fills the agent's input fields: one textarea
@@ -210,16 +211,16 @@ func (p *inputPane) view(st *stylesheet, w, h int) []string {
 	var out []string
 	labelW := 0
 	for _, f := range p.fields {
-		labelW = max(labelW, len(OneLine(f.Name)))
+		labelW = max(labelW, len(termtext.OneLine(f.Name)))
 	}
 	labelW = min(labelW+2, w/3)
 	per := max(1, h/len(p.areas))
 	for i := range p.areas {
 		p.areas[i].SetWidth(w - labelW)
 		p.areas[i].SetHeight(per)
-		label := st.s.Muted.Render(fit(OneLine(p.fields[i].Name)+":", labelW))
+		label := st.s.Muted.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
 		if i == p.cur {
-			label = st.s.Accent.Render(fit(OneLine(p.fields[i].Name)+":", labelW))
+			label = st.s.Accent.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
 		}
 		for j, l := range strings.Split(p.areas[i].View(), "\n") {
 			if j >= per {

@@ -5,6 +5,7 @@ import (
 
 	"charm.land/glamour/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // markdown renders answers with glamour, keeping one renderer per width (building a
@@ -22,7 +23,7 @@ func newMarkdown(style string) *markdown {
 // render returns the sanitised text as markdown wrapped to width, as lines. It never
 // fails: text glamour cannot render is shown wrapped as plain text.
 func (m *markdown) render(text string, width int) []string {
-	text = Sanitize(text)
+	text = termtext.Sanitize(text)
 	width = max(width, 10)
 	r, ok := m.renderers[width]
 	if !ok {

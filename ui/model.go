@@ -13,6 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // MinWidth and MinHeight are the smallest terminal the layout supports.
@@ -270,9 +271,9 @@ func (m *Model) setError(err error) {
 	if err == nil {
 		return
 	}
-	msg := OneLine(err.Error())
+	msg := termtext.OneLine(err.Error())
 	m.status, m.statusErr = msg, true
-	m.errLog = append(m.errLog, time.Now().Format("15:04:05")+"  "+Sanitize(err.Error()))
+	m.errLog = append(m.errLog, time.Now().Format("15:04:05")+"  "+termtext.Sanitize(err.Error()))
 }
 
 // focusOrder lists the focusable panes: input, each chat pane, tree and wire if shown.

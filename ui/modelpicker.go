@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // ModelChoice is what the workbench offers when no model was named and the server lists
@@ -176,8 +177,8 @@ func (p *ModelPicker) View() string {
 	}
 	s := p.styles
 	lines := []string{
-		s.Title.Render(fit(fmt.Sprintf(" Choose a model · %s lists %d", OneLine(p.choice.Server), len(p.choice.Models)), p.w)),
-		fit(" filter: "+Sanitize(OneLine(p.filter))+"▏", p.w),
+		s.Title.Render(fit(fmt.Sprintf(" Choose a model · %s lists %d", termtext.OneLine(p.choice.Server), len(p.choice.Models)), p.w)),
+		fit(" filter: "+termtext.Sanitize(termtext.OneLine(p.filter))+"▏", p.w),
 	}
 	footer := []string{
 		s.Muted.Render(fit(" next time, pin one: --model NAME or SESSIONBENCH_MODEL=NAME", p.w)),
@@ -187,7 +188,7 @@ func (p *ModelPicker) View() string {
 	case p.choosing:
 		footer = append([]string{s.Muted.Render(fit(" switching…", p.w))}, footer...)
 	case p.err != nil:
-		footer = append([]string{s.Error.Render(fit(" ✗ "+OneLine(p.err.Error()), p.w))}, footer...)
+		footer = append([]string{s.Error.Render(fit(" ✗ "+termtext.OneLine(p.err.Error()), p.w))}, footer...)
 	}
 	rows := max(p.h-len(lines)-len(footer), 1)
 	if p.sel < p.top {
@@ -201,12 +202,12 @@ func (p *ModelPicker) View() string {
 		lines = append(lines, s.Muted.Render(fit("   no model matches", p.w)))
 	}
 	for i := p.top; i < len(p.shown) && i < p.top+rows; i++ {
-		name := "   " + OneLine(p.shown[i])
+		name := "   " + termtext.OneLine(p.shown[i])
 		if p.shown[i] == p.choice.Current {
 			name += s.Muted.Render("  (current)")
 		}
 		if i == p.sel {
-			lines = append(lines, s.Selected.Render(fit(" ▸ "+OneLine(p.shown[i]), p.w)))
+			lines = append(lines, s.Selected.Render(fit(" ▸ "+termtext.OneLine(p.shown[i]), p.w)))
 			continue
 		}
 		lines = append(lines, fit(name, p.w))

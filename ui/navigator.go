@@ -10,6 +10,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 type treeMsg struct {
@@ -231,7 +232,7 @@ func (m *Model) navSwitch() tea.Cmd {
 	p.loading = true
 	p.sel = nd.Index
 	m.focus = focusChat
-	m.setStatus("switched to " + OneLine(branch))
+	m.setStatus("switched to " + termtext.OneLine(branch))
 	return m.loadPage(p, max(0, nd.Index/pageSize*pageSize))
 }
 
@@ -293,14 +294,14 @@ func (n *navigator) rowView(m *Model, i, w int) string {
 	num := fmt.Sprintf("#%d ", nd.Index+1)
 	tags := ""
 	for _, b := range n.tips[nd.Key] {
-		tags += "[" + OneLine(b) + "] "
+		tags += "[" + termtext.OneLine(b) + "] "
 	}
 	if nd.Key == n.active {
 		tags += "← active tip "
 	}
-	text := OneLine(nd.InputPreview)
+	text := termtext.OneLine(nd.InputPreview)
 	if nd.OutputPreview != "" {
-		text += " → " + OneLine(nd.OutputPreview)
+		text += " → " + termtext.OneLine(nd.OutputPreview)
 	}
 	if i == n.sel {
 		return s.Selected.Render(fit(ind+mark+num+tags+text, w))

@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // resumePrompt offers the turns a crash or kill left in flight, one at a time: resume
@@ -149,7 +150,7 @@ func (m *Model) runResume(p sessions.PendingInfo) tea.Cmd {
 }
 
 func pendingLabel(p sessions.PendingInfo) string {
-	return fmt.Sprintf("interrupted turn %d on %s", p.Index+1, OneLine(p.Branch))
+	return fmt.Sprintf("interrupted turn %d on %s", p.Index+1, termtext.OneLine(p.Branch))
 }
 
 // resumeText is the prompt's wording.
@@ -160,10 +161,10 @@ func resumeText(p sessions.PendingInfo) string {
 	}
 	if p.Stale {
 		return fmt.Sprintf("Turn %d on branch %s was interrupted (%s), and the branch has moved since: [d]iscard / [l]ater",
-			p.Index+1, OneLine(p.Branch), done)
+			p.Index+1, termtext.OneLine(p.Branch), done)
 	}
 	return fmt.Sprintf("Turn %d on branch %s was interrupted (%s): [r]esume / [d]iscard / [l]ater",
-		p.Index+1, OneLine(p.Branch), done)
+		p.Index+1, termtext.OneLine(p.Branch), done)
 }
 
 // resumeView draws the prompt for the first interrupted turn in the body area.
@@ -175,7 +176,7 @@ func (m *Model) resumeView(w, h int) []string {
 	for _, l := range wrapLines(resumeText(p), inner) {
 		lines = append(lines, s.Warning.Render(l))
 	}
-	lines = append(lines, "", s.Muted.Render("conversation: ")+OneLine(p.ConvTitle))
+	lines = append(lines, "", s.Muted.Render("conversation: ")+termtext.OneLine(p.ConvTitle))
 	if !p.Started.IsZero() {
 		lines = append(lines, s.Muted.Render("started: ")+p.Started.Local().Format("2006-01-02 15:04:05"))
 	}

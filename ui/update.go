@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // handleResult applies the result of a command.
@@ -144,7 +145,7 @@ func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 	}
 	cmd := m.openBranch(main)
 	m.focus = focusInput
-	m.setStatus("opened " + OneLine(c.Title))
+	m.setStatus("opened " + termtext.OneLine(c.Title))
 	return tea.Batch(cmd, m.input.focus(), m.afterOpen(c.ID))
 }
 
@@ -453,7 +454,7 @@ func (m *Model) treeKey(k tea.KeyPressMsg) tea.Cmd {
 		m.tree.setAll(false)
 	case key.Matches(k, m.keys.Send):
 		if c := m.tree.selected(); c != nil {
-			m.openText("call "+OneLine(c.Path), callDetail(m.st, c, max(m.w-6, 20)))
+			m.openText("call "+termtext.OneLine(c.Path), callDetail(m.st, c, max(m.w-6, 20)))
 		}
 	}
 	return nil

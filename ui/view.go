@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 type rect struct{ x, y, w, h int }
@@ -149,9 +150,9 @@ func (m *Model) render() string {
 func (m *Model) headerLine() string {
 	// the model comes first so a narrow terminal still shows it (the offline demo model
 	// must always be labelled as such)
-	title := "sessionbench · model: " + OneLine(m.b.ModelName())
+	title := "sessionbench · model: " + termtext.OneLine(m.b.ModelName())
 	if m.conv != nil {
-		title += " · " + OneLine(m.conv.Title) + " · agent " + OneLine(m.conv.Agent)
+		title += " · " + termtext.OneLine(m.conv.Title) + " · agent " + termtext.OneLine(m.conv.Agent)
 	}
 	title += " · wire: " + m.wireModeLabel()
 	return m.st.s.Header.Render(fit(" "+title, m.w))
@@ -237,7 +238,7 @@ func (m *Model) wireView(r rect) []string {
 		build = func() []string {
 			switch {
 			case d.err != nil:
-				return wrapLines(m.st.s.Error.Render("✗ ")+Sanitize(d.err.Error()), w)
+				return wrapLines(m.st.s.Error.Render("✗ ")+termtext.Sanitize(d.err.Error()), w)
 			case d.version != m.input.version || d.rs == nil:
 				return []string{m.st.s.Muted.Render("rendering the text being typed…")}
 			}
@@ -249,7 +250,7 @@ func (m *Model) wireView(r rect) []string {
 			msg := "select a turn to see its request"
 			if c := m.tree.selected(); c != nil && isModuleRecord(c) {
 				msg = fmt.Sprintf("%s is a module: it sends no request itself; select one of its %s in the call tree",
-					OneLine(c.Path), count(len(c.Children), "inner call"))
+					termtext.OneLine(c.Path), count(len(c.Children), "inner call"))
 			} else if _, t := m.selectedTurn(); t != nil {
 				msg = fmt.Sprintf("turn %d made no model calls: nothing was sent", t.Index+1)
 			}
@@ -275,7 +276,7 @@ func (m *Model) previewLines(res []*previewResult, w int) []string {
 		case r == nil || r.pending:
 			return []string{m.st.s.Muted.Render("rendering…")}
 		case r.err != nil:
-			return wrapLines(m.st.s.Error.Render("✗ ")+Sanitize(r.err.Error()), w)
+			return wrapLines(m.st.s.Error.Render("✗ ")+termtext.Sanitize(r.err.Error()), w)
 		}
 	}
 	if len(res) == 2 {
@@ -289,7 +290,7 @@ func (m *Model) inputView(r rect) []string {
 	fs, ts := m.paneStyle(focused)
 	title := " input "
 	if m.agent.Name != "" {
-		title = " " + OneLine(m.agent.Name) + " "
+		title = " " + termtext.OneLine(m.agent.Name) + " "
 	}
 	if m.input.editTurn != "" {
 		title += "· editing: " + m.keys.Send.Help().Key + " resubmits as a new branch, " + m.keys.Cancel.Help().Key + " abandons "

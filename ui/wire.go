@@ -8,6 +8,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // wirePane shows the exact messages of the selected call under a strategy (0 = actual),
@@ -56,24 +57,24 @@ type styledLine struct {
 func renderingText(st *stylesheet, strats []sessions.Strategy, r sessions.Rendering) []styledLine {
 	s := st.s
 	var out []styledLine
-	head := fmt.Sprintf("%s · %s · %d messages · %s tok", strategyLabel(strats, r.Strategy), OneLine(r.Path), len(r.Messages), humanTokens(r.Tokens))
+	head := fmt.Sprintf("%s · %s · %d messages · %s tok", strategyLabel(strats, r.Strategy), termtext.OneLine(r.Path), len(r.Messages), humanTokens(r.Tokens))
 	out = append(out, styledLine{text: head, st: s.Title})
 	if r.Err != "" {
-		out = append(out, styledLine{text: "✗ " + OneLine(r.Err), st: s.Error})
+		out = append(out, styledLine{text: "✗ " + termtext.OneLine(r.Err), st: s.Error})
 	}
 	for _, l := range r.Warnings {
 		if l.Message < 0 {
-			out = append(out, styledLine{text: "⚠ " + OneLine(l.Text), st: s.Warning, warn: true})
+			out = append(out, styledLine{text: "⚠ " + termtext.OneLine(l.Text), st: s.Warning, warn: true})
 		}
 	}
 	for i, m := range r.Messages {
-		out = append(out, styledLine{text: fmt.Sprintf("── %s · %d tok ──", OneLine(m.Role), m.Tokens), st: roleStyle(st, m.Role)})
+		out = append(out, styledLine{text: fmt.Sprintf("── %s · %d tok ──", termtext.OneLine(m.Role), m.Tokens), st: roleStyle(st, m.Role)})
 		for _, l := range r.Warnings {
 			if l.Message == i {
-				out = append(out, styledLine{text: "⚠ " + OneLine(l.Text), st: s.Warning, warn: true})
+				out = append(out, styledLine{text: "⚠ " + termtext.OneLine(l.Text), st: s.Warning, warn: true})
 			}
 		}
-		for _, line := range strings.Split(Sanitize(m.Content), "\n") {
+		for _, line := range strings.Split(termtext.Sanitize(m.Content), "\n") {
 			out = append(out, styledLine{text: line, st: s.Text})
 		}
 	}
@@ -169,11 +170,11 @@ func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rend
 	notes := func(r sessions.Rendering, msg int) []string {
 		var ls []string
 		if msg < 0 && r.Err != "" {
-			ls = append(ls, plain("✗ "+OneLine(r.Err), s.Error)...)
+			ls = append(ls, plain("✗ "+termtext.OneLine(r.Err), s.Error)...)
 		}
 		for _, l := range r.Warnings {
 			if l.Message == msg {
-				ls = append(ls, plain("⚠ "+OneLine(l.Text), s.Warning)...)
+				ls = append(ls, plain("⚠ "+termtext.OneLine(l.Text), s.Warning)...)
 			}
 		}
 		return ls
@@ -184,12 +185,12 @@ func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rend
 			return nil
 		}
 		m := r.Messages[i]
-		return append(plain(fmt.Sprintf("── %s · %d tok ──", OneLine(m.Role), m.Tokens), roleStyle(st, m.Role)), notes(r, i)...)
+		return append(plain(fmt.Sprintf("── %s · %d tok ──", termtext.OneLine(m.Role), m.Tokens), roleStyle(st, m.Role)), notes(r, i)...)
 	}
 	for _, md := range d {
 		row(head(a, md.A), head(b, md.B))
 		for _, l := range md.Lines {
-			text := Sanitize(l.Text)
+			text := termtext.Sanitize(l.Text)
 			switch l.Op {
 			case wirediff.Same:
 				row(plain(text, s.Text), plain(text, s.Text))

@@ -1,0 +1,71 @@
+package termtext
+
+import (
+	"io"
+	"unicode/utf8"
+)
+
+// Writer sanitises everything written through it before it reaches w, as Sanitize
+// does but keeping tabs (a terminal expands them harmlessly). Text may arrive in any
+// pieces, a UTF-8 sequence or a CRLF split across two writes included: the unfinished
+// tail waits for the next write, or for Flush.
+type Writer struct {
+	w    io.Writer
+	tail []byte // an unfinished UTF-8 sequence or a lone CR, at most utf8.UTFMax bytes
+	buf  []byte
+}
+
+// NewWriter returns a Writer that writes the safe form of its input to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write sanitises p and writes it; it reports len(p) once the safe text is written.
+func (w *Writer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(w.tail) > 0 {
+		p = append(w.tail, p...)
+		w.tail = nil
+	}
+	cut := len(p) - unfinished(p)
+	w.tail = append([]byte(nil), p[cut:]...)
+	w.buf = appendSafe(w.buf[:0], string(p[:cut]), "\t")
+	if _, err := w.w.Write(w.buf); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// Flush writes what an earlier write left unfinished (an incomplete UTF-8 sequence
+// shows as U+FFFD, a trailing CR as ␍).
+func (w *Writer) Flush() error {
+	if len(w.tail) == 0 {
+		return nil
+	}
+	w.buf = appendSafe(w.buf[:0], string(w.tail), "\t")
+	w.tail = nil
+	_, err := w.w.Write(w.buf)
+	return err
+}
+
+// unfinished returns how many bytes at the end of p may still become something else
+// with the next write: a CR (maybe followed by LF) or the start of a UTF-8 sequence.
+func unfinished(p []byte) int {
+	if len(p) == 0 {
+		return 0
+	}
+	if p[len(p)-1] == '\r' {
+		return 1
+	}
+	for i := 1; i < utf8.UTFMax && i <= len(p); i++ {
+		c := p[len(p)-i]
+		if c < 0x80 {
+			return 0
+		}
+		if utf8.RuneStart(c) {
+			if utf8.FullRune(p[len(p)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
+}
