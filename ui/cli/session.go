@@ -12,7 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -573,15 +572,8 @@ func printPending(w io.Writer, ps []*storage.PendingTurn) {
 	}
 }
 
-// clip folds s to one line without control characters (it reaches a terminal) and cuts
-// it to n runes.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !unicode.IsSpace(r) {
-			return -1
-		}
-		return r
-	}, s)), " ")
+	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s
