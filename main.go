@@ -22,6 +22,7 @@ import (
 	"github.com/sessionbench/sessionbench/ui"
 	"github.com/sessionbench/sessionbench/ui/cli"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func main() {
@@ -47,6 +48,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		return cli.Main(ctx, cli.Env{Args: args, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr})
 	}
+	// Errors quote files, servers and models: they reach the terminal sanitised.
+	safeErr := termtext.NewWriter(stderr)
+	defer safeErr.Flush()
+	stderr = safeErr
 	fs := flag.NewFlagSet("sessionbench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors and help are reported below, once, in our words
 	fs.Usage = func() {}

@@ -12,12 +12,16 @@ import (
 	"strings"
 )
 
-// Env is what a command may touch: its arguments and standard streams.
+// Env is what a command may touch: its arguments and standard streams. Main makes the
+// streams safe for a terminal before a command sees them (guard, terminal.go).
 type Env struct {
 	Args   []string
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Terminal says standard output is a terminal, so its text is sanitised; Main also
+	// sets it when Stdout is an *os.File that is one.
+	Terminal bool
 }
 
 // Command is one subcommand.
@@ -67,6 +71,8 @@ func Usage() string {
 	b.WriteString("SIGHUP. A turn stopped by a signal is kept interrupted and resumable ('session retry');\n")
 	b.WriteString("a failed or cancelled turn is kept beside its branch ('session show', 'session retry').\n")
 	b.WriteString("Errors go to standard error, with --json too, as one line saying what and where.\n")
+	b.WriteString("Text from models, files and servers is sanitised on a terminal (controls shown as ␛, ␇,\n")
+	b.WriteString("⟨RLO⟩); piped standard output keeps the exact bytes; --json escapes them.\n")
 	return b.String()
 }
 
@@ -258,6 +264,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // "help CMD [SUB]" is "CMD [SUB] --help"; "CMD --help" of a command with subcommands
 // lists them.
 func Main(ctx context.Context, env Env) int {
+	env, flush := guard(env)
+	defer flush()
 	args := env.Args
 	if len(args) == 0 || isHelp(args[0]) || (args[0] == "help" && len(args) == 1) {
 		fmt.Fprint(env.Stdout, Usage())

@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -85,7 +86,13 @@ func runExport(ctx context.Context, env Env) int {
 	write := func(w io.Writer) error {
 		return export.Write(w, format, src, eo)
 	}
-	if out == "" {
+	if out == "" && env.Terminal && format != "markdown" {
+		// JSON on a terminal: escapes, not pictures, so what shows is still the same JSON.
+		jw := termtext.NewJSONWriter(env.Stdout)
+		if err = write(jw); err == nil {
+			err = jw.Flush()
+		}
+	} else if out == "" {
 		err = write(env.Stdout)
 	} else {
 		err = writeFileAtomic(out, write)

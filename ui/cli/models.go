@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -110,9 +109,9 @@ func runModels(ctx context.Context, env Env) int {
 	if out.Default == nil {
 		fmt.Fprintf(env.Stdout, "default model: none (%v)\n", selErr)
 	} else {
-		fmt.Fprintf(env.Stdout, "default model: %s\n", printable(sel.Description))
+		fmt.Fprintf(env.Stdout, "default model: %s\n", termtext.OneLine(sel.Description))
 		if sel.Note != "" {
-			fmt.Fprintf(env.Stdout, "  (%s)\n", printable(sel.Note))
+			fmt.Fprintf(env.Stdout, "  (%s)\n", termtext.OneLine(sel.Note))
 		}
 	}
 	fmt.Fprintln(env.Stdout)
@@ -213,7 +212,7 @@ func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
 		case r.Name == "env":
 			base += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, printable(base), r.APIKey)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, termtext.OneLine(base), r.APIKey)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
@@ -221,9 +220,9 @@ func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
 		fmt.Fprintf(w, "%s:\n", r.Name)
 		star := func(m string) string {
 			if r.Default && sel != nil && sel.Model == m && r.Name != "demo" {
-				return printable(m) + " *"
+				return termtext.OneLine(m) + " *"
 			}
-			return printable(m)
+			return termtext.OneLine(m)
 		}
 		list := func(ms []string) string {
 			out := make([]string, len(ms))
@@ -243,7 +242,7 @@ func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
 		}
 		switch {
 		case r.ServerError != "":
-			fmt.Fprintf(w, "  server: unreachable or no list: %s\n", printable(r.ServerError))
+			fmt.Fprintf(w, "  server: unreachable or no list: %s\n", termtext.OneLine(r.ServerError))
 		case len(r.ServerModels) == 0:
 			fmt.Fprintln(w, "  server: lists no models (name one with --model NAME or SESSIONBENCH_MODEL)")
 		default:
@@ -251,15 +250,4 @@ func writeProviders(w io.Writer, rows []providerRow, sel *llm.Selection) {
 		}
 	}
 	fmt.Fprintln(w, "\n* = used when no --model is given. Environment: OPENAI_API_KEY, OPENAI_BASE_URL, SESSIONBENCH_MODEL.")
-}
-
-// printable is s when every rune prints, else s quoted: model names and messages come
-// from servers and must not drive the terminal.
-func printable(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

@@ -550,11 +550,7 @@ func (p turnPrinter) completed(ctx context.Context, s *storage.Store, where stri
 	return storeOK
 }
 
-func (p turnPrinter) encode(v any) error {
-	enc := json.NewEncoder(p.env.Stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
+func (p turnPrinter) encode(v any) error { return writeJSON(p.env.Stdout, v, false) }
 
 // failed reports a turn that did not complete and returns the exit code: a failed turn
 // is kept (inspect it with 'session show', retry it with 'session retry'); a cancelled

@@ -86,13 +86,6 @@ func (f *storeFlags) open(ctx context.Context, create bool) (*storage.Store, err
 	return storage.Open(ctx, path)
 }
 
-func writeJSONOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
-}
-
 // sessionArgs describes one subcommand: its positional arguments and flags.
 type sessionArgs struct {
 	names  []string // positional argument names, for messages
@@ -572,6 +565,8 @@ func printPending(w io.Writer, ps []*storage.PendingTurn) {
 	}
 }
 
+// clip folds s to one line (a column of a listing) and cuts it to n runes; on a
+// terminal the writer Main installs sanitises it (terminal.go).
 func clip(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)

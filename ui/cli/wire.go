@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -91,9 +91,9 @@ func wireFormat(env Env, a adapter.Adapter, req *adapter.WireRequest, bad func(e
 	if msgs == nil {
 		msgs = []lm.Message{}
 	}
-	out, err := encodeJSON(struct {
+	out, err := marshalJSON(struct {
 		Messages []lm.Message `json:"messages"`
-	}{msgs})
+	}{msgs}, false)
 	if err != nil {
 		return bad(err)
 	}
@@ -113,24 +113,13 @@ func wireParse(env Env, a adapter.Adapter, req *adapter.WireRequest, bad func(er
 		}
 		return wireParseErr
 	}
-	out, err := encodeJSON(struct {
+	out, err := marshalJSON(struct {
 		Outputs json.RawMessage `json:"outputs"`
-	}{json.RawMessage(py.CompactJSON(outputs))})
+	}{json.RawMessage(py.CompactJSON(outputs))}, false)
 	if err != nil {
 		// NaN and infinities are not JSON; write them as Python's json.dumps would.
-		out = []byte(`{"outputs":` + py.CompactJSON(outputs) + "}\n")
+		out = termtext.EscapeJSON([]byte(`{"outputs":` + py.CompactJSON(outputs) + "}\n"))
 	}
 	_, _ = env.Stdout.Write(out)
 	return wireOK
-}
-
-// encodeJSON is Go's encoder without HTML escaping (one line, trailing newline).
-func encodeJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

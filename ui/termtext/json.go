@@ -18,8 +18,12 @@ func EscapeJSON(b []byte) []byte {
 	if i == len(b) {
 		return b
 	}
-	out := append(make([]byte, 0, len(b)+16), b[:i]...)
-	for i < len(b) {
+	return appendJSON(append(make([]byte, 0, len(b)+16), b[:i]...), b[i:])
+}
+
+// appendJSON appends b to out with EscapeJSON's escapes.
+func appendJSON(out, b []byte) []byte {
+	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:

@@ -102,3 +102,20 @@ func TestEscapeJSON(t *testing.T) {
 		}
 	}
 }
+
+// The JSON writer writes what EscapeJSON does, however the text is cut.
+func TestJSONWriterAnySplit(t *testing.T) {
+	in := "[\"x\u202Ey\u0085é👍\xff\"]\n"
+	want := string(termtext.EscapeJSON([]byte(in)))
+	for size := 1; size <= len(in); size++ {
+		var out bytes.Buffer
+		w := termtext.NewJSONWriter(&out)
+		for i := 0; i < len(in); i += size {
+			_, _ = w.Write([]byte(in[i:min(i+size, len(in))]))
+		}
+		_ = w.Flush()
+		if out.String() != want {
+			t.Errorf("writes of %d bytes: got %q, want %q", size, out.String(), want)
+		}
+	}
+}

@@ -11,12 +11,24 @@ import (
 // tail waits for the next write, or for Flush.
 type Writer struct {
 	w    io.Writer
+	json bool   // JSON text: escapes (EscapeJSON) instead of pictures
 	tail []byte // an unfinished UTF-8 sequence or a lone CR, at most utf8.UTFMax bytes
 	buf  []byte
 }
 
 // NewWriter returns a Writer that writes the safe form of its input to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// NewJSONWriter returns a Writer for JSON text: it writes what EscapeJSON would, so a
+// streamed JSON document stays the same JSON value and is safe on a terminal.
+func NewJSONWriter(w io.Writer) *Writer { return &Writer{w: w, json: true} }
+
+func (w *Writer) safe(p []byte) []byte {
+	if w.json {
+		return appendJSON(w.buf[:0], p)
+	}
+	return appendSafe(w.buf[:0], string(p), "\t")
+}
 
 // Write sanitises p and writes it; it reports len(p) once the safe text is written.
 func (w *Writer) Write(p []byte) (int, error) {
@@ -27,7 +39,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	cut := len(p) - unfinished(p)
 	w.tail = append([]byte(nil), p[cut:]...)
-	w.buf = appendSafe(w.buf[:0], string(p[:cut]), "\t")
+	w.buf = w.safe(p[:cut])
 	if _, err := w.w.Write(w.buf); err != nil {
 		return 0, err
 	}
@@ -40,7 +52,7 @@ func (w *Writer) Flush() error {
 	if len(w.tail) == 0 {
 		return nil
 	}
-	w.buf = appendSafe(w.buf[:0], string(w.tail), "\t")
+	w.buf = w.safe(w.tail)
 	w.tail = nil
 	_, err := w.w.Write(w.buf)
 	return err
