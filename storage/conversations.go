@@ -254,8 +254,10 @@ func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, e
 		(SELECT count(*) FROM branches b WHERE b.conv_id = c.id),
 		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'completed'),
 		(SELECT coalesce(t.depth + 1, 0) FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = c.id AND b.name = 'main'),
-		(SELECT json_group_object(status, n) FROM (SELECT t.status, count(*) AS n FROM turns t
-			WHERE t.conv_id = c.id AND t.status <> 'completed' GROUP BY t.status))
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'running'),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'failed'),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'cancelled'),
+		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'interrupted')
 		FROM conversations c ORDER BY c.updated_at DESC, c.id`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list conversations: %w", err)
@@ -265,16 +267,20 @@ func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, e
 		var cs ConversationSummary
 		var best sql.NullInt64
 		var main sql.NullInt64
-		var kept string
-		if err := scanConversation(rows, &cs.Conversation, &best, &cs.Branches, &cs.Turns, &main, &kept); err != nil {
+		// one count per status: each is a range of the (conv_id, status) index, where a
+		// single grouped count would read every turn of the conversation
+		var kept [4]int
+		if err := scanConversation(rows, &cs.Conversation, &best, &cs.Branches, &cs.Turns, &main,
+			&kept[0], &kept[1], &kept[2], &kept[3]); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("storage: list conversations: %w", err)
 		}
 		cs.MainLength = int(main.Int64)
 		cs.Kept = map[trace.Status]int{}
-		if err := json.Unmarshal([]byte(kept), &cs.Kept); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("storage: list conversations: turn counts of %q: %w", cs.ID, err)
+		for i, st := range []trace.Status{trace.StatusRunning, trace.StatusFailed, trace.StatusCancelled, trace.StatusInterrupted} {
+			if kept[i] > 0 {
+				cs.Kept[st] = kept[i]
+			}
 		}
 		out = append(out, cs)
 	}

@@ -15,20 +15,20 @@ import (
 // O(log n) jump-pointer steps), so they stay flat as a branch grows.
 
 // pathCTE walks up from turn ?1 to depth ?2, carrying the columns so each turn is read
-// once and the rows come out tip first (callers reverse them; no sort).
+// once and the rows come out tip first (callers reverse them; no sort). A path holds
+// completed turns only, which have no owner; their conversation is the caller's.
 const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at,
-		error, snapshot_node, branch_id, input_preview, output_preview, conv_id, owner_pid, owner_host, owner_id, lease_until, retry_of) AS (
+		error, snapshot_node, branch_id, input_preview, output_preview, retry_of) AS (
 	SELECT id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at, error, snapshot_node, branch_id,
-		input_preview, output_preview, conv_id, owner_pid, owner_host, owner_id, lease_until, retry_of
+		input_preview, output_preview, retry_of
 		FROM turns WHERE id = ?1
 	UNION ALL
 	SELECT t.id, t.parent_id, t.depth, t.status, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
-		t.error, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview, t.conv_id, t.owner_pid, t.owner_host, t.owner_id,
-		t.lease_until, t.retry_of
+		t.error, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview, t.retry_of
 		FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
 SELECT p.id, p.parent_id, p.depth, p.status, p.inputs, p.outputs, p.score, p.explicit,
 	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.error, p.snapshot_node, p.branch_id,
-	p.input_preview, p.output_preview, p.conv_id, p.owner_pid, p.owner_host, p.owner_id, p.lease_until, p.retry_of
+	p.input_preview, p.output_preview, '', NULL, NULL, NULL, NULL, p.retry_of
 FROM p`
 
 // pathUp returns the turns from top (a turn at depth >= from) up to depth from, root first.
