@@ -25,9 +25,12 @@ func need(agent string, in *sig.Map, names ...string) ([]any, error) {
 }
 
 // SupportAgent is seed 000's scenario A: classify the question's intent, then reply.
+// The reply is a ChainOfThought: its reasoning stays in respond's own history (keep),
+// while the outer history the agent returns has none, so from the second turn on keep
+// and inherit send respond different requests (inherit shows `reasoning: None`).
 type SupportAgent struct {
 	Classify *core.Predict // question -> intent
-	Respond  *core.Predict // question, intent -> reply
+	Respond  *core.Predict // question, intent -> reasoning, reply
 }
 
 // NewSupportAgent builds the agent with the seed's ClassifyIntent and GenerateReply
@@ -36,8 +39,8 @@ func NewSupportAgent() *SupportAgent {
 	return &SupportAgent{
 		Classify: &core.Predict{Signature: sig.New("ClassifyIntent", "Classify the customer's intent.",
 			[]sig.Field{str("question", "")}, []sig.Field{str("intent", "One of: billing, technical, general")})},
-		Respond: &core.Predict{Signature: sig.New("GenerateReply", "Generate a helpful support reply.",
-			[]sig.Field{str("question", ""), str("intent", "")}, []sig.Field{str("reply", "")})},
+		Respond: core.ChainOfThought(sig.New("GenerateReply", "Generate a helpful support reply.",
+			[]sig.Field{str("question", ""), str("intent", "")}, []sig.Field{str("reply", "")})),
 	}
 }
 

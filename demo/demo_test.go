@@ -40,11 +40,12 @@ func TestDemoAgentConversations(t *testing.T) {
 					t.Errorf("turn %d calls = %v", tr.Index, paths(tr))
 				}
 			}
-			// keep, cross_turn: classify sees its own earlier question -> intent pairs.
+			// keep, cross_turn: classify sees its own earlier question -> intent pairs,
+			// respond its own reasoning (which the outer history lacks).
 			if got := histJSON(turns[1].Calls[0].History); got != `[{"question":"I can't log in","intent":"technical"}]` {
 				t.Errorf("classify history at turn 1 = %s", got)
 			}
-			if got := histJSON(turns[2].Calls[1].History); got != `[{"question":"I can't log in","intent":"technical","reply":"Try resetting your password."},{"question":"The reset email never arrives","intent":"technical","reply":"Let's check your spam folder: reset emails can take up to 5 minutes and often land there. If it is not there, I can resend it to the address on file."}]` {
+			if got := histJSON(turns[2].Calls[1].History); got != `[{"question":"I can't log in","intent":"technical","reasoning":"The customer has a technical question I have a known answer for.","reply":"Try resetting your password."},{"question":"The reset email never arrives","intent":"technical","reasoning":"The customer has a technical question I have a known answer for.","reply":"Let's check your spam folder: reset emails can take up to 5 minutes and often land there. If it is not there, I can resend it to the address on file."}]` {
 				t.Errorf("respond history at turn 2 = %s", got)
 			}
 			if n := s.Children()["classify"].Len(); n != 3 {

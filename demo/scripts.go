@@ -93,15 +93,17 @@ func supportScripts() []llm.Script {
 		script{pred: "classify", typ: "Predict", outputs: []string{"intent"}, answer: func(in *sig.Map) (*sig.Map, bool) {
 			return sig.NewMap("intent", classifyIntent(in.String("question"))), true
 		}},
-		script{pred: "respond", typ: "Predict", outputs: []string{"reply"}, answer: func(in *sig.Map) (*sig.Map, bool) {
-			q := in.String("question")
+		script{pred: "respond", typ: "ChainOfThought", outputs: []string{"reasoning", "reply"}, answer: func(in *sig.Map) (*sig.Map, bool) {
+			q, intent := in.String("question"), in.String("intent")
+			why := "The customer has a " + intent + " question"
 			if r, ok := replies[norm(q)]; ok {
-				return sig.NewMap("reply", r), true
+				return sig.NewMap("reasoning", why+" I have a known answer for.", "reply", r), true
 			}
 			if docs := Search(q, 1); len(docs) > 0 {
-				return sig.NewMap("reply", "Here is what our help centre says: "+docText(docs[0])), true
+				return sig.NewMap("reasoning", why+"; the help centre covers it.", "reply", "Here is what our help centre says: "+docText(docs[0])), true
 			}
-			return sig.NewMap("reply", "Thanks for reaching out! Could you tell me a little more so I can route your "+in.String("intent")+" question?"), true
+			return sig.NewMap("reasoning", why+" too vague to answer yet, so I ask for details.",
+				"reply", "Thanks for reaching out! Could you tell me a little more so I can route your "+intent+" question?"), true
 		}},
 	)
 }

@@ -44,7 +44,7 @@ func TestAgentsCommand(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{[]string{"agents", "ls"}, 1, "file        question -> reply, intent", "bad.toml:34: steps[2].predictor: unknown predictor \"reply\""},
+		{[]string{"agents", "ls"}, 1, "file        question -> reply, intent", "bad.toml:35: steps[2].predictor: unknown predictor \"reply\""},
 		{[]string{"agents", "show", "RAGAgent"}, 0, "no history: retriever", ""},
 		{[]string{"agents", "show", "support"}, 0, "source:  " + goodPath, ""},
 		{[]string{"agents", "show", "retry.toml"}, 0, `until = "is_valid"`, ""},
@@ -105,7 +105,7 @@ func TestAgentsJSON(t *testing.T) {
 	}{
 		{[]string{"agents", "ls", "--json"}, 1, &ls, func() bool {
 			return len(ls.Agents) == len(demo.Agents())+1 && ls.Agents[0].Kind == "built-in" && ls.Agents[len(ls.Agents)-1].Source == goodPath &&
-				len(ls.Files) > 0 && len(ls.Errors) == 1 && strings.Contains(ls.Errors[0], "bad.toml:34")
+				len(ls.Files) > 0 && len(ls.Errors) == 1 && strings.Contains(ls.Errors[0], "bad.toml:35")
 		}},
 		{[]string{"agents", "show", "--json", "RAGAgent"}, 0, &show, func() bool {
 			return show.Name == "RAGAgent" && show.Session.NoHistory[0] == "retriever" && show.Session.Children["answerer"].ExcludeFields[0] == "documents"
@@ -113,7 +113,7 @@ func TestAgentsJSON(t *testing.T) {
 		{[]string{"agents", "show", "retry.toml", "--json"}, 0, &toml, func() bool { return strings.Contains(toml["toml"], `until = "is_valid"`) }},
 		{[]string{"agents", "check", "--json", goodPath, badPath}, 1, &check, func() bool {
 			return len(check) == 2 && check[0].OK && check[0].Agent.Name == "support" && !check[1].OK &&
-				strings.Contains(strings.Join(check[1].Errors, "\n"), `bad.toml:34: steps[2].predictor: unknown predictor "reply"`)
+				strings.Contains(strings.Join(check[1].Errors, "\n"), `bad.toml:35: steps[2].predictor: unknown predictor "reply"`)
 		}},
 	}
 	for _, c := range cases {

@@ -261,7 +261,7 @@ func chatServer(t *testing.T, answer func(n int64, w http.ResponseWriter, r *htt
 }
 
 // supportAnswer fills both SupportAgent signatures (extra sections are ignored).
-const supportAnswer = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
+const supportAnswer = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reasoning ## ]]\nA login problem.\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
 
 func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 	script := "{\"question\": \"one\"}\n{\"question\": \"two\"}\n{\"question\": \"three\"}\n"

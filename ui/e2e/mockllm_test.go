@@ -62,7 +62,7 @@ rules:
       content: %s
 `, chunkSize, intervalMs,
 		answer(`[[ ## intent ## ]]\ntechnical\n\n[[ ## completed ## ]]`),
-		answer(`[[ ## reply ## ]]\nCheck your spam folder (served by {{jmes request body.model}}).\n\n[[ ## completed ## ]]`),
+		answer(`[[ ## reasoning ## ]]\nA mail problem.\n\n[[ ## reply ## ]]\nCheck your spam folder (served by {{jmes request body.model}}).\n\n[[ ## completed ## ]]`),
 		answer(askAnswer))
 }
 
@@ -274,7 +274,7 @@ func TestMockLLMHeadless(t *testing.T) {
 		if err != nil {
 			t.Fatalf("session show: %v\n%s", err, show)
 		}
-		for _, want := range []string{"turns on main:", "The reset email never arrives", "classify (Predict)", "respond (Predict)", `intent="technical"`} {
+		for _, want := range []string{"turns on main:", "The reset email never arrives", "classify (Predict)", "respond (ChainOfThought)", `intent="technical"`} {
 			if !strings.Contains(string(show), want) {
 				t.Errorf("session show lacks %q:\n%s", want, show)
 			}

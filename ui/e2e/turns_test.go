@@ -27,7 +27,7 @@ import (
 // stop leaves a record that is whole, never half written.
 
 // supportReply answers both of SupportAgent's calls.
-const supportReply = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
+const supportReply = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reasoning ## ]]\nA login problem.\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
 
 // modelServer speaks the OpenAI chat protocol (streamed, as the binary asks) and
 // answers every request with supportReply after hold(n) returns, n counting from 1.

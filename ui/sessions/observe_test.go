@@ -42,7 +42,13 @@ func TestDeltaFields(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]string{"classify/intent": tr.Outputs.String("intent"), "respond/reply": tr.Outputs.String("reply")}
+	want := map[string]string{}
+	for _, c := range tr.Calls {
+		c.Outputs.Range(func(k string, v any) bool { want[c.Path+"/"+k] = c.Outputs.String(k); return true })
+	}
+	if len(want) != 3 { // classify: intent; respond: reasoning, reply
+		t.Fatalf("outputs of the calls: %v", want)
+	}
 	for k, v := range want {
 		if !fields[k] {
 			t.Errorf("no delta labelled %s (have %v)", k, fields)
