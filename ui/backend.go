@@ -52,17 +52,19 @@ type Backend interface {
 	// Fork makes a new branch whose tip is turn; name "" lets the backend choose. It
 	// returns the new branch's name.
 	Fork(ctx context.Context, conv, turn, name string) (string, error)
-	// Undo moves the branch's tip back steps turns. cascade also rolls back the inner
-	// (keep) predictors' own histories for those turns; the result says what moved.
-	Undo(ctx context.Context, conv, branch string, steps int, cascade bool) (sessions.UndoResult, error)
-	// Redo moves the tip forward again along the last undone path.
-	Redo(ctx context.Context, conv, branch string, steps int) error
+	// Undo moves the branch's tip back up to steps turns; the inner (keep) predictors'
+	// histories go back with them, as they are derived from the path. The result says
+	// what moved: no turn (an empty branch) is not an error.
+	Undo(ctx context.Context, conv, branch string, steps int) (sessions.UndoResult, error)
+	// Redo moves the tip forward again along the last undone path, up to steps turns;
+	// it returns how many it moved (0: nothing to redo, not an error).
+	Redo(ctx context.Context, conv, branch string, steps int) (int, error)
 
 	// Preview renders the messages a recorded call sends under a strategy. Strategy 0
 	// is "actual": exactly the messages that were sent.
 	Preview(ctx context.Context, req sessions.PreviewRequest) (sessions.Rendering, error)
 	// DryRun renders, without calling any model, the requests the next turn would send
-	// with these inputs under a strategy (one sessions.Rendering per predictor call it can foresee).
+	// with these inputs under a strategy (one rendering per predictor call it can foresee).
 	DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]sessions.Rendering, error)
 
 	// Pending lists turns left in flight by a crash or a kill, oldest first: in conv, or

@@ -3,8 +3,8 @@ package ui
 import (
 	"fmt"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/termtext"
 )
@@ -13,7 +13,10 @@ import (
 // glyphs. The visible rows are flattened once per change (expand, collapse, new turn);
 // a frame then formats only the rows on screen.
 type callTree struct {
+	e         *env
+	w, h      int
 	turnID    string
+	index     int // the turn's Index
 	roots     []*trace.Call
 	collapsed map[string]bool // by call ID
 	rows      []treeRow
@@ -26,16 +29,73 @@ type treeRow struct {
 	kids   bool
 }
 
-func newCallTree() *callTree { return &callTree{collapsed: map[string]bool{}} }
+func newCallTree(e *env) *callTree { return &callTree{e: e, collapsed: map[string]bool{}} }
 
-// set shows a turn's calls, keeping the fold state when it is the same turn.
-func (t *callTree) set(turnID string, calls []*trace.Call) {
+// SetSize sets the frame's size.
+func (t *callTree) SetSize(w, h int) { t.w, t.h = w, h }
+
+func (t *callTree) bodyH() int { return max(t.h-2, 1) }
+
+// set shows a turn's calls (nil: no turn), keeping the fold state when it is the same
+// turn.
+func (t *callTree) set(turnID string, turn *trace.Turn) {
 	if turnID != t.turnID {
 		t.collapsed = map[string]bool{}
 		t.sel, t.top = 0, 0
 	}
-	t.turnID, t.roots = turnID, calls
+	t.turnID, t.roots, t.index = turnID, nil, 0
+	if turn != nil {
+		t.roots, t.index = turn.Calls, turn.Index
+	}
 	t.flatten()
+}
+
+// bindings is the tree's key table.
+func (t *callTree) bindings() []binding {
+	k := t.e.keys
+	open, shut := true, false
+	return []binding{
+		bind(k.Up, "previous call", true, do(func() { t.move(-1) })),
+		bind(k.Down, "next call", false, do(func() { t.move(1) })),
+		bind(k.PageUp, "page up", false, do(func() { t.move(-t.bodyH()) })),
+		bind(k.PgDown, "page down", false, do(func() { t.move(t.bodyH()) })),
+		bind(k.Top, "first call", false, do(func() { t.move(-len(t.rows)) })),
+		bind(k.Bottom, "last call", false, do(func() { t.move(len(t.rows)) })),
+		bind(k.Send, "call detail", true, t.detail),
+		bind(k.Expand, "expand", true, do(func() { t.toggle(&open) })),
+		bind(k.Collapse, "collapse", true, do(func() { t.toggle(&shut) })),
+		bind(k.ExpandAll, "expand all", false, do(func() { t.setAll(true) })),
+		bind(k.CollapseAll, "collapse all", false, do(func() { t.setAll(false) })),
+	}
+}
+
+// Update handles a key press (when focused) and the wheel.
+func (t *callTree) Update(msg tea.Msg) tea.Cmd {
+	cmd, _ := keyOrWheel(msg, t.bindings(), t.move)
+	return cmd
+}
+
+// click selects the call drawn at body row y.
+func (t *callTree) click(y int) {
+	if i := t.top + y; y >= 0 && i < len(t.rows) {
+		t.sel = i
+	}
+}
+
+// detail opens the selected call's full record.
+func (t *callTree) detail() tea.Cmd {
+	c := t.selected()
+	if c == nil {
+		return nil
+	}
+	st := t.e.st
+	tv := newTextView(t.e, "call "+termtext.OneLine(c.Path), func(w int) []string { return callDetail(st, c, w) })
+	if !isModuleRecord(c) {
+		req := compareTarget{turn: t.turnID, call: c.ID}
+		tv.extra = []binding{bind(t.e.keys.Compare, "compare strategies", true, t.e.emitter(openCompareMsg{req}))}
+	}
+	t.e.emit(openModalMsg{tv})
+	return nil
 }
 
 func (t *callTree) flatten() {
@@ -66,12 +126,12 @@ func (t *callTree) selected() *trace.Call {
 	return t.rows[t.sel].c
 }
 
-func (t *callTree) move(delta, h int) {
+func (t *callTree) move(delta int) {
 	if len(t.rows) == 0 {
 		return
 	}
 	t.sel = max(0, min(len(t.rows)-1, t.sel+delta))
-	t.scrollTo(h)
+	t.scrollTo(t.bodyH())
 }
 
 func (t *callTree) scrollTo(h int) {
@@ -121,9 +181,19 @@ func (t *callTree) setAll(open bool) {
 	t.top = 0
 }
 
-// view formats the rows on screen.
-func (t *callTree) view(st *stylesheet, w, h int, focused bool) []string {
-	s := st.s
+// View draws the tree's frame at its size.
+func (t *callTree) View(focused bool) []string {
+	fs, ts := paneStyle(t.e.st, focused)
+	title := " calls "
+	if t.turnID != "" {
+		title = " calls · " + turnLabel(t.index) + " "
+	}
+	return frame(fs, ts, title, t.footer(), t.body(t.w-2, t.bodyH(), focused), t.w, t.h)
+}
+
+// body formats the rows on screen.
+func (t *callTree) body(w, h int, focused bool) []string {
+	s := t.e.st.s
 	if len(t.roots) == 0 {
 		return []string{s.Muted.Render("no calls: select a turn with a recorded call")}
 	}
@@ -190,92 +260,3 @@ func (t *callTree) footer() string {
 	}
 	return fmt.Sprintf(" %d/%d · %d calls ", t.sel+1, len(t.rows), n)
 }
-
-// callDetail is the full text of one call: inputs, outputs, raw completion, the exact
-// request, attempts and error, for the detail view.
-func callDetail(st *stylesheet, c *trace.Call, w int) []string {
-	s := st.s
-	var out []string
-	sec := func(name string) { out = append(out, "", s.Title.Render(name)) }
-	kv := func(k, v string) {
-		out = append(out, wrapLines(s.Muted.Render(k+": ")+termtext.Sanitize(v), w)...)
-	}
-	if isModuleRecord(c) {
-		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · module: "+
-			count(len(c.Children), "inner call")+", no request of its own"))
-	} else {
-		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · "+termtext.OneLine(c.Adapter)+" adapter · "+termtext.OneLine(c.Model)))
-	}
-	kv("id", c.ID)
-	kv("latency", fmtDuration(c.Latency))
-	u, of := callUsage(c), ""
-	if u != c.Usage {
-		of = " (sum of its inner calls)"
-	}
-	if u.Estimated {
-		of += " (≈ estimated with tiktoken: the server reported no usage)"
-	}
-	kv("usage", fmt.Sprintf("%d prompt + %d completion = %d tokens (%d cached)%s", u.PromptTokens, u.CompletionTokens, u.TotalTokens, u.CachedTokens, of))
-	if c.Error != "" {
-		out = append(out, wrapLines(s.Error.Render("error: ")+termtext.Sanitize(c.Error), w)...)
-	}
-	sec("Inputs")
-	c.Inputs.Range(func(k string, v any) bool { kv(k, pyStr(v)); return true })
-	sec("Outputs")
-	if c.Outputs == nil {
-		out = append(out, s.Muted.Render("(none: the call failed)"))
-	}
-	c.Outputs.Range(func(k string, v any) bool { kv(k, pyStr(v)); return true })
-	sec(fmt.Sprintf("History seen (%d messages)", len(c.History.Messages)))
-	for i, m := range c.History.Messages {
-		out = append(out, s.Muted.Render(fmt.Sprintf("[%d]", i)))
-		m.Range(func(k string, v any) bool { kv("  "+k, pyStr(v)); return true })
-	}
-	sec("Raw completion")
-	out = append(out, wrapLines(termtext.Sanitize(c.Completion), w)...)
-	sec(fmt.Sprintf("Exact request (%d messages)", len(c.Messages)))
-	for _, m := range c.Messages {
-		out = append(out, roleStyle(st, m.Role).Render("── "+termtext.OneLine(m.Role)+" ──"))
-		out = append(out, wrapLines(termtext.Sanitize(m.Content), w)...)
-	}
-	if len(c.Tries) > 0 {
-		sec("Tries")
-		for _, a := range c.Tries {
-			line := fmt.Sprintf("#%d  status %d  %s", a.N, a.Status, fmtDuration(a.Latency))
-			if a.Err != "" {
-				line += "  " + a.Err
-			}
-			if a.Retrying {
-				line += "  (retried after " + fmtDuration(a.Wait) + ")"
-			}
-			if a.Adapter != "" {
-				line += "  · " + a.Adapter + " adapter, given up"
-			}
-			out = append(out, wrapLines(termtext.Sanitize(line), w)...)
-			// a request the call gave up on (the ChatAdapter -> JSONAdapter fallback):
-			// what was sent and what came back, as for the call's own request
-			if len(a.Messages) > 0 {
-				out = append(out, s.Muted.Render(fmt.Sprintf("  request sent (%d messages, %s adapter):", len(a.Messages), termtext.OneLine(a.Adapter))))
-				for _, m := range a.Messages {
-					out = append(out, roleStyle(st, m.Role).Render("  ── "+termtext.OneLine(m.Role)+" ──"))
-					out = append(out, indent(wrapLines(termtext.Sanitize(m.Content), w-2), "  ")...)
-				}
-			}
-			if a.Completion != "" {
-				out = append(out, s.Muted.Render("  completion received:"))
-				out = append(out, indent(wrapLines(termtext.Sanitize(a.Completion), w-2), "  ")...)
-			}
-		}
-	}
-	if c.RawRequest != "" {
-		sec("HTTP request body")
-		out = append(out, wrapLines(termtext.Sanitize(c.RawRequest), w)...)
-	}
-	if c.RawResponse != "" {
-		sec("HTTP response body")
-		out = append(out, wrapLines(termtext.Sanitize(c.RawResponse), w)...)
-	}
-	return out
-}
-
-func pyStr(v any) string { return py.Text(v) }

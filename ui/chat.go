@@ -1,15 +1,11 @@
 package ui
 
 import (
+	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/sessionbench/sessionbench/core/adapter"
+	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/core/py"
-	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -22,6 +18,9 @@ const pageSize = 200
 // (loaded by pages) and memoises each finished turn's rendered lines per width, so a
 // frame renders only the turns on screen and re-renders nothing that has not changed.
 type chatPane struct {
+	e    *env
+	w, h int // the frame's size (SetSize)
+
 	branch  string
 	info    sessions.BranchInfo
 	total   int           // turns on the path
@@ -36,11 +35,12 @@ type chatPane struct {
 	gen   int
 	stale bool
 
-	sel  int // selected turn (absolute position); -1 = none
+	sel  int // selected turn (absolute position); -1 = the last one, implicitly
 	list vlist
 
 	cache      map[string][]string // TurnID -> rendered lines at cacheWidth
 	cacheWidth int
+	cacheGen   int // the env's styleGen the cache was drawn in
 
 	stream *streamState // the turn in flight, nil when idle
 
@@ -49,20 +49,73 @@ type chatPane struct {
 	usage lm.Usage
 }
 
-// streamState is a turn being written.
-type streamState struct {
-	inputs  *sig.Map
-	path    string
-	field   string
-	outputs map[string][]adapter.FieldText // completion so far per call path, by field (parallel calls interleave)
-	try     lm.Try
-	retryAt time.Time // when the next try starts, if retrying
-	started time.Time
-	calls   int
+// pageMsg is a loaded page of a pane's branch.
+type pageMsg struct {
+	pane   *chatPane
+	gen    int // the pane's generation when the page was asked for
+	branch string
+	page   sessions.TurnPage
+	err    error
 }
 
-func newChatPane(branch string) *chatPane {
-	return &chatPane{branch: branch, sel: -1, list: vlist{follow: true}, cache: map[string][]string{}}
+// focusTreeMsg asks the root to focus the call tree (enter on a turn).
+type focusTreeMsg struct{}
+
+func newChatPane(e *env, branch string) *chatPane {
+	p := &chatPane{e: e, branch: branch, sel: -1, list: vlist{follow: true}, cache: map[string][]string{}}
+	p.info, _ = e.branchInfo(branch)
+	return p
+}
+
+// SetSize sets the frame's size; the body is two cells narrower and lower.
+func (p *chatPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+func (p *chatPane) bodyW() int { return max(p.w-2, 1) }
+func (p *chatPane) bodyH() int { return max(p.h-2, 1) }
+
+// bindings is the pane's key table.
+func (p *chatPane) bindings() []binding {
+	k := p.e.keys
+	return []binding{
+		bind(k.Up, "previous turn", true, do(func() { p.selectTurn(-1) })),
+		bind(k.Down, "next turn", false, do(func() { p.selectTurn(1) })),
+		bind(k.PageUp, "page up", false, do(func() { p.scroll(-p.bodyH()) })),
+		bind(k.PgDown, "page down", false, do(func() { p.scroll(p.bodyH()) })),
+		bind(k.Top, "first turn", false, do(p.top)),
+		bind(k.Bottom, "last turn", false, do(p.bottom)),
+		bind(k.Send, "calls", true, p.e.emitter(focusTreeMsg{})),
+		bind(k.Fork, "fork", true, p.fork),
+		bind(k.Edit, "edit & resubmit", true, p.edit),
+		bind(k.Undo, "undo", true, p.undo),
+		bind(k.Redo, "redo", true, p.redo),
+	}
+}
+
+// Update handles a key press (when focused), the wheel and its pages.
+func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
+	if cmd, ok := keyOrWheel(msg, p.bindings(), p.scroll); ok {
+		return cmd
+	}
+	switch msg := msg.(type) {
+	case pageMsg:
+		if msg.branch != p.branch || msg.gen != p.gen {
+			return nil // the pane changed branch or reloaded since
+		}
+		if msg.err != nil {
+			p.loading = false
+			return p.e.fail(msg.err)
+		}
+		p.setPage(msg.page)
+	}
+	return nil
+}
+
+// click selects the turn drawn at body row y.
+func (p *chatPane) click(y int) {
+	item, ok := p.itemAtRow(y)
+	if ok && item < p.total {
+		p.sel = item
+	}
 }
 
 // count is the number of rows the list scrolls over: every turn of the path (unloaded
@@ -82,6 +135,18 @@ func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
 		return "", nil
 	}
 	return p.ids[j], p.turns[j]
+}
+
+// selected is the selected turn, or the last loaded one.
+func (p *chatPane) selected() (string, *trace.Turn) {
+	if p.total == 0 {
+		return "", nil
+	}
+	i := p.sel
+	if i < 0 {
+		i = p.total - 1
+	}
+	return p.turnAt(i)
 }
 
 // setPage merges a loaded page into the window. Pages adjacent to the window extend it;
@@ -113,214 +178,135 @@ func (p *chatPane) setPage(pg sessions.TurnPage) {
 	}
 }
 
-// reset forgets the loaded turns (after undo, redo or a branch switch).
-func (p *chatPane) reset(branch string) {
-	gen := p.gen // pages asked for before the reset must stay stale
-	*p = *newChatPane(branch)
-	p.gen = gen
+// show moves the pane to another branch: its turns are dropped and loaded again.
+func (p *chatPane) show(branch string) {
+	gen := p.gen // pages asked for before must stay stale
+	*p = *newChatPane(p.e, branch)
+	p.gen = gen + 1
 }
 
-// missing reports a page that should be loaded for the rows now visible, if any.
-func (p *chatPane) missing(first, last int) (from int, ok bool) {
-	if p.loading || p.total == 0 {
-		return 0, false
+// load fetches a page of the pane's branch; from < 0 means the last page, which reloads
+// the pane: pages still in flight are dropped and the new one replaces the window.
+func (p *chatPane) load(from int) tea.Cmd {
+	conv := p.e.convID()
+	if conv == "" {
+		return nil
 	}
+	if from < 0 {
+		p.gen++
+		p.stale = true
+	}
+	p.loading = true
+	ctx, b, branch, gen := p.e.ctx, p.e.b, p.branch, p.gen
+	return func() tea.Msg {
+		f := from
+		if f < 0 {
+			head, err := b.LoadTurns(ctx, conv, branch, 0, 0)
+			if err != nil {
+				return pageMsg{pane: p, gen: gen, branch: branch, err: err}
+			}
+			f = max(0, head.Total-pageSize)
+		}
+		pg, err := b.LoadTurns(ctx, conv, branch, f, pageSize)
+		if err != nil {
+			err = fmt.Errorf("load branch %q: %w", branch, err)
+		}
+		return pageMsg{pane: p, gen: gen, branch: branch, page: pg, err: err}
+	}
+}
+
+// ensureLoaded asks for the page holding the first visible turn that is not loaded.
+func (p *chatPane) ensureLoaded() tea.Cmd {
+	if p.loading || p.total == 0 {
+		return nil
+	}
+	first, last := p.visibleRange()
 	for i := first; i <= last && i < p.total; i++ {
 		if _, t := p.turnAt(i); t == nil {
-			return max(0, min(i, p.total-1)/pageSize*pageSize), true
+			return p.load(max(0, min(i, p.total-1)/pageSize*pageSize))
 		}
 	}
-	return 0, false
-}
-
-// renderer knows how to draw turns; it is the root model's shared state.
-type renderer struct {
-	st *stylesheet
-	md *markdown
+	return nil
 }
 
 // lines returns row i's lines at width w (memoised for finished turns).
-func (p *chatPane) lines(r renderer, i, w int) []string {
-	if p.cacheWidth != w {
+func (p *chatPane) lines(i, w int) []string {
+	if p.cacheWidth != w || p.cacheGen != p.e.styleGen {
 		p.cache = map[string][]string{}
-		p.cacheWidth = w
+		p.cacheWidth, p.cacheGen = w, p.e.styleGen
 	}
 	if i == p.total && p.stream != nil {
-		return p.streamLines(r, w)
+		return streamLines(p.e.rend(), p.stream, w)
 	}
 	id, t := p.turnAt(i)
 	if t == nil {
-		return []string{r.st.s.Muted.Render(fmt.Sprintf(" #%d …", i+1)), ""}
+		return []string{p.e.st.s.Muted.Render(fmt.Sprintf(" #%d …", i)), ""}
 	}
 	if ls, ok := p.cache[id]; ok {
 		return ls
 	}
-	ls := renderTurn(r, t, w)
+	ls := renderTurn(p.e.rend(), t, w)
 	p.cache[id] = ls
 	return ls
 }
 
-func renderTurn(r renderer, t *trace.Turn, w int) []string {
-	s := r.st.s
-	var out []string
-	calls, tok, lat, errs := turnStats(t)
-	head := s.UserLabel.Render(fmt.Sprintf("#%d you", t.Index+1))
-	out = append(out, head)
-	out = append(out, indent(fieldLines(r, t.Inputs, w-2), "  ")...)
-	meta := fmt.Sprintf(" · %d call", calls)
-	if calls != 1 {
-		meta += "s"
-	}
-	meta += " · " + usageLabel(tok) + " tok · " + fmtDuration(lat)
-	out = append(out, s.AssistantLabel.Render("assistant")+s.Muted.Render(meta))
-	if t.Outputs.Len() == 1 {
-		k := t.Outputs.Keys()[0]
-		v, _ := t.Outputs.Get(k)
-		out = append(out, r.md.render(py.Text(v), w)...)
-	} else {
-		t.Outputs.Range(func(k string, v any) bool {
-			text := py.Text(v)
-			if label := "  " + termtext.OneLine(k) + ": "; plainShort(text, w-len(label)) {
-				// a short plain value (a score, a flag, a label) reads best beside its name
-				out = append(out, s.Muted.Render(label)+termtext.Sanitize(text))
-				return true
-			}
-			out = append(out, s.Muted.Render("  "+termtext.OneLine(k)+":"))
-			out = append(out, r.md.render(text, w)...)
-			return true
-		})
-	}
-	for _, e := range errs {
-		out = append(out, indent(wrapLines(s.Error.Render("✗ ")+termtext.Sanitize(e), w-2), "  ")...)
-	}
-	return append(out, "")
+// linesFunc gives the rows at the body's width (minus the selection gutter).
+func (p *chatPane) linesFunc() linesFunc {
+	w := p.bodyW() - 1
+	return func(i int) []string { return p.lines(i, w) }
 }
 
-// plainShort reports a one-line value of at most w cells with nothing markdown would
-// render differently.
-func plainShort(text string, w int) bool {
-	if text == "" || len(text) > w || strings.ContainsAny(text, "\n\r\t*_`[]#|<>\\~") {
-		return false
+func (p *chatPane) scroll(delta int) { p.list.scroll(delta, p.count(), p.bodyH(), p.linesFunc()) }
+
+func (p *chatPane) top() { p.sel, p.list = 0, vlist{} }
+
+func (p *chatPane) bottom() { p.sel, p.list = p.total-1, vlist{follow: true} }
+
+// selectTurn moves the selection by delta and scrolls it into view.
+func (p *chatPane) selectTurn(delta int) {
+	if p.total == 0 {
+		return
 	}
-	if strings.HasPrefix(text, "- ") || strings.HasPrefix(text, "+ ") {
-		return false
+	if p.sel < 0 {
+		p.sel = p.total - 1 // the implicit selection is the last turn
 	}
-	if i := strings.IndexByte(text, '.'); i > 0 && i+1 < len(text) && text[i+1] == ' ' && strings.Trim(text[:i], "0123456789") == "" {
-		return false // "1. step" is a list item
-	}
-	return true
+	p.selectAt(max(0, min(p.total-1, p.sel+delta)))
 }
 
-// fieldLines shows inputs: a lone field as plain text, several as "name: value".
-func fieldLines(r renderer, m *sig.Map, w int) []string {
-	if m.Len() == 1 {
-		v, _ := m.Get(m.Keys()[0])
-		return wrapLines(termtext.Sanitize(py.Text(v)), w)
-	}
-	var out []string
-	m.Range(func(k string, v any) bool {
-		out = append(out, wrapLines(r.st.s.Muted.Render(termtext.OneLine(k)+": ")+termtext.Sanitize(py.Text(v)), w)...)
-		return true
-	})
-	return out
+// selectAt selects turn i and scrolls it into view.
+func (p *chatPane) selectAt(i int) {
+	p.sel = i
+	p.list.show(i, p.count(), p.bodyH(), p.linesFunc())
 }
 
-func indent(ls []string, pre string) []string {
-	for i := range ls {
-		ls[i] = pre + ls[i]
-	}
-	return ls
+// View draws the pane's frame at its size; the selected turn is marked in a one-cell
+// gutter.
+func (p *chatPane) View(focused bool) []string {
+	fs, ts := paneStyle(p.e.st, focused)
+	return frame(fs, ts, p.title(), p.footer(), p.body(focused), p.w, p.h)
 }
 
-// turnStats sums a turn's calls: count, usage, wall time and error texts.
-func turnStats(t *trace.Turn) (calls int, usage lm.Usage, lat time.Duration, errs []string) {
-	trace.WalkCalls(t.Calls, func(c *trace.Call, depth int) {
-		calls++
-		usage = usage.Add(c.Usage)
-		if c.Error != "" {
-			errs = append(errs, c.Path+": "+c.Error)
-		}
-	})
-	if !t.Ended.IsZero() && !t.Started.IsZero() {
-		lat = t.Ended.Sub(t.Started)
-	} else {
-		for _, c := range t.Calls {
-			lat += c.Latency
-		}
-	}
-	return
-}
-
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Second:
-		return strconv.Itoa(int(d/time.Millisecond)) + "ms"
-	case d < time.Minute:
-		return trimZero(d.Seconds()) + "s"
-	default:
-		return d.Round(time.Second).String()
-	}
-}
-
-// streamLines draws the turn in flight: the inputs, then the text so far (plain: it is
-// re-rendered as markdown once finished), the field being written and any retry wait.
-func (p *chatPane) streamLines(r renderer, w int) []string {
-	s := r.st.s
-	st := p.stream
-	out := []string{s.UserLabel.Render(fmt.Sprintf("#%d you", p.total+1))}
-	out = append(out, indent(fieldLines(r, st.inputs, w-2), "  ")...)
-	label := "assistant"
-	if st.path != "" {
-		label += " · " + termtext.OneLine(st.path)
-	}
-	if st.field != "" {
-		label += " · writing " + termtext.OneLine(st.field)
-	}
-	if st.calls > 0 {
-		label += fmt.Sprintf(" · %d call(s) done", st.calls)
-	}
-	out = append(out, s.AssistantLabel.Render(label))
-	for _, f := range st.outputs[st.path] {
-		if f.Name != "" {
-			out = append(out, s.Muted.Render("  "+termtext.OneLine(f.Name)+":"))
-		}
-		if text := strings.Trim(f.Text, "\n"); text != "" {
-			out = append(out, indent(wrapLines(termtext.Sanitize(text), w-2), "  ")...)
-		}
-	}
-	if st.try.Retrying {
-		left := time.Until(st.retryAt).Round(time.Second)
-		out = append(out, s.Warning.Render(fmt.Sprintf("  try %d failed: %s · retrying in %s",
-			st.try.N, termtext.OneLine(st.try.Err), fmtDuration(max(left, 0)))))
-	}
-	out = append(out, s.Muted.Render("  … esc cancels"), "")
-	return out
-}
-
-// view draws the pane's body rows (without frame) at width w, height h, with the
-// selected turn marked in a one-cell gutter.
-func (p *chatPane) view(r renderer, w, h int, focused bool) []string {
+func (p *chatPane) body(focused bool) []string {
+	st := p.e.st.s
 	n := p.count()
 	if n == 0 {
 		if !p.loaded {
-			return []string{r.st.s.Muted.Render("loading…")}
+			return []string{st.Muted.Render("loading…")}
 		}
-		return []string{r.st.s.Muted.Render("no turns yet: type below and press enter")}
+		return []string{st.Muted.Render("no turns yet: type below and press enter")}
 	}
-	cw := w - 1
-	lf := func(i int) []string { return p.lines(r, i, cw) }
+	lf := p.linesFunc()
+	h := p.bodyH()
 	rows := make([]string, 0, h)
 	// walk the same rows vlist shows, remembering which item each row belongs to
 	body := p.list.view(n, h, lf)
 	item, line := p.list.idx, p.list.line
 	for _, row := range body {
 		g := " "
-		if item == p.sel {
-			g = r.st.s.Cursor.Render("▌")
+		if item == p.sel || p.sel < 0 && item == p.total-1 && focused {
+			g = st.Cursor.Render("▌")
 			if !focused {
-				g = r.st.s.Muted.Render("▏")
+				g = st.Muted.Render("▏")
 			}
 		}
 		rows = append(rows, g+row)
@@ -333,16 +319,34 @@ func (p *chatPane) view(r renderer, w, h int, focused bool) []string {
 	return rows
 }
 
-// visibleRange is the first and last item on screen (valid after view).
-func (p *chatPane) visibleRange(r renderer, w, h int) (int, int) {
+// itemAtRow is the item drawn at body row y.
+func (p *chatPane) itemAtRow(y int) (int, bool) {
 	n := p.count()
-	lf := func(i int) []string { return p.lines(r, i, w-1) }
+	if n == 0 || y < 0 {
+		return 0, false
+	}
+	lf := p.linesFunc()
+	item, rows := p.list.idx, -p.list.line
+	for item < n {
+		rows += len(lf(item))
+		if y < rows {
+			return item, true
+		}
+		item++
+	}
+	return 0, false
+}
+
+// visibleRange is the first and last item on screen (valid after View).
+func (p *chatPane) visibleRange() (int, int) {
+	n := p.count()
+	lf := p.linesFunc()
 	first := p.list.idx
 	rows := -p.list.line
 	last := first
 	for last < n {
 		rows += len(lf(last))
-		if rows >= h {
+		if rows >= p.bodyH() {
 			break
 		}
 		last++
@@ -350,23 +354,11 @@ func (p *chatPane) visibleRange(r renderer, w, h int) (int, int) {
 	return first, min(last, n-1)
 }
 
-// selectTurn moves the selection by delta and scrolls it into view.
-func (p *chatPane) selectTurn(r renderer, delta, w, h int) {
-	if p.total == 0 {
-		return
-	}
-	if p.sel < 0 {
-		p.sel = p.total - 1 // the implicit selection is the last turn
-	}
-	p.sel = max(0, min(p.total-1, p.sel+delta))
-	p.list.show(p.sel, p.count(), h, func(i int) []string { return p.lines(r, i, w-1) })
-}
-
-// title is the frame title: branch, model, tokens.
-func (p *chatPane) title(model string) string {
+// title is the frame title: branch, model, tokens, and what a redo would bring back.
+func (p *chatPane) title() string {
 	m := p.info.Model
 	if m == "" {
-		m = model
+		m = p.e.model
 	}
 	u, partial := p.info.Usage, ""
 	if u.TotalTokens == 0 {
@@ -375,19 +367,23 @@ func (p *chatPane) title(model string) string {
 			partial = " in loaded turns"
 		}
 	}
-	est := ""
+	redo := "" // next to the name, so a narrow pane still shows it
+	if p.info.Redo > 0 {
+		redo = fmt.Sprintf(" · %d to redo", p.info.Redo)
+	}
+	est := "" // counted with tiktoken: the server reported none
 	if u.Estimated {
 		est = "≈"
 	}
-	return fmt.Sprintf(" %s · %s · %s tok%s (%s%s in / %s%s out) ", termtext.OneLine(p.branch), termtext.OneLine(m),
+	return fmt.Sprintf(" %s%s · %s · %s tok%s (%s%s in / %s%s out) ", termtext.OneLine(p.branch), redo, termtext.OneLine(m),
 		usageLabel(u), partial, est, humanTokens(u.PromptTokens), est, humanTokens(u.CompletionTokens))
 }
 
-// statusLine is the pane's own footer: turns, selection, state.
-func (p *chatPane) statusLine() string {
+// footer is the pane's own status: turns, selection, state.
+func (p *chatPane) footer() string {
 	s := " " + count(p.total, "turn")
 	if p.sel >= 0 {
-		s += fmt.Sprintf(" · turn %d selected", p.sel+1)
+		s += " · " + turnLabel(p.sel) + " selected"
 	}
 	if p.info.Status != "" {
 		s += " · " + termtext.OneLine(p.info.Status)
@@ -396,4 +392,76 @@ func (p *chatPane) statusLine() string {
 		s += " · running"
 	}
 	return s + " "
+}
+
+// fork makes a branch whose tip is the selected turn and opens it.
+func (p *chatPane) fork() tea.Cmd {
+	id, t := p.selected()
+	conv := p.e.convID()
+	if t == nil || conv == "" {
+		return p.e.say("select a turn to fork from")
+	}
+	return forkCmd(p.e, conv, id, t.Index)
+}
+
+// forkCmd forks at a turn (from a pane or the navigator).
+func forkCmd(e *env, conv, turn string, index int) tea.Cmd {
+	return e.op(func(ctx context.Context, b Backend) opMsg {
+		name, err := b.Fork(ctx, conv, turn, "")
+		if err != nil {
+			return opMsg{err: fmt.Errorf("fork at %s: %w", turnLabel(index), err)}
+		}
+		return opMsg{status: fmt.Sprintf("forked %s at %s", name, turnLabel(index)), reload: true, openBranch: name}
+	})
+}
+
+// edit loads the selected turn's inputs into the editor; enter there resubmits them as
+// a sibling branch.
+func (p *chatPane) edit() tea.Cmd {
+	id, t := p.selected()
+	if t == nil {
+		return p.e.say("select a turn to edit")
+	}
+	p.e.emit(editMsg{turn: id, index: t.Index, inputs: t.Inputs.Clone()})
+	return nil
+}
+
+// undo moves the branch's tip back one turn (its inner calls' histories follow: they
+// are derived from the path, so there is nothing to cascade by hand).
+func (p *chatPane) undo() tea.Cmd {
+	conv := p.e.convID()
+	if conv == "" || p.e.busy() {
+		return nil
+	}
+	branch := p.branch
+	return p.e.op(func(ctx context.Context, b Backend) opMsg {
+		res, err := b.Undo(ctx, conv, branch, 1)
+		switch {
+		case err != nil:
+			return opMsg{err: fmt.Errorf("undo on %s: %w", branch, err)}
+		case res.Turns == 0:
+			return opMsg{status: "nothing to undo on " + branch}
+		}
+		return opMsg{status: fmt.Sprintf("undid %s on %s (with its %s) · %s redoes", count(res.Turns, "turn"), branch,
+			count(res.Calls, "inner call"), p.e.keys.Redo.Help().Key), reload: true}
+	})
+}
+
+// redo moves the tip forward again along the last undone path.
+func (p *chatPane) redo() tea.Cmd {
+	conv := p.e.convID()
+	if conv == "" || p.e.busy() {
+		return nil
+	}
+	branch := p.branch
+	return p.e.op(func(ctx context.Context, b Backend) opMsg {
+		n, err := b.Redo(ctx, conv, branch, 1)
+		switch {
+		case err != nil:
+			return opMsg{err: fmt.Errorf("redo on %s: %w", branch, err)}
+		case n == 0:
+			return opMsg{status: "nothing to redo on " + branch}
+		}
+		return opMsg{status: "redid " + count(n, "turn") + " on " + branch, reload: true}
+	})
 }

@@ -3,11 +3,14 @@ package ui
 import (
 	"context"
 	"fmt"
+	"io"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/list"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -18,89 +21,160 @@ type editMode int
 
 const (
 	editNone editMode = iota
-	editFilter
 	editRename
 	editNew
 	editConfirmDelete
 )
 
 // convList is the conversation list: title, agent, status, branches, turns, updated;
-// new, open, rename, delete (confirmed), filter.
+// open, new, rename, delete (confirmed), filter. The rows are a bubbles list (its
+// filter included); the prompts below it are the list's own.
 type convList struct {
-	all      []sessions.ConversationInfo
-	shown    []int // indices into all that pass the filter
-	filter   string
-	sel, top int
-	editing  editMode
-	field    textinput.Model
-	agentIdx int // agent for a new conversation
+	e       *env
+	w, h    int
+	list    list.Model
+	editing editMode
+	field   textinput.Model
+	agent   int // agent for a new conversation
 }
 
-func (m *Model) openConvList() {
-	if m.cl == nil {
-		m.cl = &convList{field: textinput.New()}
+type (
+	convsMsg struct {
+		list  []sessions.ConversationInfo
+		err   error
+		start bool // the first load: open something
 	}
-	m.cl.setList(m.convs)
-	m.overlay = overlayConvs
-	m.input.blur()
-}
-
-func (c *convList) setList(list []sessions.ConversationInfo) {
-	c.all = list
-	c.applyFilter()
-}
-
-func (c *convList) applyFilter() {
-	c.shown = c.shown[:0]
-	f := strings.ToLower(c.filter)
-	for i, cv := range c.all {
-		if f == "" || strings.Contains(strings.ToLower(cv.Title+" "+cv.Agent+" "+cv.Status), f) {
-			c.shown = append(c.shown, i)
-		}
+	convOpenedMsg struct {
+		conv     sessions.ConversationInfo
+		branches []sessions.BranchInfo
+		err      error
 	}
-	c.sel = max(0, min(c.sel, len(c.shown)-1))
+)
+
+// convItem is one conversation as a list item; the filter matches title and agent.
+type convItem struct{ c sessions.ConversationInfo }
+
+func (i convItem) FilterValue() string { return i.c.Title + " " + i.c.Agent }
+
+func newConvList(e *env, convs []sessions.ConversationInfo) *convList {
+	c := &convList{e: e, field: textinput.New()}
+	c.list = list.New(nil, convDelegate{c: c}, 0, 0)
+	c.list.SetShowTitle(false)
+	c.list.SetShowFilter(false)
+	c.list.SetShowStatusBar(false)
+	c.list.SetShowHelp(false)
+	c.list.DisableQuitKeybindings()
+	k := e.keys
+	km := &c.list.KeyMap
+	km.CursorUp, km.CursorDown = k.Up, k.Down
+	km.PrevPage, km.NextPage = k.PageUp, k.PgDown
+	km.GoToStart, km.GoToEnd = k.Top, k.Bottom
+	km.Filter = k.Filter
+	km.ClearFilter = key.NewBinding(key.WithDisabled()) // esc leaves the list; / and enter on nothing clear
+	km.CancelWhileFiltering, km.AcceptWhileFiltering = k.Cancel, k.Send
+	km.ShowFullHelp, km.CloseFullHelp = key.NewBinding(key.WithDisabled()), key.NewBinding(key.WithDisabled())
+	c.list.FilterInput.Prompt = ""
+	steady(&c.list.FilterInput)
+	steady(&c.field)
+	c.setList(convs)
+	return c
+}
+
+// setList replaces the rows, newest first (the filter, if any, is applied again).
+func (c *convList) setList(convs []sessions.ConversationInfo) tea.Cmd {
+	sorted := append([]sessions.ConversationInfo(nil), convs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Updated.After(sorted[j].Updated) })
+	items := make([]list.Item, len(sorted))
+	for i, cv := range sorted {
+		items[i] = convItem{cv}
+	}
+	return c.list.SetItems(items)
+}
+
+func (c *convList) SetSize(w, h int) {
+	c.w, c.h = w, h
+	c.list.SetSize(max(w-2, 1), max(h-4, 1)) // frame, column header, prompt line
 }
 
 func (c *convList) selected() *sessions.ConversationInfo {
-	if c.sel < 0 || c.sel >= len(c.shown) {
-		return nil
-	}
-	return &c.all[c.shown[c.sel]]
-}
-
-func (m *Model) convKey(k tea.KeyPressMsg) tea.Cmd {
-	c := m.cl
-	if c.editing != editNone {
-		return m.convEditKey(k)
-	}
-	switch {
-	case key.Matches(k, m.keys.Cancel), key.Matches(k, m.keys.Conversations):
-		if m.conv != nil {
-			m.overlay = overlayNone
-			return m.setFocus(focusInput, 0)
-		}
-	case key.Matches(k, m.keys.Up):
-		c.sel = max(0, c.sel-1)
-	case key.Matches(k, m.keys.Down):
-		c.sel = min(len(c.shown)-1, c.sel+1)
-	case key.Matches(k, m.keys.Send):
-		if cv := c.selected(); cv != nil {
-			return m.openConversation(*cv)
-		}
-	case key.Matches(k, m.keys.New):
-		c.startEdit(editNew, "")
-	case key.Matches(k, m.keys.Rename):
-		if cv := c.selected(); cv != nil {
-			c.startEdit(editRename, cv.Title)
-		}
-	case key.Matches(k, m.keys.Delete):
-		if c.selected() != nil {
-			c.editing = editConfirmDelete
-		}
-	case key.Matches(k, m.keys.Filter):
-		c.startEdit(editFilter, c.filter)
+	if it, ok := c.list.SelectedItem().(convItem); ok {
+		return &it.c
 	}
 	return nil
+}
+
+// bindings is the list's key table while browsing; editing and filtering own the keys.
+func (c *convList) bindings() []binding {
+	k := c.e.keys
+	if c.editing != editNone || c.list.SettingFilter() {
+		return []binding{
+			bind(k.Send, "done", true, nil),
+			bind(k.Cancel, "cancel", true, nil),
+		}
+	}
+	table := []binding{
+		bind(k.Send, "open", true, c.open),
+		bind(k.New, "new", true, do(func() { c.startEdit(editNew, "") })),
+		bind(k.Rename, "rename", true, do(func() {
+			if cv := c.selected(); cv != nil {
+				c.startEdit(editRename, cv.Title)
+			}
+		})),
+		bind(k.Delete, "delete", true, do(func() {
+			if c.selected() != nil {
+				c.editing = editConfirmDelete
+			}
+		})),
+		bind(k.Filter, "filter", true, nil), // the list's own
+	}
+	if c.e.conv != nil {
+		table = append(table, closeBinding(c.e), bind(k.Conversations, "back", false, c.e.emitter(closeModalMsg{})))
+	}
+	return append(table, helpBinding(c.e))
+}
+
+func (c *convList) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case tea.KeyPressMsg:
+		if c.editing != editNone {
+			return c.editKey(msg)
+		}
+		if !c.list.SettingFilter() {
+			if cmd, ok := dispatch(msg, c.bindings()); ok {
+				return cmd
+			}
+		}
+	case tea.PasteMsg:
+		if c.editing != editNone {
+			var cmd tea.Cmd
+			c.field, cmd = c.field.Update(msg)
+			return cmd
+		}
+	case convsMsg:
+		if msg.err == nil {
+			return c.setList(msg.list)
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	c.list, cmd = c.list.Update(msg)
+	return cmd
+}
+
+func (c *convList) open() tea.Cmd {
+	cv := c.selected()
+	if cv == nil {
+		return nil
+	}
+	conv := *cv
+	ctx, b := c.e.ctx, c.e.b
+	return func() tea.Msg {
+		br, err := b.Branches(ctx, conv.ID)
+		if err != nil {
+			err = fmt.Errorf("open conversation %q: %w", conv.Title, err)
+		}
+		return convOpenedMsg{conv: conv, branches: br, err: err}
+	}
 }
 
 func (c *convList) startEdit(mode editMode, value string) {
@@ -117,136 +191,158 @@ func (c *convList) startEdit(mode editMode, value string) {
 	c.field.Focus()
 }
 
-func (m *Model) convEditKey(k tea.KeyPressMsg) tea.Cmd {
-	c := m.cl
+// editKey answers the prompts: the delete confirmation, the new title, the new name.
+func (c *convList) editKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := c.e.keys
 	if c.editing == editConfirmDelete {
 		c.editing = editNone
 		cv := c.selected()
-		if !key.Matches(k, m.keys.Confirm) || cv == nil {
-			m.setStatus("delete cancelled")
-			return nil
+		if !key.Matches(k, keys.Confirm) || cv == nil {
+			return c.e.say("delete cancelled")
 		}
 		id, title := cv.ID, cv.Title
-		if m.conv != nil && m.conv.ID == id {
-			m.conv, m.panes = nil, nil
-		}
-		return tea.Sequence(m.op(func(ctx context.Context, b Backend) opMsg {
+		return tea.Sequence(c.e.op(func(ctx context.Context, b Backend) opMsg {
 			if err := b.DeleteConversation(ctx, id); err != nil {
 				return opMsg{err: fmt.Errorf("delete %q: %w", title, err)}
 			}
-			return opMsg{status: "deleted " + termtext.OneLine(title)}
-		}), m.loadConversations(false))
+			return opMsg{status: "deleted " + termtext.OneLine(title), deleted: id}
+		}), loadConversations(c.e, false))
 	}
 	switch {
-	case key.Matches(k, m.keys.Cancel):
+	case key.Matches(k, keys.Cancel):
 		c.editing = editNone
 		c.field.Blur()
 		return nil
-	case c.editing == editNew && (k.String() == "tab" || k.String() == "shift+tab"):
-		if n := len(m.b.Agents()); n > 0 {
-			c.agentIdx = (c.agentIdx + 1) % n
+	case c.editing == editNew && key.Matches(k, keys.NewAgent):
+		if n := len(c.e.agents); n > 0 {
+			c.agent = (c.agent + 1) % n
 		}
 		return nil
-	case k.String() == "enter":
+	case key.Matches(k, keys.Send):
 		mode := c.editing
 		c.editing = editNone
 		c.field.Blur()
 		val := c.field.Value()
 		switch mode {
-		case editFilter:
-			c.filter = val
-			c.applyFilter()
 		case editNew:
 			agent := ""
-			if ags := m.b.Agents(); len(ags) > 0 {
-				agent = ags[c.agentIdx%len(ags)].Name
+			if n := len(c.e.agents); n > 0 {
+				agent = c.e.agents[c.agent%n].Name
 			}
 			if strings.TrimSpace(val) == "" {
 				val = "untitled"
 			}
-			return m.newConversation(agent, val)
+			return newConversation(c.e, agent, val)
 		case editRename:
 			cv := c.selected()
 			if cv == nil {
 				return nil
 			}
 			id := cv.ID
-			if m.conv != nil && m.conv.ID == id {
-				m.conv.Title = val
-			}
-			return tea.Sequence(m.op(func(ctx context.Context, b Backend) opMsg {
+			return tea.Sequence(c.e.op(func(ctx context.Context, b Backend) opMsg {
 				if err := b.RenameConversation(ctx, id, val); err != nil {
 					return opMsg{err: fmt.Errorf("rename: %w", err)}
 				}
-				return opMsg{status: "renamed to " + termtext.OneLine(val)}
-			}), m.loadConversations(false))
+				return opMsg{status: "renamed to " + termtext.OneLine(val), renamed: id, title: val}
+			}), loadConversations(c.e, false))
 		}
 		return nil
 	}
 	var cmd tea.Cmd
 	c.field, cmd = c.field.Update(k)
-	if c.editing == editFilter {
-		c.filter = c.field.Value()
-		c.applyFilter()
-	}
 	return cmd
 }
 
-func (m *Model) convView(w, h int) []string {
-	s := m.st.s
-	c := m.cl
-	bw, bh := w-2, h-2
-	var body []string
-	hdr := fmt.Sprintf("%-*s %-14s %-11s %4s %6s  %s", max(bw-50, 10), "title", "agent", "status", "br", "turns", "updated")
-	body = append(body, s.Muted.Render(fit(hdr, bw)))
-	rows := bh - 2
-	if c.sel < c.top {
-		c.top = c.sel
-	}
-	if c.sel >= c.top+rows {
-		c.top = c.sel - rows + 1
-	}
-	if len(c.shown) == 0 {
-		body = append(body, s.Muted.Render("no conversations: n starts one"))
-	}
-	for i := c.top; i < len(c.shown) && len(body) < rows+1; i++ {
-		cv := c.all[c.shown[i]]
-		line := fmt.Sprintf("%-*s %-14s %-11s %4d %6d  %s", max(bw-50, 10), fit(termtext.OneLine(cv.Title), max(bw-50, 10)),
-			fit(termtext.OneLine(cv.Agent), 14), fit(termtext.OneLine(cv.Status), 11), cv.Branches, cv.Turns, ago(cv.Updated))
-		if i == c.sel {
-			line = s.Selected.Render(fit(line, bw))
-		}
-		if m.conv != nil && cv.ID == m.conv.ID && i != c.sel {
-			line = s.Accent.Render(line)
-		}
-		body = append(body, line)
+func (c *convList) View() []string {
+	s := c.e.st.s
+	bw, bh := c.w-2, c.h-2
+	body := []string{s.Muted.Render(fit(convRow(bw, "title", "agent", "status", "br", "turns", "updated"), bw))}
+	if len(c.list.Items()) == 0 {
+		body = append(body, s.Muted.Render("no conversations: "+c.e.keys.New.Help().Key+" starts one"))
+	} else {
+		body = append(body, strings.Split(c.list.View(), "\n")...)
 	}
 	body = fitBlock(body, bw, bh-1)
 	var prompt string
 	switch c.editing {
-	case editFilter:
-		prompt = "filter: " + c.field.View()
 	case editRename:
 		prompt = "rename to: " + c.field.View()
 	case editNew:
 		agent := "(none)"
-		if ags := m.b.Agents(); len(ags) > 0 {
-			agent = termtext.OneLine(ags[c.agentIdx%len(ags)].Name)
+		if n := len(c.e.agents); n > 0 {
+			agent = termtext.OneLine(c.e.agents[c.agent%n].Name)
 		}
-		prompt = "new conversation with agent " + s.Accent.Render(agent) + " (tab: other agent) title: " + c.field.View()
+		prompt = "new conversation with agent " + s.Accent.Render(agent) + " (" + c.e.keys.NewAgent.Help().Key + ": other agent) title: " + c.field.View()
 	case editConfirmDelete:
 		if cv := c.selected(); cv != nil {
-			prompt = s.Error.Render(fmt.Sprintf("delete %q with all its branches and turns? y to confirm, any other key cancels", termtext.OneLine(cv.Title)))
+			prompt = s.Error.Render(fmt.Sprintf("delete %q with all its branches and turns? %s to confirm, any other key cancels",
+				termtext.OneLine(cv.Title), c.e.keys.Confirm.Help().Key))
 		}
 	default:
-		if c.filter != "" {
-			prompt = s.Muted.Render("filter: " + termtext.Sanitize(c.filter))
+		if c.list.SettingFilter() {
+			prompt = "filter: " + c.list.FilterInput.View()
+		} else if f := c.list.FilterValue(); f != "" {
+			prompt = s.Muted.Render("filter: " + termtext.Sanitize(f) + " (" + c.e.keys.Filter.Help().Key + " changes it)")
 		}
 	}
 	body = append(body, prompt)
-	k := m.keys
-	footer := hints(as(k.Send, "open"), k.New, k.Rename, k.Delete, k.Filter, as(k.Cancel, "back"))
-	return frame(s.PaneFocused, s.PaneTitle, fmt.Sprintf(" conversations (%d) ", len(c.shown)), footer, body, w, h)
+	title := fmt.Sprintf(" conversations (%d) ", len(c.list.VisibleItems()))
+	return frame(s.PaneFocused, s.PaneTitle, title, hints(hintsOf(c.bindings())...), body, c.w, c.h)
+}
+
+// convRow lays out one row's columns for width w.
+func convRow(w int, title, agent, status, branches, turns, updated string) string {
+	tw := max(w-50, 10)
+	return fmt.Sprintf("%-*s %-14s %-11s %4s %6s  %s", tw, fit(title, tw), fit(agent, 14), fit(status, 11), branches, turns, updated)
+}
+
+// convDelegate draws a conversation row: the selected one highlighted, the open one in
+// the accent colour.
+type convDelegate struct{ c *convList }
+
+func (d convDelegate) Height() int                         { return 1 }
+func (d convDelegate) Spacing() int                        { return 0 }
+func (d convDelegate) Update(tea.Msg, *list.Model) tea.Cmd { return nil }
+
+func (d convDelegate) Render(w io.Writer, m list.Model, index int, item list.Item) {
+	it, ok := item.(convItem)
+	if !ok {
+		return
+	}
+	s := d.c.e.st.s
+	cv := it.c
+	bw := m.Width()
+	line := fit(convRow(bw, termtext.OneLine(cv.Title), termtext.OneLine(cv.Agent), termtext.OneLine(cv.Status), strconv.Itoa(cv.Branches),
+		strconv.Itoa(cv.Turns), ago(cv.Updated)), bw)
+	switch {
+	case index == m.Index():
+		line = s.Selected.Render(line)
+	case d.c.e.conv != nil && cv.ID == d.c.e.conv.ID:
+		line = s.Accent.Render(line)
+	}
+	_, _ = io.WriteString(w, line)
+}
+
+// loadConversations lists the conversations (start: the first load, which opens one).
+func loadConversations(e *env, start bool) tea.Cmd {
+	ctx, b := e.ctx, e.b
+	return func() tea.Msg {
+		list, err := b.Conversations(ctx)
+		return convsMsg{list: list, err: err, start: start}
+	}
+}
+
+// newConversation creates a conversation and opens it.
+func newConversation(e *env, agent, title string) tea.Cmd {
+	ctx, b := e.ctx, e.b
+	return func() tea.Msg {
+		c, err := b.NewConversation(ctx, agent, title)
+		if err != nil {
+			return convOpenedMsg{err: fmt.Errorf("new conversation: %w", err)}
+		}
+		br, err := b.Branches(ctx, c.ID)
+		return convOpenedMsg{conv: c, branches: br, err: err}
+	}
 }
 
 // ago is a compact relative time.
@@ -264,4 +360,12 @@ func ago(t time.Time) string {
 		return strconv.Itoa(int(d/time.Hour)) + "h ago"
 	}
 	return t.Format("2006-01-02")
+}
+
+// steady stops a text field's cursor from blinking: a blink redraws twice a second and
+// makes screens differ from one capture to the next.
+func steady(t *textinput.Model) {
+	st := t.Styles()
+	st.Cursor.Blink = false
+	t.SetStyles(st)
 }

@@ -6,7 +6,6 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-
 	"github.com/sessionbench/sessionbench/core/lm"
 )
 
@@ -31,7 +30,7 @@ func fit(s string, w int) string {
 
 // fitBlock makes lines exactly w x h.
 func fitBlock(lines []string, w, h int) []string {
-	out := make([]string, h)
+	out := make([]string, max(h, 0))
 	for i := range out {
 		if i < len(lines) {
 			out[i] = fit(lines[i], w)

@@ -13,8 +13,13 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
@@ -217,4 +222,69 @@ func defaultKeysWith(t *testing.T, over map[string][]string) ui.KeyMap {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// real is the workbench's real backend over a SQLite file in a temporary folder, with the
+// offline demo model (answering at once unless a test slows it) and the built-in agents.
+type real struct {
+	*sessions.Service
+	store *storage.Store
+	conv  string
+}
+
+// newReal opens the backend; rate is the demo model's tokens per second (0: at once).
+func newReal(t testing.TB, rate float64) *real {
+	t.Helper()
+	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := sessions.New(st, llm.NewDemo(llm.DemoOptions{TokenRate: rate, Scripts: demo.Scripts()}))
+	svc.SetAgentDirs() // no agent files: the built-in agents only
+	return &real{Service: svc, store: st}
+}
+
+// converse starts a conversation with agent and runs the questions through the service.
+func (r *real) converse(t testing.TB, agent, title string, questions ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := r.NewConversation(ctx, agent, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.conv = c.ID
+	input := "question"
+	for _, a := range r.Agents() {
+		if a.Name == agent {
+			input = a.Signature.Inputs[0].Name
+		}
+	}
+	for _, q := range questions {
+		if _, err := r.Send(ctx, sessions.SendRequest{Conv: c.ID, Branch: "main", Inputs: sig.NewMap(input, q)}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c.ID
+}
+
+// turns is the number of turns on a branch of the conversation.
+func (r *real) turns(t testing.TB, branch string) int {
+	t.Helper()
+	pg, err := r.LoadTurns(context.Background(), r.conv, branch, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pg.Total
+}
+
+// openReal starts the workbench on a real backend holding one conversation with agent
+// and the turns of questions, and opens it.
+func openReal(t testing.TB, w, h int, agent string, questions ...string) (*harness, *real) {
+	t.Helper()
+	r := newReal(t, 0)
+	r.converse(t, agent, "support chat", questions...)
+	hs := newHarness(t, r, w, h)
+	hs.press("enter") // the list opens first when conversations exist
+	return hs, r
 }

@@ -2,12 +2,12 @@ package ui
 
 import (
 	"fmt"
+	"github.com/sessionbench/sessionbench/core/py"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"
 	tea "charm.land/bubbletea/v2"
-	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -15,20 +15,39 @@ import (
 
 // inputPane is the multi-line editor that fills the agent's input fields: one textarea
 // for a single field, a small form (one textarea per field) for several. It keeps a
-// history of sent inputs, recalled with ctrl+p / ctrl+n.
+// history of sent inputs, recalled with ctrl+p / ctrl+n or the arrows at the edges.
 type inputPane struct {
+	e       *env
+	w, h    int
 	fields  []sig.Field
 	areas   []textarea.Model
 	cur     int
 	history []*sig.Map
 	hpos    int // == len(history) when not browsing
 
-	editTurn string // TurnID being edited (edit-and-resubmit); "" for a new turn
-	version  int    // bumped on every change, to debounce the dry run
+	editTurn  string // TurnID being edited (edit-and-resubmit); "" for a new turn
+	editIndex int
+	version   int // bumped on every change, to debounce the dry run
 }
 
-func newInputPane(agent sessions.AgentInfo, keys KeyMap) *inputPane {
-	p := &inputPane{}
+// submitMsg is the form sent with enter: a new turn, or the edit of turn editTurn.
+type submitMsg struct {
+	inputs   *sig.Map
+	editTurn string
+}
+
+// leaveEditorMsg asks the root to move the focus to the transcript.
+type leaveEditorMsg struct{}
+
+// editMsg carries a turn's inputs into the editor (edit and resubmit).
+type editMsg struct {
+	turn   string
+	index  int
+	inputs *sig.Map
+}
+
+func newInputPane(e *env, agent sessions.AgentInfo) *inputPane {
+	p := &inputPane{e: e}
 	if agent.Signature != nil {
 		for _, f := range agent.Signature.Inputs {
 			if !f.Type.IsHistory() {
@@ -53,7 +72,7 @@ func newInputPane(agent sessions.AgentInfo, keys KeyMap) *inputPane {
 		sty := ta.Styles()
 		sty.Cursor.Blink = false
 		ta.SetStyles(sty)
-		ta.KeyMap.InsertNewline = keys.Newline
+		ta.KeyMap.InsertNewline = e.keys.Newline
 		ta.KeyMap.LineNext = key.NewBinding(key.WithKeys("down"))
 		ta.KeyMap.LinePrevious = key.NewBinding(key.WithKeys("up"))
 		p.areas = append(p.areas, ta)
@@ -61,12 +80,75 @@ func newInputPane(agent sessions.AgentInfo, keys KeyMap) *inputPane {
 	return p
 }
 
-// height is the rows the pane's body needs for body height budget bh.
+// SetSize sets the frame's size.
+func (p *inputPane) SetSize(w, h int) { p.w, p.h = w, h }
+
+// height is the frame height the form wants.
 func (p *inputPane) height() int {
 	if len(p.areas) == 1 {
-		return 3
+		return 3 + 2
 	}
-	return min(2*len(p.areas), 8)
+	return min(2*len(p.areas), 8) + 2
+}
+
+// bindings is the editor's key table; keys it does not bind are typed into the field.
+func (p *inputPane) bindings() []binding {
+	k := p.e.keys
+	multi := func() bool { return len(p.areas) > 1 }
+	up, down := key.NewBinding(key.WithKeys("up")), key.NewBinding(key.WithKeys("down"))
+	return []binding{
+		bind(k.Send, "send", true, p.submit),
+		bind(k.Newline, "new line", true, nil), // the textarea's own (its InsertNewline)
+		bind(k.NextField, "next field", true, do(func() { p.next(1) })).only(func() bool { return multi() && p.cur < len(p.areas)-1 }),
+		bind(k.PrevField, "previous field", false, do(func() { p.next(-1) })).only(func() bool { return multi() && p.cur > 0 }),
+		bind(k.HistoryPrev, "history", true, do(func() { p.recall(-1) })),
+		bind(k.HistoryNext, "next in history", false, do(func() { p.recall(1) })),
+		bind(up, "older input", false, do(func() { p.recall(-1) })).only(func() bool { return p.atHistoryEdge(-1) }),
+		bind(down, "newer input", false, do(func() { p.recall(1) })).only(func() bool { return p.atHistoryEdge(1) }),
+		bind(k.Cancel, "leave editor", true, p.leave),
+	}
+}
+
+// Update handles a key press (or paste) while the editor has the focus.
+func (p *inputPane) Update(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		if cmd, ok := dispatch(k, p.bindings()); ok {
+			return cmd
+		}
+	}
+	before := p.areas[p.cur].Value()
+	var cmd tea.Cmd
+	p.areas[p.cur], cmd = p.areas[p.cur].Update(msg)
+	if p.areas[p.cur].Value() != before {
+		p.version++
+	}
+	return cmd
+}
+
+// submit sends the form (the root decides where the turn runs).
+func (p *inputPane) submit() tea.Cmd {
+	if p.empty() {
+		return nil
+	}
+	inputs, err := p.values()
+	if err != nil {
+		return p.e.fail(err)
+	}
+	p.remember(inputs)
+	edit := p.editTurn
+	p.clear()
+	p.e.emit(submitMsg{inputs: inputs, editTurn: edit})
+	return nil
+}
+
+// leave abandons an edit, or else leaves the editor.
+func (p *inputPane) leave() tea.Cmd {
+	if p.editTurn != "" {
+		p.clear()
+		return p.e.say("edit abandoned")
+	}
+	p.e.emit(leaveEditorMsg{})
+	return nil
 }
 
 func (p *inputPane) focus() tea.Cmd {
@@ -82,25 +164,12 @@ func (p *inputPane) blur() {
 	}
 }
 
-// next moves to the next field; it reports false at the last one (focus leaves).
-func (p *inputPane) next(delta int) bool {
-	n := p.cur + delta
-	if n < 0 || n >= len(p.areas) {
-		return false
+// next moves to another field.
+func (p *inputPane) next(delta int) {
+	if n := p.cur + delta; n >= 0 && n < len(p.areas) {
+		p.cur = n
+		p.focus()
 	}
-	p.cur = n
-	p.focus()
-	return true
-}
-
-func (p *inputPane) update(msg tea.Msg) tea.Cmd {
-	before := p.areas[p.cur].Value()
-	var cmd tea.Cmd
-	p.areas[p.cur], cmd = p.areas[p.cur].Update(msg)
-	if p.areas[p.cur].Value() != before {
-		p.version++
-	}
-	return cmd
 }
 
 // empty reports whether every field is blank.
@@ -132,7 +201,7 @@ func (p *inputPane) values() (*sig.Map, error) {
 	return m, nil
 }
 
-// set fills the form from values (history recall, edit-and-resubmit).
+// set fills the form from values (history recall, edit-and-resubmit, a cancelled send).
 func (p *inputPane) set(m *sig.Map) {
 	for i, f := range p.fields {
 		v, ok := m.Get(f.Name)
@@ -147,6 +216,12 @@ func (p *inputPane) set(m *sig.Map) {
 		p.areas[i].SetValue(text)
 	}
 	p.version++
+}
+
+// beginEdit puts a turn's inputs in the form for edit-and-resubmit.
+func (p *inputPane) beginEdit(msg editMsg) {
+	p.set(msg.inputs)
+	p.editTurn, p.editIndex = msg.turn, msg.index
 }
 
 func (p *inputPane) clear() {
@@ -201,13 +276,27 @@ func (p *inputPane) recall(delta int) {
 	p.set(p.history[p.hpos])
 }
 
-// view draws the form at w x h.
-func (p *inputPane) view(st *stylesheet, w, h int) []string {
+// View draws the editor's frame at its size.
+func (p *inputPane) View(focused bool) []string {
+	fs, ts := paneStyle(p.e.st, focused)
+	title := " input "
+	if p.e.agent.Name != "" {
+		title = " " + termtext.OneLine(p.e.agent.Name) + " "
+	}
+	k := p.e.keys
+	if p.editTurn != "" {
+		title += "· editing " + turnLabel(p.editIndex) + ": " + k.Send.Help().Key + " resubmits as a new branch, " + k.Cancel.Help().Key + " abandons "
+	}
+	return frame(fs, ts, title, hints(hintsOf(p.bindings())...), p.body(p.w-2, p.h-2), p.w, p.h)
+}
+
+func (p *inputPane) body(w, h int) []string {
 	if len(p.areas) == 1 {
 		p.areas[0].SetWidth(w)
 		p.areas[0].SetHeight(h)
 		return fitBlock(strings.Split(p.areas[0].View(), "\n"), w, h)
 	}
+	st := p.e.st.s
 	var out []string
 	labelW := 0
 	for _, f := range p.fields {
@@ -218,9 +307,9 @@ func (p *inputPane) view(st *stylesheet, w, h int) []string {
 	for i := range p.areas {
 		p.areas[i].SetWidth(w - labelW)
 		p.areas[i].SetHeight(per)
-		label := st.s.Muted.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
+		label := st.Muted.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
 		if i == p.cur {
-			label = st.s.Accent.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
+			label = st.Accent.Render(fit(termtext.OneLine(p.fields[i].Name)+":", labelW))
 		}
 		for j, l := range strings.Split(p.areas[i].View(), "\n") {
 			if j >= per {

@@ -6,20 +6,23 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 )
 
-// KeyMap holds every binding. The field names' snake_case forms (see bindingNames) are
-// the keys of the [keys] table in the config file.
+// KeyMap holds every rebindable key. The field names' snake_case forms (bindingNames) are
+// the keys of the [keys] table in the config file. Components never match keys against
+// literal strings: each builds a binding table from these (see binding), and that table
+// both dispatches its keys and lists its help.
 type KeyMap struct {
 	Focus, FocusBack         key.Binding
-	Fork, Undo, UndoCascade  key.Binding
-	Redo, Edit, NewPane      key.Binding
-	ClosePane                key.Binding
+	Fork, Undo, Redo, Edit   key.Binding
+	NewPane, ClosePane       key.Binding
 	Strategy, Compare        key.Binding
 	ToggleTree, ToggleWire   key.Binding
 	Branches, Conversations  key.Binding
 	Replay                   key.Binding
 	Send, Newline            key.Binding
+	NextField, PrevField     key.Binding
 	Cancel, Quit, Help       key.Binding
 	Up, Down, PageUp, PgDown key.Binding
 	Top, Bottom              key.Binding
@@ -29,54 +32,84 @@ type KeyMap struct {
 	HistoryPrev, HistoryNext key.Binding
 	New, Rename, Delete      key.Binding
 	Filter, Confirm          key.Binding
+	Mouse                    key.Binding
+	// the compare view
+	NextDiff, PrevDiff key.Binding
+	Fold, Side, Layout key.Binding
+	OtherBranch        key.Binding
+	CopyText, CopyJSON key.Binding
+	SaveText, SaveJSON key.Binding
+	// the resume prompt
+	Resume, Discard, Later key.Binding
+	// the replay form
+	ReplayStrategy, ReplayAgent key.Binding
+	NewAgent                    key.Binding
 }
 
-// DefaultKeys is the default layout.
+// DefaultKeys is the default layout.
 func DefaultKeys() KeyMap {
 	b := func(help string, keys ...string) key.Binding {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(keys[0], help))
 	}
 	return KeyMap{
-		Focus:         b("next pane", "tab"),
-		FocusBack:     b("previous pane", "shift+tab"),
-		Fork:          b("fork", "f"),
-		Undo:          b("undo", "u"),
-		UndoCascade:   b("undo cascading", "U"),
-		Redo:          b("redo", "r"),
-		Edit:          b("edit & resubmit", "e"),
-		NewPane:       b("new branch pane", "n"),
-		ClosePane:     b("close pane", "x"),
-		Strategy:      b("cycle strategy", "s"),
-		Compare:       b("compare strategies", "c"),
-		ToggleTree:    b("toggle call tree", "t"),
-		ToggleWire:    b("toggle wire pane", "w"),
-		Branches:      b("branch navigator", "b"),
-		Conversations: b("conversations", "L"),
-		Replay:        b("compare runs (replay)", "R"),
-		Send:          b("send / expand / open", "enter"),
-		Newline:       b("new line", "ctrl+j", "alt+enter"),
-		Cancel:        b("cancel / back", "esc"),
-		Quit:          b("quit", "ctrl+c"),
-		Help:          b("help", "?"),
-		Up:            b("up", "up", "k"),
-		Down:          b("down", "down", "j"),
-		PageUp:        b("page up", "pgup"),
-		PgDown:        b("page down", "pgdown"),
-		Top:           b("top", "home", "g"),
-		Bottom:        b("bottom", "end", "G"),
-		Expand:        b("expand", "right", "l"),
-		Collapse:      b("collapse", "left", "h"),
-		ExpandAll:     b("expand all", "+"),
-		CollapseAll:   b("collapse all", "-"),
-		Actual:        b("actual request", "a"),
-		ErrorDetail:   b("error detail", "E"),
-		HistoryPrev:   b("previous input", "ctrl+p"),
-		HistoryNext:   b("next input", "ctrl+n"),
-		New:           b("new conversation", "n"),
-		Rename:        b("rename", "r"),
-		Delete:        b("delete", "d"),
-		Filter:        b("filter", "/"),
-		Confirm:       b("confirm", "y"),
+		Focus:          b("next pane", "tab"),
+		FocusBack:      b("previous pane", "shift+tab"),
+		Fork:           b("fork", "f"),
+		Undo:           b("undo", "u"),
+		Redo:           b("redo", "r"),
+		Edit:           b("edit & resubmit", "e"),
+		NewPane:        b("new branch pane", "n"),
+		ClosePane:      b("close pane", "x"),
+		Strategy:       b("cycle strategy", "s"),
+		Compare:        b("compare strategies", "c"),
+		ToggleTree:     b("toggle call tree", "t"),
+		ToggleWire:     b("toggle wire pane", "w"),
+		Branches:       b("branch navigator", "b"),
+		Conversations:  b("conversations", "L"),
+		Replay:         b("compare runs (replay)", "R"),
+		Send:           b("send", "enter"),
+		Newline:        b("new line", "ctrl+j", "alt+enter"),
+		NextField:      b("next field", "tab"),
+		PrevField:      b("previous field", "shift+tab"),
+		Cancel:         b("back", "esc"),
+		Quit:           b("quit", "ctrl+c"),
+		Help:           b("help", "?", "f1"),
+		Up:             b("up", "up", "k"),
+		Down:           b("down", "down", "j"),
+		PageUp:         b("page up", "pgup"),
+		PgDown:         b("page down", "pgdown", "space"),
+		Top:            b("top", "home", "g"),
+		Bottom:         b("bottom", "end", "G"),
+		Expand:         b("expand", "right", "l"),
+		Collapse:       b("collapse", "left", "h"),
+		ExpandAll:      b("expand all", "+"),
+		CollapseAll:    b("collapse all", "-"),
+		Actual:         b("actual request", "a"),
+		ErrorDetail:    b("error detail", "E"),
+		HistoryPrev:    b("previous input", "ctrl+p"),
+		HistoryNext:    b("next input", "ctrl+n"),
+		New:            b("new conversation", "n"),
+		Rename:         b("rename", "r"),
+		Delete:         b("delete", "d"),
+		Filter:         b("filter", "/"),
+		Confirm:        b("confirm", "y"),
+		Mouse:          b("mouse capture on/off", "M"),
+		NextDiff:       b("next difference", "n"),
+		PrevDiff:       b("previous difference", "N"),
+		Fold:           b("unfold / fold identical lines", "z"),
+		Side:           b("other side", "tab"),
+		Layout:         b("side by side / stacked / one side", "v"),
+		OtherBranch:    b("right side: next branch", "B"),
+		CopyText:       b("copy as text", "y"),
+		CopyJSON:       b("copy as JSON", "Y"),
+		SaveText:       b("save as text file", "o"),
+		SaveJSON:       b("save as JSON file", "O"),
+		Resume:         b("resume", "r"),
+		Discard:        b("discard", "d"),
+		Later:          b("later", "l"),
+		ReplayStrategy: b("strategy", "tab"),
+		ReplayAgent:    b("agent", "shift+tab"),
+		NewAgent:       b("other agent", "tab", "shift+tab"),
 	}
 }
 
@@ -84,17 +117,23 @@ func DefaultKeys() KeyMap {
 func (k *KeyMap) bindingNames() map[string]*key.Binding {
 	return map[string]*key.Binding{
 		"focus": &k.Focus, "focus_back": &k.FocusBack, "fork": &k.Fork, "undo": &k.Undo,
-		"undo_cascade": &k.UndoCascade, "redo": &k.Redo, "edit": &k.Edit,
-		"new_pane": &k.NewPane, "close_pane": &k.ClosePane, "strategy": &k.Strategy,
-		"compare": &k.Compare, "toggle_tree": &k.ToggleTree, "toggle_wire": &k.ToggleWire,
-		"branches": &k.Branches, "conversations": &k.Conversations, "replay": &k.Replay,
-		"send": &k.Send, "newline": &k.Newline, "cancel": &k.Cancel, "quit": &k.Quit,
-		"help": &k.Help, "up": &k.Up, "down": &k.Down, "page_up": &k.PageUp,
-		"page_down": &k.PgDown, "top": &k.Top, "bottom": &k.Bottom, "expand": &k.Expand,
-		"collapse": &k.Collapse, "expand_all": &k.ExpandAll, "collapse_all": &k.CollapseAll,
-		"actual": &k.Actual, "error_detail": &k.ErrorDetail, "history_prev": &k.HistoryPrev,
-		"history_next": &k.HistoryNext, "new": &k.New, "rename": &k.Rename,
-		"delete": &k.Delete, "filter": &k.Filter, "confirm": &k.Confirm,
+		"redo": &k.Redo, "edit": &k.Edit, "new_pane": &k.NewPane, "close_pane": &k.ClosePane,
+		"strategy": &k.Strategy, "compare": &k.Compare, "toggle_tree": &k.ToggleTree,
+		"toggle_wire": &k.ToggleWire, "branches": &k.Branches, "conversations": &k.Conversations,
+		"replay": &k.Replay, "send": &k.Send, "newline": &k.Newline, "next_field": &k.NextField,
+		"previous_field": &k.PrevField, "cancel": &k.Cancel, "quit": &k.Quit, "help": &k.Help,
+		"up": &k.Up, "down": &k.Down, "page_up": &k.PageUp, "page_down": &k.PgDown, "top": &k.Top,
+		"bottom": &k.Bottom, "expand": &k.Expand, "collapse": &k.Collapse,
+		"expand_all": &k.ExpandAll, "collapse_all": &k.CollapseAll, "actual": &k.Actual,
+		"error_detail": &k.ErrorDetail, "history_prev": &k.HistoryPrev,
+		"history_next": &k.HistoryNext, "new": &k.New, "rename": &k.Rename, "delete": &k.Delete,
+		"filter": &k.Filter, "confirm": &k.Confirm, "mouse": &k.Mouse,
+		"next_difference": &k.NextDiff, "previous_difference": &k.PrevDiff, "fold": &k.Fold,
+		"side": &k.Side, "layout": &k.Layout, "other_branch": &k.OtherBranch,
+		"copy_text": &k.CopyText, "copy_json": &k.CopyJSON, "save_text": &k.SaveText,
+		"save_json": &k.SaveJSON, "resume": &k.Resume, "discard": &k.Discard, "later": &k.Later,
+		"replay_strategy": &k.ReplayStrategy, "replay_agent": &k.ReplayAgent,
+		"new_agent": &k.NewAgent,
 	}
 }
 
@@ -126,26 +165,64 @@ func (k *KeyMap) Rebind(over map[string][]string) error {
 	return nil
 }
 
-// ShortHelp is the bottom line.
-func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Send, k.Focus, k.Strategy, k.ToggleTree, k.ToggleWire, k.Branches, k.Help, k.Quit}
+// binding is one row of a component's key table: a key with its help text and what it
+// does. The same table dispatches key presses and lists the component's help, so the
+// two cannot drift apart (lazygit keeps its bindings the same way).
+type binding struct {
+	key  key.Binding
+	run  func() tea.Cmd
+	hint bool // shown in the footer (the rest only in the ? help)
+	// when, if set, says whether the binding applies now; one that does not is neither
+	// dispatched nor shown
+	when func() bool
 }
 
-// FullHelp groups every binding for the ? screen.
-func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Focus, k.FocusBack, k.Send, k.Newline, k.Cancel, k.HistoryPrev, k.HistoryNext, k.Help, k.Quit},
-		{k.Fork, k.Undo, k.UndoCascade, k.Redo, k.Edit, k.NewPane, k.ClosePane, k.Branches, k.Replay},
-		{k.Strategy, k.Compare, k.Actual, k.ToggleTree, k.ToggleWire, k.ErrorDetail, k.Conversations},
-		{k.Up, k.Down, k.PageUp, k.PgDown, k.Top, k.Bottom, k.Expand, k.Collapse, k.ExpandAll, k.CollapseAll},
-		{k.New, k.Rename, k.Delete, k.Filter, k.Confirm},
+// only makes the binding apply only while cond holds.
+func (b binding) only(cond func() bool) binding { b.when = cond; return b }
+
+// live says whether the binding applies now. A binding without run is listed but not
+// dispatched: the key goes on to what the component wraps (a textarea's new line).
+func (b binding) live() bool { return b.when == nil || b.when() }
+
+// bind is a binding under the description desc (the keys of b, another label for what
+// the key does in this component).
+func bind(b key.Binding, desc string, hint bool, run func() tea.Cmd) binding {
+	return binding{key: key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc)), run: run, hint: hint}
+}
+
+// do wraps an action without a command.
+func do(f func()) func() tea.Cmd { return func() tea.Cmd { f(); return nil } }
+
+// dispatch runs the first binding of the table that k matches.
+func dispatch(k tea.KeyPressMsg, table []binding) (tea.Cmd, bool) {
+	for _, b := range table {
+		if b.run != nil && b.live() && key.Matches(k, b.key) {
+			return b.run(), true
+		}
 	}
+	return nil, false
 }
 
-// as is b under another description (same keys), for help that names what a key does
-// where the user is.
-func as(b key.Binding, desc string) key.Binding {
-	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+// hintsOf are the table's footer bindings, in order.
+func hintsOf(table []binding) []key.Binding {
+	var out []key.Binding
+	for _, b := range table {
+		if b.hint && b.live() {
+			out = append(out, b.key)
+		}
+	}
+	return out
+}
+
+// keysOf are every binding of the table, for the ? help.
+func keysOf(table []binding) []key.Binding {
+	out := make([]key.Binding, 0, len(table))
+	for _, b := range table {
+		if b.live() {
+			out = append(out, b.key)
+		}
+	}
+	return out
 }
 
 // hints is a frame footer listing bindings: " enter open · n new ".
@@ -157,31 +234,4 @@ func hints(bs ...key.Binding) string {
 		}
 	}
 	return " " + strings.Join(parts, " · ") + " "
-}
-
-// contextHelp is the bottom line: the keys of the pane or overlay in use.
-func (m *Model) contextHelp() []key.Binding {
-	k := m.keys
-	back := as(k.Cancel, "back")
-	switch m.overlay {
-	case overlayText:
-		return []key.Binding{as(k.Down, "scroll"), k.PgDown, k.Top, k.Bottom, back, k.Quit}
-	case overlayConvs:
-		return []key.Binding{as(k.Send, "open"), k.New, k.Rename, k.Delete, k.Filter, back, k.Quit}
-	case overlayBranches:
-		return []key.Binding{as(k.Send, "switch"), k.Fork, k.Edit, as(k.Collapse, "fold"), as(k.Expand, "unfold"), back, k.Quit}
-	case overlayReplay:
-		return []key.Binding{as(k.Send, "replay"), back, k.Quit}
-	case overlayCompare:
-		return []key.Binding{as(k.Down, "scroll"), k.PgDown, back, k.Quit}
-	}
-	switch m.focus {
-	case focusChat:
-		return []key.Binding{as(k.Up, "select turn"), as(k.Send, "calls"), k.Fork, k.Edit, k.Undo, k.UndoCascade, k.Redo, k.Branches, k.Replay, k.Focus, k.Help, k.Quit}
-	case focusTree:
-		return []key.Binding{as(k.Send, "call detail"), k.Expand, k.Collapse, k.ExpandAll, k.CollapseAll, k.Focus, k.Help, k.Quit}
-	case focusWire:
-		return []key.Binding{k.Strategy, k.Compare, k.Actual, as(k.Down, "scroll"), k.ToggleWire, k.Focus, k.Help, k.Quit}
-	}
-	return []key.Binding{as(k.Send, "send"), k.Newline, k.HistoryPrev, k.Focus, as(k.Cancel, "leave editor, then "+k.Help.Help().Key+" help"), k.Quit}
 }

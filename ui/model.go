@@ -3,10 +3,8 @@ package ui
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -22,12 +20,6 @@ const (
 	MinHeight = 20
 )
 
-// stylesheet is the active theme and its derived styles.
-type stylesheet struct {
-	theme themes.Theme
-	s     themes.Styles
-}
-
 type focusKind int
 
 const (
@@ -37,140 +29,79 @@ const (
 	focusWire
 )
 
-type overlayKind int
-
-const (
-	overlayNone overlayKind = iota
-	overlayHelp
-	overlayText // call detail, error log
-	overlayBranches
-	overlayConvs
-	overlayReplay
-	overlayCompare
-)
-
-// Model is the workbench's one root Bubble Tea model. Panes are plain components it
-// owns; it routes keys to the focused one and draws each into its rectangle.
+// Model is the workbench's one root Bubble Tea model. It routes: keys to the focused
+// component (or the open modal), backend results to the component that asked, and the
+// layout's rectangles to every component. The panes and modals are components in the
+// bubbles shape (own state, Update, View into a size, SetSize, own binding table).
 type Model struct {
-	ctx  context.Context
-	b    Backend
-	keys KeyMap
-	st   *stylesheet
-	md   *markdown
-	help help.Model
-
+	e       *env
 	w, h    int
 	profile colorprofile.Profile
 
-	convs    []sessions.ConversationInfo
-	conv     *sessions.ConversationInfo
-	agent    sessions.AgentInfo
-	branches []sessions.BranchInfo
-	strats   []sessions.Strategy
+	convs []sessions.ConversationInfo
 
-	panes     []*chatPane
-	cur       int // focused (or last focused) chat pane
-	focus     focusKind
-	showTree  bool
-	showWire  bool
-	input     *inputPane
-	tree      *callTree
-	wire      *wirePane
-	previews  map[string]*previewResult
-	dry       dryState
-	run       *runState
-	runSeq    int
-	status    string
-	statusErr bool
-	errLog    []string
+	panes    []*chatPane
+	cur      int // focused (or last focused) chat pane
+	focus    focusKind
+	showTree bool
+	showWire bool
+	input    *inputPane
+	tree     *callTree
+	wire     *wirePane
+	modals   []modal // the top one has the keys
+	resume   *resumePrompt
+	picker   *ModelPicker // the server's models when none was named (modelpicker.go)
+	runner   *turnRunner
 
-	overlay overlayKind
-	text    textOverlay
-	nav     *navigator
-	cl      *convList
-	replay  *replayForm
-	cmp     *compareView
-
+	mouse     bool // mouse capture (off: the terminal selects text on drag)
 	quitting  bool
 	autoTheme bool // no theme was named: follow the terminal's background
-
-	resume resumePrompt // interrupted turns offered for resume (resume.go)
-	picker *ModelPicker // the server's models when none was named (modelpicker.go)
-
-	// runs counts turn goroutines until their backend call returns (see waitRuns)
-	runs sync.WaitGroup
+	// pollEvery is how often the open conversation is checked for turns written by
+	// another process (0: never; Run sets it)
+	pollEvery time.Duration
+	polling   bool
 }
 
-// dryState is the dry run of the text being typed.
-type dryState struct {
-	version  int // input version it was computed for
-	strategy int
-	rs       []sessions.Rendering
-	err      error
-	pending  bool
-}
-
-// runState is a turn in flight.
-type runState struct {
-	id     int
-	cancel context.CancelFunc
-	msgs   chan tea.Msg
-	pane   *chatPane
-	kind   string // "send", "edit", "replay"
-}
-
-// New builds the root model. opts.Theme must already be resolved (Run does that).
+// New builds the root model. The theme must already be resolved (Run does that).
 func New(ctx context.Context, b Backend, theme themes.Theme, keys KeyMap) *Model {
-	m := &Model{
-		ctx:      ctx,
-		b:        b,
-		keys:     keys,
-		help:     help.New(),
-		tree:     newCallTree(),
-		wire:     newWirePane(),
-		previews: map[string]*previewResult{},
-		showTree: true,
-		showWire: true,
-		w:        80, h: 24,
-		profile: colorprofile.TrueColor,
-	}
+	e := &env{ctx: ctx, b: b, keys: keys, status: &statusBar{}, previews: previewCache{}, saveDir: "."}
+	m := &Model{e: e, showTree: true, showWire: true, w: 80, h: 24, profile: colorprofile.TrueColor, mouse: true}
+	m.runner = &turnRunner{e: e}
+	e.running = m.runner.active
+	m.resume = &resumePrompt{e: e}
+	m.tree = newCallTree(e)
+	m.wire = newWirePane(e)
 	m.setTheme(theme)
-	m.strats = b.Strategies()
-	if ags := b.Agents(); len(ags) > 0 {
-		m.agent = ags[0]
+	e.strats = b.Strategies()
+	e.agents = b.Agents()
+	e.model = b.ModelName()
+	if len(e.agents) > 0 {
+		e.agent = e.agents[0]
 	}
-	m.input = newInputPane(m.agent, keys)
+	m.input = newInputPane(e, e.agent)
 	return m
 }
 
+// SetSaveDir sets the folder the compare view saves requests to (default ".").
+func (m *Model) SetSaveDir(dir string) { m.e.saveDir = dir }
+
 func (m *Model) setTheme(t themes.Theme) {
-	m.st = &stylesheet{theme: t, s: t.Styles()}
+	m.e.st = &stylesheet{theme: t, s: t.Styles()}
 	style := t.Glamour
 	if m.profile <= colorprofile.ASCII && m.profile != colorprofile.Unknown {
 		style = "notty"
 		// without colour (NO_COLOR, a dumb terminal) the selection and the focused pane
 		// need another cue: reverse video (on the focused pane's title)
-		m.st.s.Selected = m.st.s.Selected.Reverse(true)
-		m.st.s.PaneTitle = m.st.s.PaneTitle.Reverse(true)
+		m.e.st.s.Selected = m.e.st.s.Selected.Reverse(true)
+		m.e.st.s.PaneTitle = m.e.st.s.PaneTitle.Reverse(true)
 	}
-	m.md = newMarkdown(style)
-	m.help.Styles.ShortKey = m.st.s.HelpKey
-	m.help.Styles.ShortDesc = m.st.s.HelpDesc
-	m.help.Styles.ShortSeparator = m.st.s.HelpSep
-	m.help.Styles.FullKey = m.st.s.HelpKey
-	m.help.Styles.FullDesc = m.st.s.HelpDesc
-	m.help.Styles.FullSeparator = m.st.s.HelpSep
-	for _, p := range m.panes {
-		p.cache, p.cacheWidth = map[string][]string{}, 0
-	}
-	m.wire.memoKey = ""
+	m.e.md = newMarkdown(style)
+	m.e.styleGen++
 }
 
-func (m *Model) rend() renderer { return renderer{st: m.st, md: m.md} }
-
-// Init loads the conversation list.
+// Init loads the conversation list and asks for interrupted turns.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.input.focus(), m.loadConversations(true), tea.RequestBackgroundColor, m.checkPending(""))
+	return tea.Batch(m.input.focus(), loadConversations(m.e, true), tea.RequestBackgroundColor, checkPending(m.e, ""), m.schedulePoll())
 }
 
 // pane is the focused chat pane (nil before a conversation is open).
@@ -183,15 +114,17 @@ func (m *Model) pane() *chatPane {
 
 // selectedTurn is the focused pane's selected turn, or its last loaded one.
 func (m *Model) selectedTurn() (string, *trace.Turn) {
-	p := m.pane()
-	if p == nil || p.total == 0 {
-		return "", nil
+	if p := m.pane(); p != nil {
+		return p.selected()
 	}
-	i := p.sel
-	if i < 0 {
-		i = p.total - 1
+	return "", nil
+}
+
+func (m *Model) topModal() modal {
+	if len(m.modals) == 0 {
+		return nil
 	}
-	return p.turnAt(i)
+	return m.modals[len(m.modals)-1]
 }
 
 // Update handles one message.
@@ -200,36 +133,45 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
-		m.help.SetWidth(msg.Width)
 		m.picker.SetSize(msg.Width, msg.Height-2)
 	case tea.ColorProfileMsg:
 		m.profile = msg.Profile
-		m.setTheme(m.st.theme)
+		m.setTheme(m.e.st.theme)
 	case tea.BackgroundColorMsg:
-		if m.autoTheme && !msg.IsDark() && m.st.theme.Dark {
+		if m.autoTheme && !msg.IsDark() && m.e.st.theme.Dark {
 			m.setTheme(themes.Light())
 		}
 	case tea.KeyPressMsg:
-		if m.picker.Active() && !key.Matches(msg, m.keys.Quit) {
+		m.e.status.keyPressed(time.Now())
+		if m.picker.Active() && !key.Matches(msg, m.e.keys.Quit) {
 			cmds = append(cmds, m.picker.Update(msg))
 			break
 		}
-		cmds = append(cmds, m.handleKey(msg))
+		cmds = append(cmds, m.key(msg))
 	case modelChosenMsg:
 		cmds = append(cmds, m.picker.Update(msg))
 		if msg.err == nil {
-			m.setStatus(fmt.Sprintf("model %s · pin it next time with --model %s or SESSIONBENCH_MODEL=%s", msg.name, msg.name, msg.name))
+			m.e.status.set(fmt.Sprintf("model %s · pin it next time with --model %s or SESSIONBENCH_MODEL=%s", msg.name, msg.name, msg.name))
+			m.e.model = m.e.b.ModelName()
 		}
 	case tea.PasteMsg:
-		if m.overlay == overlayNone && m.focus == focusInput {
-			cmds = append(cmds, m.input.update(msg))
-		} else {
-			cmds = append(cmds, m.overlayInput(msg))
+		if md := m.topModal(); md != nil {
+			cmds = append(cmds, md.Update(msg))
+		} else if m.focus == focusInput {
+			cmds = append(cmds, m.input.Update(msg))
 		}
 	case tea.MouseWheelMsg:
-		m.handleWheel(msg)
+		m.wheel(msg)
+	case tea.MouseClickMsg:
+		cmds = append(cmds, m.click(msg))
 	default:
-		cmds = append(cmds, m.handleResult(msg))
+		cmds = append(cmds, m.result(msg))
+	}
+	// what the components asked of the root during this update, in order
+	for len(m.e.outbox) > 0 {
+		out := m.e.outbox[0]
+		m.e.outbox = m.e.outbox[1:]
+		cmds = append(cmds, m.result(out))
 	}
 	if m.quitting {
 		return m, tea.Quit
@@ -238,42 +180,114 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
-// sync derives what follows from the new state: the call tree follows the selected
-// turn, previews and pages that are now visible get fetched, the dry run follows typing.
-func (m *Model) sync() []tea.Cmd {
-	var cmds []tea.Cmd
-	if id, t := m.selectedTurn(); t != nil {
-		if id != m.tree.turnID {
-			m.tree.set(id, t.Calls)
+// key routes a key press: quit, the resume prompt, the open modal, a running turn's
+// cancel, then the focused pane's table, then the keys that work in every pane.
+func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(k, m.e.keys.Quit) {
+		m.runner.cancel()
+		m.quitting = true
+		return nil
+	}
+	if m.resume.active() {
+		return m.resume.Update(k)
+	}
+	if md := m.topModal(); md != nil {
+		return md.Update(k)
+	}
+	if key.Matches(k, m.e.keys.Cancel) && m.runner.active() {
+		m.cancelRun()
+		return nil
+	}
+	if m.focus == focusInput {
+		if cmd, ok := dispatch(k, m.editorGlobals()); ok {
+			return cmd
 		}
-	} else if m.tree.turnID != "" || len(m.tree.roots) > 0 {
-		m.tree.set("", nil)
-	}
-	lay := m.layout()
-	for _, pr := range lay.chats {
-		p := m.panes[pr.pane]
-		first, last := p.visibleRange(m.rend(), pr.r.w-2, pr.r.h-2)
-		if from, ok := p.missing(first, last); ok {
-			p.loading = true
-			cmds = append(cmds, m.loadPage(p, from))
+		before := m.input.version
+		cmd := m.input.Update(k)
+		if m.input.version != before && m.showDryRun() && m.showWire {
+			cmd = tea.Batch(cmd, m.wire.scheduleDry(m.input.version))
 		}
+		return cmd
 	}
-	if m.showWire && m.conv != nil {
-		cmds = append(cmds, m.ensurePreviews()...)
+	var table []binding
+	switch m.focus {
+	case focusChat:
+		if p := m.pane(); p != nil {
+			table = p.bindings()
+		}
+	case focusTree:
+		table = m.tree.bindings()
+	case focusWire:
+		table = m.wire.bindings()
 	}
-	return cmds
+	if cmd, ok := dispatch(k, table); ok {
+		return cmd
+	}
+	cmd, _ := dispatch(k, m.globals())
+	return cmd
 }
 
-// setStatus shows a message in the status line; errors are also logged for E.
-func (m *Model) setStatus(s string) { m.status, m.statusErr = s, false }
+// editorGlobals are the keys that leave the editor or work in it; any other key is
+// typed. (The editor's own table goes first: tab moves between its fields.)
+func (m *Model) editorGlobals() []binding {
+	k := m.e.keys
+	f1 := key.NewBinding(key.WithKeys(nonPrintable(k.Help.Keys())...), key.WithHelp(k.Help.Help().Key, "help"))
+	table := m.input.bindings()
+	return append(table,
+		bind(k.Focus, "next pane", true, func() tea.Cmd { return m.cycleFocus(1) }),
+		bind(k.FocusBack, "previous pane", false, func() tea.Cmd { return m.cycleFocus(-1) }),
+		bind(f1, "help", len(f1.Keys()) > 0, func() tea.Cmd { m.openHelp(); return nil }).only(func() bool { return len(f1.Keys()) > 0 }),
+	)
+}
 
-func (m *Model) setError(err error) {
-	if err == nil {
-		return
+// nonPrintable keeps the keys that type nothing (f1, ctrl+...), usable in the editor.
+func nonPrintable(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if len([]rune(k)) > 1 && k != "space" {
+			out = append(out, k)
+		}
 	}
-	msg := termtext.OneLine(err.Error())
-	m.status, m.statusErr = msg, true
-	m.errLog = append(m.errLog, time.Now().Format("15:04:05")+"  "+termtext.Sanitize(err.Error()))
+	return out
+}
+
+// globals are the keys that work in every pane but the editor.
+func (m *Model) globals() []binding {
+	k := m.e.keys
+	return []binding{
+		bind(k.Focus, "next pane", true, func() tea.Cmd { return m.cycleFocus(1) }),
+		bind(k.FocusBack, "previous pane", false, func() tea.Cmd { return m.cycleFocus(-1) }),
+		bind(k.Cancel, "editor", false, func() tea.Cmd { return m.setFocus(focusInput, 0) }),
+		bind(k.Compare, "compare strategies", true, m.openCompareSelected),
+		bind(k.Strategy, "cycle strategy", true, do(func() {
+			m.wire.cycle()
+			m.e.status.set("wire: " + m.wire.mode())
+		})),
+		bind(k.Actual, "actual request", false, do(func() {
+			m.wire.setActual()
+			m.e.status.set("wire: actual request")
+		})),
+		bind(k.Branches, "branch navigator", true, m.openNavigator),
+		bind(k.Conversations, "conversations", false, m.openConvList),
+		bind(k.Replay, "compare runs (replay)", false, m.openReplay),
+		bind(k.NewPane, "new branch pane", false, m.newPane),
+		bind(k.ClosePane, "close pane", false, do(m.closePane)),
+		bind(k.ToggleTree, "toggle call tree", false, do(func() {
+			m.showTree = !m.showTree
+			if !m.showTree && m.focus == focusTree {
+				m.focus = focusChat
+			}
+		})),
+		bind(k.ToggleWire, "toggle wire pane", false, do(func() {
+			m.showWire = !m.showWire
+			if !m.showWire && m.focus == focusWire {
+				m.focus = focusChat
+			}
+		})),
+		bind(k.ErrorDetail, "error log", false, do(m.openErrorLog)),
+		bind(k.Mouse, "mouse capture on/off", false, do(m.toggleMouse)),
+		bind(k.Help, "help", true, func() tea.Cmd { m.openHelp(); return nil }),
+	}
 }
 
 // focusOrder lists the focusable panes: input, each chat pane, tree and wire if shown.
@@ -318,6 +332,86 @@ func (m *Model) setFocus(k focusKind, pane int) tea.Cmd {
 	}
 	m.input.blur()
 	return nil
+}
+
+// showDryRun: while the user types, the wire pane previews the typed text.
+func (m *Model) showDryRun() bool {
+	return m.focus == focusInput && !m.input.empty() && m.input.editTurn == "" && m.topModal() == nil
+}
+
+// sync derives what follows from the new state: the call tree follows the selected
+// turn, the components get their rectangles, pages and previews now visible get
+// fetched, an open compare view fetches its sides.
+func (m *Model) sync() []tea.Cmd {
+	var cmds []tea.Cmd
+	id, t := m.selectedTurn()
+	if id != m.tree.turnID || t == nil && len(m.tree.roots) > 0 {
+		m.tree.set(id, t)
+	}
+	m.place()
+	for _, pr := range m.layout().chats {
+		cmds = append(cmds, m.panes[pr.pane].ensureLoaded())
+	}
+	if m.showWire && m.e.conv != nil {
+		cmds = append(cmds, m.wire.show(m.wireTarget()))
+	}
+	if s, ok := m.topModal().(interface{ sync() tea.Cmd }); ok {
+		cmds = append(cmds, s.sync())
+	}
+	return cmds
+}
+
+// wireTarget is what the wire pane should show now.
+func (m *Model) wireTarget() wireTarget {
+	if m.showDryRun() {
+		return wireTarget{dry: true}
+	}
+	p := m.pane()
+	id, t := m.selectedTurn()
+	if p == nil || t == nil {
+		return wireTarget{empty: "select a turn to see its request"}
+	}
+	c := m.tree.selected()
+	switch {
+	case c == nil:
+		return wireTarget{empty: fmt.Sprintf("%s made no model calls: nothing was sent", turnLabel(t.Index))}
+	case isModuleRecord(c):
+		return wireTarget{empty: fmt.Sprintf("%s is a module: it sends no request itself; select one of its %s in the call tree",
+			termtext.OneLine(c.Path), count(len(c.Children), "inner call"))}
+	}
+	return wireTarget{req: &sessions.PreviewRequest{Conv: m.e.convID(), Branch: p.branch, Turn: id, Call: c.ID}}
+}
+
+// place gives every component its rectangle.
+func (m *Model) place() {
+	l := m.layout()
+	if l.tooSmall {
+		return
+	}
+	for _, pr := range l.chats {
+		m.panes[pr.pane].SetSize(pr.r.w, pr.r.h)
+	}
+	// panes off screen keep a size, so keys that scroll them still know their height
+	for _, p := range m.panes {
+		if p.w == 0 {
+			p.SetSize(max(m.w/2, 20), max(l.body.h, 3))
+		}
+	}
+	tr, wr := l.tree, l.wire
+	if tr.h == 0 {
+		tr = l.body
+	}
+	if wr.h == 0 {
+		wr = l.body
+	}
+	m.tree.SetSize(tr.w, tr.h)
+	m.wire.SetSize(wr.w, wr.h)
+	m.input.SetSize(l.input.w, l.input.h)
+	mh := l.body.h + l.input.h
+	for _, md := range m.modals {
+		md.SetSize(m.w, mh)
+	}
+	m.resume.SetSize(m.w, mh)
 }
 
 // OfferModels opens the workbench on the model picker (Run does this when no model was

@@ -19,10 +19,10 @@ func TestNoColourSelectionCue(t *testing.T) {
 	}{{colorprofile.ASCII, true}, {colorprofile.NoTTY, true}, {colorprofile.ANSI256, false}, {colorprofile.TrueColor, false}} {
 		m := New(context.Background(), nilBackend{}, themes.Dark(), DefaultKeys())
 		m.Update(tea.ColorProfileMsg{Profile: c.profile})
-		if got := m.st.s.Selected.GetReverse(); got != c.reverse {
+		if got := m.e.st.s.Selected.GetReverse(); got != c.reverse {
 			t.Errorf("profile %v: selection reverse %v, want %v", c.profile, got, c.reverse)
 		}
-		if got := m.st.s.PaneTitle.GetReverse(); got != c.reverse {
+		if got := m.e.st.s.PaneTitle.GetReverse(); got != c.reverse {
 			t.Errorf("profile %v: focused title reverse %v, want %v", c.profile, got, c.reverse)
 		}
 	}
@@ -33,3 +33,4 @@ type nilBackend struct{ Backend }
 
 func (nilBackend) Strategies() []sessions.Strategy { return nil }
 func (nilBackend) Agents() []sessions.AgentInfo    { return nil }
+func (nilBackend) ModelName() string               { return "nil" }

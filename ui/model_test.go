@@ -9,7 +9,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
 // Every frame must be exactly the terminal's size: no line wider, no missing lines.
@@ -52,7 +51,6 @@ func TestGoldenScreens(t *testing.T) {
 		{"main_60x20", 60, 20, nil},
 		{"wide_140x36", 140, 36, nil},
 		{"tree_focused_80x24", 80, 24, []string{"esc", "enter"}},
-		{"wire_compare_140x36", 140, 36, []string{"esc", "c"}},
 		{"help_100x30", 100, 30, []string{"esc", "?"}},
 		{"branches_100x30", 100, 30, []string{"esc", "b"}},
 	}
@@ -66,38 +64,41 @@ func TestGoldenScreens(t *testing.T) {
 }
 
 func TestSendStreamsAndRecords(t *testing.T) {
-	hs, b := open(t, 100, 30, 0)
-	assertContains(t, hs.screen(), "memory (in-process test backend)", "no turns yet")
-	hs.typeText("where is my invoice?")
+	hs, r := openReal(t, 100, 30, "SupportAgent")
+	assertContains(t, hs.screen(), "demo (offline)", "no turns yet")
+	hs.typeText("How do I reset my password?")
 	hs.press("enter")
-	s := hs.screen()
-	assertContains(t, s, "#1 you", "where is my invoice?", "echo: where is my invoice?", "turn recorded on main")
-	pg, err := b.LoadTurns(context.Background(), "c1", "main", 0, 10)
-	if err != nil || pg.Total != 1 {
-		t.Fatalf("backend has %d turns (%v), want 1", pg.Total, err)
+	assertContains(t, hs.screen(), "#0 you", "How do I reset my password?", "choose 'Forgot password'", "turn recorded on main")
+	if n := r.turns(t, "main"); n != 1 {
+		t.Fatalf("the store has %d turns, want 1", n)
 	}
 	// the input history recalls it
 	hs.press("ctrl+p")
-	assertContains(t, hs.screen(), "> where is my invoice?")
+	assertContains(t, hs.screen(), "> How do I reset my password?")
 }
 
 func TestEscCancelsAtOnceAndRecordsNothing(t *testing.T) {
-	hs, b := open(t, 100, 30, 0)
-	b.Delay = 200 * time.Millisecond
-	hs.typeText("one two three four five six")
+	r := newReal(t, 60) // slow enough to cancel mid-answer
+	r.converse(t, "SupportAgent", "cancel me")
+	hs := newHarness(t, r, 100, 30)
+	hs.press("enter")
+	hs.typeText("The reset email never arrives")
 	hs.send(keyMsg("enter"))
-	hs.pump(func() bool { return strings.Contains(hs.screen(), "writing reply") })
-	assertContains(t, hs.screen(), "esc cancels")
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "writing reasoning") })
+	assertContains(t, hs.screen(), "esc cancels", "reasoning:")
 	hs.send(keyMsg("esc"))
 	assertContains(t, hs.screen(), "cancelled: no turn recorded")
-	assertLacks(t, hs.screen(), "writing reply")
+	assertLacks(t, hs.screen(), "writing reasoning")
 	hs.settle()
-	pg, _ := b.LoadTurns(context.Background(), "c1", "main", 0, 10)
-	if pg.Total != 0 {
-		t.Fatalf("a cancelled turn was recorded: %d turns", pg.Total)
+	if n := r.turns(t, "main"); n != 0 {
+		t.Fatalf("a cancelled turn was recorded: %d turns", n)
+	}
+	pending, err := r.Pending(context.Background(), "")
+	if err != nil || len(pending) != 0 {
+		t.Fatalf("a cancelled turn is left in flight: %v %v", pending, err)
 	}
 	// the cancelled text is back in the editor, ready to send again
-	assertContains(t, hs.screen(), "> one two three four five six")
+	assertContains(t, hs.screen(), "> The reset email never arrives")
 }
 
 func TestRetryCountdownShown(t *testing.T) {
@@ -125,82 +126,93 @@ func TestErrorShownWithoutBlocking(t *testing.T) {
 	assertContains(t, hs.screen(), "errors (newest first)", "no [[ ## reply ## ]] field")
 }
 
+// Undo, redo (with the redo count in the pane's title), fork and edit, against the real
+// backend; "nothing to undo" and "nothing to redo" are said, not errors.
 func TestUndoRedoForkEdit(t *testing.T) {
-	hs, b := open(t, 120, 36, 3)
-	ctx := context.Background()
+	hs, r := openReal(t, 120, 36, "SupportAgent", "I can't log in", "The reset email never arrives", "It's in my spam folder")
 	hs.press("esc", "u")
-	assertContains(t, hs.screen(), "undid 1 turn(s) on main")
-	if pg, _ := b.LoadTurns(ctx, "c1", "main", 0, 10); pg.Total != 2 {
-		t.Fatalf("after undo main has %d turns", pg.Total)
+	assertContains(t, hs.screen(), "undid 1 turn on main (with its 2 inner calls) · r redoes", "· 1 to redo")
+	if n := r.turns(t, "main"); n != 2 {
+		t.Fatalf("after undo main has %d turns", n)
 	}
-	hs.press("U")
-	assertContains(t, hs.screen(), "cascading to 3 inner predictor turn(s)")
-	hs.press("r", "r")
-	if pg, _ := b.LoadTurns(ctx, "c1", "main", 0, 10); pg.Total != 3 {
-		t.Fatalf("after redo main has %d turns", pg.Total)
+	hs.press("r")
+	assertContains(t, hs.screen(), "redid 1 turn on main", "3 turns")
+	assertLacks(t, hs.screen(), "to redo")
+	hs.press("r")
+	assertContains(t, hs.screen(), "nothing to redo on main")
+	assertLacks(t, hs.screen(), "✗")
+	if n := r.turns(t, "main"); n != 3 {
+		t.Fatalf("after redo main has %d turns", n)
 	}
-	// select turn 2 and fork there: a second pane opens on fork-1
+	// select turn 1 and fork there: a second pane opens on fork-1
 	hs.press("up", "f")
-	assertContains(t, hs.screen(), "forked fork-1 at turn 2", "fork-1 ·")
-	if pg, _ := b.LoadTurns(ctx, "c1", "fork-1", 0, 10); pg.Total != 2 {
-		t.Fatalf("fork-1 has %d turns, want 2", pg.Total)
+	assertContains(t, hs.screen(), "forked fork-1 at turn 1", "fork-1 ·")
+	if n := r.turns(t, "fork-1"); n != 2 {
+		t.Fatalf("fork-1 has %d turns, want 2", n)
 	}
-	// edit-and-resubmit turn 1 of fork-1 as a sibling branch
+	// edit-and-resubmit turn 0 of fork-1 as a sibling branch
 	hs.press("g", "e")
-	assertContains(t, hs.screen(), "editing turn 1")
-	hs.typeText(" (edited)")
+	assertContains(t, hs.screen(), "editing turn 0", "> I can't log in")
+	hs.typeText(" at all")
 	hs.press("enter")
-	assertContains(t, hs.screen(), "edit-1", "echo: question number 1 (edited)")
-	if pg, _ := b.LoadTurns(ctx, "c1", "edit-1", 0, 10); pg.Total != 1 {
-		t.Fatalf("edit-1 has %d turns, want 1", pg.Total)
+	assertContains(t, hs.screen(), "edit-1", "I can't log in at all")
+	if n := r.turns(t, "edit-1"); n != 1 {
+		t.Fatalf("edit-1 has %d turns, want 1", n)
 	}
+	// undo everything on edit-1 (its pane has the focus): an empty branch has nothing
+	// to undo
+	hs.press("u")
+	hs.press("u")
+	assertContains(t, hs.screen(), "nothing to undo on edit-1")
+	assertLacks(t, hs.screen(), "✗")
 }
 
+// The call tree of a turn with nested calls (ResearchAgent: a research module holding
+// two queries and a summary): fold, unfold, and a call's detail.
 func TestCallTreeExpandCollapseAndDetail(t *testing.T) {
-	hs, _ := open(t, 120, 40, 1)
+	hs, _ := openReal(t, 120, 40, "ResearchAgent", "How long do refunds take?")
 	hs.press("esc", "enter") // focus the tree of the selected (last) turn
-	s := hs.screen()
-	assertContains(t, s, "└── ▾ agent.step0", "agent.step1", "3 calls")
+	assertContains(t, hs.screen(), "▾ research", "research.query", "research.summarize", "answer")
 	hs.press("-")
-	assertLacks(t, hs.screen(), "agent.step1")
+	assertLacks(t, hs.screen(), "research.query")
 	hs.press("+")
-	assertContains(t, hs.screen(), "agent.step2")
-	hs.press("down", "enter")
-	assertContains(t, hs.screen(), "call agent.step1", "Exact request (2 messages)", "Be brief.")
+	assertContains(t, hs.screen(), "research.summarize")
+	hs.press("g", "down", "down", "enter") // plan, research, research.query
+	assertContains(t, hs.screen(), "call research.query", "Exact request (", "Raw completion")
 	hs.press("esc")
 	assertLacks(t, hs.screen(), "Exact request")
 }
 
+// The wire pane follows the selected call and cycles the strategies; typing shows the
+// dry run of the text being typed.
 func TestWireStrategiesAndDryRun(t *testing.T) {
-	hs, _ := open(t, 140, 60, 0)
-	for _, q := range []string{"first", "second"} {
-		hs.typeText(q)
-		hs.press("enter")
-	}
-	hs.press("esc")
-	assertContains(t, hs.screen(), "wire · actual", "── system ·")
+	hs, _ := openReal(t, 140, 60, "SupportAgent", "I can't log in", "The reset email never arrives")
+	hs.press("esc", "enter", "down") // the tree: respond
+	assertContains(t, hs.screen(), "wire · actual", "actual · respond", "── system ·")
 	hs.press("s", "s")
-	assertContains(t, hs.screen(), "wire · 2 inherit", "⚠ history entry renders None")
-	hs.press("c")
-	assertContains(t, hs.screen(), "wire · 1 keep vs 2 inherit", "+reply: None")
+	assertContains(t, hs.screen(), "wire · 2 inherit", "2 inherit · respond", "[[ ## reasoning ## ]]")
+	hs.press("s", "s", "s", "s") // 3, 4, 5, actual
+	assertContains(t, hs.screen(), "wire · actual")
 	// typing shows the dry run of the text being typed
-	hs.press("s", "esc")
-	hs.typeText("draft text")
+	hs.press("esc") // the editor
+	hs.typeText("It's in my spam folder")
 	time.Sleep(300 * time.Millisecond)
 	hs.settle()
-	assertContains(t, hs.screen(), "dry run", "question: draft text")
+	assertContains(t, hs.screen(), "dry run", "It's in my spam folder")
 }
 
 func TestConversationListNewRenameDeleteFilter(t *testing.T) {
-	b := uitest.New()
+	r := newReal(t, 0)
 	ctx := context.Background()
 	for _, title := range []string{"alpha", "beta", "gamma"} {
-		if _, err := b.NewConversation(ctx, "support", title); err != nil {
-			t.Fatal(err)
-		}
+		r.converse(t, "SupportAgent", title)
 	}
-	hs := newHarness(t, b, 100, 30)
-	assertContains(t, hs.screen(), "conversations (3)", "alpha", "beta", "gamma")
+	hs := newHarness(t, r, 100, 30)
+	assertContains(t, hs.screen(), "conversations (3)", "alpha", "beta", "gamma", "? help")
+	// ? works in the list too: the list's own keys
+	hs.press("?")
+	assertContains(t, hs.screen(), "help", "new", "rename", "delete", "filter")
+	hs.press("esc")
 	hs.press("/")
 	hs.typeText("bet")
 	hs.press("enter")
@@ -209,17 +221,27 @@ func TestConversationListNewRenameDeleteFilter(t *testing.T) {
 	hs.press("r")
 	hs.typeText("2")
 	hs.press("enter")
-	list, _ := b.Conversations(ctx)
-	if list[1].Title != "beta2" {
-		t.Fatalf("rename: titles %v", list)
+	titles := func() []string {
+		list, err := r.Conversations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range list {
+			out = append(out, c.Title)
+		}
+		return out
+	}
+	if got := fmt.Sprint(titles()); !strings.Contains(got, "beta2") {
+		t.Fatalf("rename: titles %v", got)
 	}
 	hs.press("d", "n") // any key but y cancels
-	if list, _ := b.Conversations(ctx); len(list) != 3 {
-		t.Fatalf("delete without confirmation removed a conversation")
+	if got := titles(); len(got) != 3 {
+		t.Fatalf("delete without confirmation removed a conversation: %v", got)
 	}
 	hs.press("d", "y")
-	if list, _ := b.Conversations(ctx); len(list) != 2 {
-		t.Fatalf("delete: %d conversations left", len(list))
+	if got := titles(); len(got) != 2 || strings.Contains(fmt.Sprint(got), "beta2") {
+		t.Fatalf("delete: %v", got)
 	}
 	hs.press("/", "esc")
 	hs.press("n")
@@ -231,11 +253,11 @@ func TestConversationListNewRenameDeleteFilter(t *testing.T) {
 }
 
 func TestNarrowShowsOnePaneAtATime(t *testing.T) {
-	hs, _ := open(t, 80, 24, 2)
+	hs, _ := openReal(t, 80, 24, "SupportAgent", "I can't log in", "The reset email never arrives")
 	assertContains(t, hs.screen(), "main ·")
 	assertLacks(t, hs.screen(), " calls · turn")
 	hs.press("esc", "tab")
-	assertContains(t, hs.screen(), "calls · turn 2")
+	assertContains(t, hs.screen(), "calls · turn 1")
 	assertLacks(t, hs.screen(), "main ·")
 }
 
@@ -251,7 +273,7 @@ func TestKeysRebind(t *testing.T) {
 
 // up/down step through sent inputs like a shell, but never replace typed text.
 func TestArrowKeysRecallInputs(t *testing.T) {
-	hs, _ := open(t, 100, 30, 0)
+	hs, _ := openReal(t, 100, 30, "SupportAgent")
 	for _, q := range []string{"first question", "second question"} {
 		hs.typeText(q)
 		hs.press("enter")

@@ -1,13 +1,10 @@
 package ui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -23,6 +20,8 @@ type treeMsg struct {
 // A straight run of turns stays at one indentation; only a fork point indents its
 // children, so a long linear conversation does not march off the right edge.
 type navigator struct {
+	e        *env
+	w, h     int
 	nodes    []storage.TurnNode
 	byID     map[string]int
 	children map[string][]int // parent ID ("" = roots) -> node indices
@@ -41,18 +40,19 @@ type navRow struct {
 	fork   bool // has more than one child
 }
 
-func (m *Model) openNavigator() tea.Cmd {
-	if m.conv == nil {
-		m.setStatus("no conversation open")
-		return nil
-	}
-	m.nav = &navigator{loading: true, folded: map[string]bool{}}
-	if p := m.pane(); p != nil {
-		m.nav.active = p.info.Tip
-	}
-	m.overlay = overlayBranches
-	ctx, b, conv := m.ctx, m.b, m.conv.ID
-	return func() tea.Msg {
+// switchBranchMsg asks the root to show branch in the focused pane with turn index
+// selected (enter in the navigator).
+type switchBranchMsg struct {
+	branch string
+	index  int
+}
+
+// newNavigator opens on the tip of the branch active (the focused pane's) and returns
+// the command loading the tree.
+func newNavigator(e *env, active string) (*navigator, tea.Cmd) {
+	n := &navigator{e: e, loading: true, folded: map[string]bool{}, active: active}
+	ctx, b, conv := e.ctx, e.b, e.convID()
+	return n, func() tea.Msg {
 		nodes, err := b.TurnTree(ctx, conv)
 		if err != nil {
 			err = fmt.Errorf("turn tree: %w", err)
@@ -61,12 +61,104 @@ func (m *Model) openNavigator() tea.Cmd {
 	}
 }
 
-func (n *navigator) setNodes(msg treeMsg, branches []sessions.BranchInfo) {
+func (n *navigator) SetSize(w, h int) { n.w, n.h = w, h }
+
+func (n *navigator) bindings() []binding {
+	k := n.e.keys
+	bh := func() int { return max(n.h-2, 1) }
+	move := func(d int) func() tea.Cmd {
+		return do(func() { n.sel = max(0, min(len(n.rows)-1, n.sel+d)) })
+	}
+	fold := func(shut bool) func() tea.Cmd {
+		return do(func() {
+			if nd := n.selected(); nd != nil && len(n.children[nd.Key]) > 0 {
+				n.folded[nd.Key] = shut
+				n.flatten()
+			}
+		})
+	}
+	return []binding{
+		bind(k.Send, "switch", true, n.switchTo),
+		bind(k.Fork, "fork", true, n.fork),
+		bind(k.Edit, "edit & resubmit", true, n.edit),
+		bind(k.Collapse, "fold", true, fold(true)),
+		bind(k.Expand, "unfold", true, fold(false)),
+		bind(k.Up, "up", false, move(-1)),
+		bind(k.Down, "down", false, move(1)),
+		bind(k.PageUp, "page up", false, func() tea.Cmd { return move(-bh())() }),
+		bind(k.PgDown, "page down", false, func() tea.Cmd { return move(bh())() }),
+		bind(k.Top, "first turn", false, do(func() { n.sel = 0 })),
+		bind(k.Bottom, "last turn", false, do(func() { n.sel = len(n.rows) - 1 })),
+		closeBinding(n.e),
+		bind(k.Branches, "back", false, n.e.emitter(closeModalMsg{})),
+		helpBinding(n.e),
+	}
+}
+
+func (n *navigator) Update(msg tea.Msg) tea.Cmd {
+	if cmd, ok := keyOrWheel(msg, n.bindings(), func(d int) { n.sel = max(0, min(len(n.rows)-1, n.sel+d)) }); ok {
+		return cmd
+	}
+	switch msg := msg.(type) {
+	case treeMsg:
+		if msg.err != nil {
+			n.loading = false
+			return n.e.fail(msg.err)
+		}
+		n.setNodes(msg.nodes, n.e.branches)
+	}
+	return nil
+}
+
+func (n *navigator) fork() tea.Cmd {
+	nd := n.selected()
+	if nd == nil {
+		return nil
+	}
+	n.e.emit(closeModalMsg{})
+	return forkCmd(n.e, n.e.convID(), nd.Key, nd.Index)
+}
+
+func (n *navigator) edit() tea.Cmd {
+	nd := n.selected()
+	if nd == nil {
+		return nil
+	}
+	ctx, b, conv, id, idx := n.e.ctx, n.e.b, n.e.convID(), nd.Key, nd.Index
+	return func() tea.Msg {
+		t, err := b.Turn(ctx, conv, id)
+		if err != nil {
+			return opMsg{err: fmt.Errorf("edit %s: %w", turnLabel(idx), err)}
+		}
+		return editMsg{turn: id, index: idx, inputs: t.Inputs.Clone()}
+	}
+}
+
+// switchTo shows the selected turn's branch in the focused pane.
+func (n *navigator) switchTo() tea.Cmd {
+	nd := n.selected()
+	if nd == nil {
+		return nil
+	}
+	branch := n.onPath[nd.Key]
+	if names := n.tips[nd.Key]; len(names) > 0 {
+		branch = names[0]
+	}
+	if branch == "" {
+		return n.e.say("no branch reaches this turn: " + n.e.keys.Fork.Help().Key + " forks one here")
+	}
+	msg := switchBranchMsg{branch: branch, index: nd.Index}
+	n.e.emit(closeModalMsg{})
+	n.e.emit(msg)
+	return nil
+}
+
+func (n *navigator) setNodes(nodes []storage.TurnNode, branches []sessions.BranchInfo) {
 	n.loading = false
-	n.nodes = msg.nodes
-	n.byID = make(map[string]int, len(msg.nodes))
+	n.nodes = nodes
+	n.byID = make(map[string]int, len(nodes))
 	n.children = map[string][]int{}
-	for i, nd := range msg.nodes {
+	for i, nd := range nodes {
 		n.byID[nd.Key] = i
 		n.children[nd.Parent] = append(n.children[nd.Parent], i)
 	}
@@ -138,120 +230,9 @@ func (n *navigator) selected() *storage.TurnNode {
 	return &n.nodes[n.rows[n.sel].node]
 }
 
-func (m *Model) navKey(k tea.KeyPressMsg) tea.Cmd {
-	n := m.nav
-	h := m.h - 6
-	switch {
-	case key.Matches(k, m.keys.Cancel), key.Matches(k, m.keys.Branches):
-		m.overlay = overlayNone
-		return nil
-	case key.Matches(k, m.keys.Up):
-		n.sel = max(0, n.sel-1)
-	case key.Matches(k, m.keys.Down):
-		n.sel = min(len(n.rows)-1, n.sel+1)
-	case key.Matches(k, m.keys.PageUp):
-		n.sel = max(0, n.sel-h)
-	case key.Matches(k, m.keys.PgDown):
-		n.sel = min(len(n.rows)-1, n.sel+h)
-	case key.Matches(k, m.keys.Top):
-		n.sel = 0
-	case key.Matches(k, m.keys.Bottom):
-		n.sel = len(n.rows) - 1
-	case key.Matches(k, m.keys.Collapse), key.Matches(k, m.keys.Expand):
-		if nd := n.selected(); nd != nil && len(n.children[nd.Key]) > 0 {
-			n.folded[nd.Key] = key.Matches(k, m.keys.Collapse)
-			n.flatten()
-		}
-	case key.Matches(k, m.keys.Send):
-		return m.navSwitch()
-	case key.Matches(k, m.keys.Fork):
-		nd := n.selected()
-		if nd == nil {
-			return nil
-		}
-		m.overlay = overlayNone
-		conv, id, idx := m.conv.ID, nd.Key, nd.Index
-		return m.op(func(ctx context.Context, b Backend) opMsg {
-			name, err := b.Fork(ctx, conv, id, "")
-			if err != nil {
-				return opMsg{err: fmt.Errorf("fork at turn %d: %w", idx+1, err)}
-			}
-			return opMsg{status: fmt.Sprintf("forked %s at turn %d", name, idx+1), reload: true, openBranch: name}
-		})
-	case key.Matches(k, m.keys.Edit):
-		nd := n.selected()
-		if nd == nil {
-			return nil
-		}
-		ctx, b, conv, id, idx := m.ctx, m.b, m.conv.ID, nd.Key, nd.Index
-		return func() tea.Msg {
-			t, err := b.Turn(ctx, conv, id)
-			if err != nil {
-				return opMsg{err: fmt.Errorf("edit turn %d: %w", idx+1, err)}
-			}
-			return editMsg{turn: id, index: idx, inputs: inputsOf(t)}
-		}
-	}
-	return nil
-}
-
-// navSwitch shows the selected turn's branch in the focused pane.
-func (m *Model) navSwitch() tea.Cmd {
-	nd := m.nav.selected()
-	if nd == nil {
-		return nil
-	}
-	branch := ""
-	if names := m.nav.tips[nd.Key]; len(names) > 0 {
-		branch = names[0]
-	} else {
-		branch = m.nav.onPath[nd.Key]
-	}
-	if branch == "" {
-		m.setStatus("no branch reaches this turn: f forks one here")
-		return nil
-	}
-	m.overlay = overlayNone
-	for i, p := range m.panes {
-		if p.branch == branch {
-			m.cur, m.focus = i, focusChat
-			m.selectOnPane(p, nd.Index)
-			return nil
-		}
-	}
-	p := m.pane()
-	if p == nil {
-		return m.openBranch(branch)
-	}
-	p.reset(branch)
-	for _, bi := range m.branches {
-		if bi.Name == branch {
-			p.info = bi
-		}
-	}
-	p.loading = true
-	p.sel = nd.Index
-	m.focus = focusChat
-	m.setStatus("switched to " + termtext.OneLine(branch))
-	return m.loadPage(p, max(0, nd.Index/pageSize*pageSize))
-}
-
-func (m *Model) selectOnPane(p *chatPane, index int) {
-	r := m.chatRect()
-	p.sel = index
-	p.list.show(index, p.count(), r.h-2, func(i int) []string { return p.lines(m.rend(), i, r.w-3) })
-}
-
-// editMsg carries a turn's inputs into the editor.
-type editMsg struct {
-	turn   string
-	index  int
-	inputs *sig.Map
-}
-
-func (m *Model) navView(w, h int) []string {
-	s := m.st.s
-	n := m.nav
+func (n *navigator) View() []string {
+	s := n.e.st.s
+	w, h := n.w, n.h
 	bh := h - 2
 	var body []string
 	switch {
@@ -267,16 +248,14 @@ func (m *Model) navView(w, h int) []string {
 			n.top = n.sel - bh + 1
 		}
 		for i := n.top; i < len(n.rows) && len(body) < bh; i++ {
-			body = append(body, n.rowView(m, i, w-2))
+			body = append(body, n.rowView(i, w-2))
 		}
 	}
-	k := m.keys
-	footer := hints(as(k.Send, "switch"), k.Fork, k.Edit, as(k.Collapse, "fold"), as(k.Expand, "unfold"), as(k.Cancel, "back"))
-	return frame(s.PaneFocused, s.PaneTitle, " branches · turn tree ", footer, body, w, h)
+	return frame(s.PaneFocused, s.PaneTitle, " branches · turn tree ", hints(hintsOf(n.bindings())...), body, w, h)
 }
 
-func (n *navigator) rowView(m *Model, i, w int) string {
-	s := m.st.s
+func (n *navigator) rowView(i, w int) string {
+	s := n.e.st.s
 	r := n.rows[i]
 	nd := n.nodes[r.node]
 	ind := strings.Repeat("│ ", min(r.indent, 20))
@@ -291,7 +270,7 @@ func (n *navigator) rowView(m *Model, i, w int) string {
 	}
 	// the number, branch tags and tip marker come before the text, so a narrow
 	// terminal truncates the text, never them
-	num := fmt.Sprintf("#%d ", nd.Index+1)
+	num := fmt.Sprintf("#%d ", nd.Index)
 	tags := ""
 	for _, b := range n.tips[nd.Key] {
 		tags += "[" + termtext.OneLine(b) + "] "

@@ -21,7 +21,7 @@ func TestNavigatorIndentsSiblingRoots(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n := &navigator{folded: map[string]bool{}}
-			n.setNodes(treeMsg{nodes: c.nodes}, nil)
+			n.setNodes(c.nodes, nil)
 			if len(n.rows) != len(c.want) {
 				t.Fatalf("%d rows, want %d", len(n.rows), len(c.want))
 			}

@@ -137,41 +137,38 @@ func TestMultiFieldOutputsShortInline(t *testing.T) {
 	s := hs.screen()
 	assertContains(t, s, "│   score: 0.9 ", "│   is_valid: True ", "│   status: completed ", "│   plan: ", "│   note: ", "bold")
 	assertLacks(t, s, "plan: 1.", "note: **", "has no call")
-	assertContains(t, s, "turn 1 made no model calls")
+	assertContains(t, s, "turn 0 made no model calls")
 }
 
 // Rebound keys show in the footers and the bottom help line, which follow the pane in use.
 func TestReboundKeysShownWhereUsed(t *testing.T) {
 	keys := defaultKeysWith(t, map[string][]string{"send": {"ctrl+s"}, "fork": {"F"}, "new": {"N"}, "cancel": {"ctrl+g"}})
-	b := uitest.New()
-	if _, err := b.NewConversation(context.Background(), "support", "keys"); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Seed("c1", "main", 2, 1); err != nil {
-		t.Fatal(err)
-	}
+	r := newReal(t, 0)
+	r.converse(t, "SupportAgent", "keys", "I can't log in", "The reset email never arrives")
 	th, _ := themes.Builtin("dark")
-	hs := &harness{t: t, m: ui.New(context.Background(), b, th, keys), msgs: make(chan tea.Msg, 1024)}
+	hs := &harness{t: t, m: ui.New(context.Background(), r, th, keys), msgs: make(chan tea.Msg, 1024)}
 	hs.send(tea.WindowSizeMsg{Width: 140, Height: 40})
 	hs.exec(hs.m.Init())
 	hs.settle()
-	assertContains(t, hs.screen(), "ctrl+s open · N new", "ctrl+g back")
+	assertContains(t, hs.screen(), "ctrl+s open · N new", "ctrl+s open • N new")
 	hs.send(tea.KeyPressMsg{Code: 's', Mod: tea.ModCtrl})
 	hs.settle()
-	assertContains(t, hs.screen(), "╰─ ctrl+s send · ctrl+j new line · ctrl+p history", "ctrl+s send • ctrl+j new line")
+	assertContains(t, hs.screen(), "╰─ ctrl+s send · ctrl+j new line · ctrl+p history · ctrl+g leave editor", "ctrl+s send • ctrl+j new line")
 	hs.send(tea.KeyPressMsg{Code: 'g', Mod: tea.ModCtrl})
 	hs.settle()
-	assertContains(t, hs.screen(), "F fork", "up select turn")
+	assertContains(t, hs.screen(), "F fork", "up previous turn")
 	assertLacks(t, hs.screen(), "f fork", "enter ")
+	hs.press("L")
+	assertContains(t, hs.screen(), "ctrl+g back")
 }
 
 // The replay form says "unchanged" for settings left alone ("keep" is strategy 1's name)
 // and its model field fits the frame.
 func TestReplayFormLabels(t *testing.T) {
-	hs, _ := open(t, 100, 30, 2)
+	hs, _ := openReal(t, 100, 30, "SupportAgent", "I can't log in", "The reset email never arrives")
 	hs.press("esc", "R")
 	s := hs.screen()
-	assertContains(t, s, "strategy (tab):      unchanged", "agent (shift+tab):   unchanged (support)", "model: > model (empty keeps")
+	assertContains(t, s, "strategy (tab):      unchanged", "agent (shift+tab):   unchanged (SupportAgent)", "model: > model (empty keeps")
 	assertLacks(t, s, "(tab):      keep", "…│")
 	hs.press("tab")
 	assertContains(t, hs.screen(), "strategy (tab):      1 keep")
@@ -180,14 +177,18 @@ func TestReplayFormLabels(t *testing.T) {
 // Before sending, the wire pane's dry run under strategy 0 is titled by what it shows
 // (the request enter will send), not "actual", which means what was sent.
 func TestDryRunTitle(t *testing.T) {
-	hs, _ := open(t, 140, 40, 1)
+	hs, _ := openReal(t, 140, 40, "SupportAgent", "I can't log in")
 	hs.typeText("draft")
-	hs.pump(func() bool { return strings.Contains(hs.screen(), "question: draft") })
+	hs.pump(func() bool {
+		return strings.Contains(hs.screen(), "[[ ## question ## ]]") && strings.Contains(hs.screen(), "draft")
+	})
 	assertContains(t, hs.screen(), "wire · dry run · as enter will send it")
 	assertLacks(t, hs.screen(), "dry run · actual")
 	hs.press("esc", "s", "esc") // leave the editor, next strategy, back
 	hs.typeText("x")
-	hs.pump(func() bool { return strings.Contains(hs.screen(), "question: draftx") })
+	hs.pump(func() bool {
+		return strings.Contains(hs.screen(), "draftx") && strings.Contains(hs.screen(), "dry run · 1 keep")
+	})
 	assertContains(t, hs.screen(), "wire · dry run · 1 keep")
 }
 

@@ -3,17 +3,20 @@ package ui
 import (
 	"context"
 	"fmt"
-	"time"
+	"strings"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // resumePrompt offers the turns a crash or kill left in flight, one at a time: resume
-// (answered calls are replayed from storage), discard, or later.
+// (answered calls are replayed from storage), discard, or later. While it has a turn to
+// offer it is drawn over everything and has the keys.
 type resumePrompt struct {
+	e     *env
+	w, h  int
 	queue []sessions.PendingInfo
 	// taken are turns already resumed or discarded this session: the backend still
 	// lists a turn while its resume runs, and it must not be offered twice.
@@ -22,38 +25,43 @@ type resumePrompt struct {
 	after *sessions.PendingInfo
 }
 
-type pendingMsg struct {
-	list []sessions.PendingInfo
-	err  error
-}
+type (
+	pendingMsg struct {
+		list []sessions.PendingInfo
+		err  error
+	}
+	// resumeMsg asks the root to resume a turn (it owns the run in flight).
+	resumeMsg struct{ p sessions.PendingInfo }
+)
 
 // checkPending asks for interrupted turns (conv "" = everywhere).
-func (m *Model) checkPending(conv string) tea.Cmd {
-	ctx, b := m.ctx, m.b
+func checkPending(e *env, conv string) tea.Cmd {
+	ctx, b := e.ctx, e.b
 	return func() tea.Msg {
 		list, err := b.Pending(ctx, conv)
 		return pendingMsg{list: list, err: err}
 	}
 }
 
-func (m *Model) resumeActive() bool { return len(m.resume.queue) > 0 }
+func (r *resumePrompt) SetSize(w, h int) { r.w, r.h = w, h }
 
-func (m *Model) onPending(msg pendingMsg) tea.Cmd {
+func (r *resumePrompt) active() bool { return len(r.queue) > 0 }
+
+// add queues the interrupted turns not offered yet.
+func (r *resumePrompt) add(msg pendingMsg) tea.Cmd {
 	if msg.err != nil {
-		m.setError(fmt.Errorf("interrupted turns: %w", msg.err))
-		return nil
+		return r.e.fail(fmt.Errorf("interrupted turns: %w", msg.err))
 	}
 	for _, p := range msg.list {
-		if m.resume.taken[p.TurnKey] || m.queued(p.TurnKey) {
-			continue
+		if !r.taken[p.TurnKey] && !r.queued(p.TurnKey) {
+			r.queue = append(r.queue, p)
 		}
-		m.resume.queue = append(m.resume.queue, p)
 	}
 	return nil
 }
 
-func (m *Model) queued(key string) bool {
-	for _, q := range m.resume.queue {
+func (r *resumePrompt) queued(key string) bool {
+	for _, q := range r.queue {
 		if q.TurnKey == key {
 			return true
 		}
@@ -61,119 +69,103 @@ func (m *Model) queued(key string) bool {
 	return false
 }
 
-// afterOpen follows a conversation opening: a resume asked for before it opened starts
-// now; otherwise the conversation's interrupted turns are offered.
-func (m *Model) afterOpen(conv string) tea.Cmd {
-	if p := m.resume.after; p != nil && p.Conv == conv {
-		m.resume.after = nil
-		return m.runResume(*p)
+func (r *resumePrompt) take() sessions.PendingInfo {
+	p := r.queue[0]
+	r.queue = r.queue[1:]
+	if r.taken == nil {
+		r.taken = map[string]bool{}
 	}
-	return m.checkPending(conv)
+	r.taken[p.TurnKey] = true
+	return p
 }
 
-// resumeKey answers the prompt: r resumes, d discards, l or esc puts it off.
-func (m *Model) resumeKey(k tea.KeyPressMsg) tea.Cmd {
-	p := m.resume.queue[0]
-	take := func() {
-		m.resume.queue = m.resume.queue[1:]
-		if m.resume.taken == nil {
-			m.resume.taken = map[string]bool{}
-		}
-		m.resume.taken[p.TurnKey] = true
+func (r *resumePrompt) bindings() []binding {
+	k := r.e.keys
+	stale := func() bool { return len(r.queue) > 0 && r.queue[0].Stale }
+	return []binding{
+		bind(k.Resume, "resume", true, r.resume).only(func() bool { return !stale() }),
+		bind(k.Discard, "discard", true, r.discard),
+		bind(k.Later, "later", true, r.later),
+		bind(k.Cancel, "later", false, r.later),
+		bind(k.Resume, "resume", false, func() tea.Cmd {
+			return r.e.say("the branch moved since this turn began: it can only be discarded (" + k.Discard.Help().Key + ")")
+		}).only(stale),
 	}
-	switch k.String() {
-	case "r":
-		if p.Stale {
-			m.setStatus("the branch moved since this turn began: it can only be discarded (d)")
-			return nil
-		}
-		if m.run != nil {
-			m.setStatus("a turn is running: wait for it or cancel it (esc) first")
-			return nil
-		}
-		take()
-		if m.conv != nil && m.conv.ID == p.Conv {
-			return m.runResume(p)
-		}
-		m.resume.after = &p
-		return m.openByID(p.Conv)
-	case "d":
-		take()
-		reload := m.conv != nil && m.conv.ID == p.Conv
-		key, label := p.TurnKey, pendingLabel(p)
-		return m.op(func(ctx context.Context, b Backend) opMsg {
-			if err := b.Discard(ctx, key); err != nil {
-				return opMsg{err: fmt.Errorf("discard %s: %w", label, err)}
-			}
-			return opMsg{status: "discarded " + label, reload: reload}
-		})
-	case "l", "esc":
-		m.resume.queue = m.resume.queue[1:]
-		m.setStatus(pendingLabel(p) + " kept: it is offered again when its conversation is opened")
+}
+
+func (r *resumePrompt) Update(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok && r.active() {
+		cmd, _ := dispatch(k, r.bindings())
+		return cmd
 	}
 	return nil
 }
 
-// openByID opens a conversation known only by ID (the list may not be loaded yet).
-func (m *Model) openByID(id string) tea.Cmd {
-	ctx, b := m.ctx, m.b
-	return func() tea.Msg {
-		list, err := b.Conversations(ctx)
-		if err != nil {
-			return convOpenedMsg{err: fmt.Errorf("open conversation %s: %w", id, err)}
-		}
-		for _, c := range list {
-			if c.ID == id {
-				br, err := b.Branches(ctx, id)
-				return convOpenedMsg{conv: c, branches: br, err: err}
-			}
-		}
-		return convOpenedMsg{err: fmt.Errorf("conversation %s no longer exists", id)}
+func (r *resumePrompt) resume() tea.Cmd {
+	if r.e.running != nil && r.e.running() {
+		return r.e.say("a turn is running: wait for it or cancel it (" + r.e.keys.Cancel.Help().Key + ") first")
 	}
+	p := r.take()
+	r.e.emit(resumeMsg{p})
+	return nil
 }
 
-// runResume streams the resumed turn into its branch's pane, as a send would.
-func (m *Model) runResume(p sessions.PendingInfo) tea.Cmd {
-	open := m.openBranch(p.Branch)
-	pane := m.pane()
-	if pane == nil {
-		return open
-	}
-	pane.stream = &streamState{inputs: p.Inputs, started: time.Now()}
-	pane.list.follow = true
-	b, key, branch := m.b, p.TurnKey, p.Branch
-	m.setStatus(fmt.Sprintf("resuming %s: answered calls are replayed from storage…", pendingLabel(p)))
-	return tea.Batch(open, m.startRun(pane, "resume", func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
-		t, err := b.Resume(ctx, key, ev)
-		return branch, t, err
-	}))
+func (r *resumePrompt) discard() tea.Cmd {
+	p := r.take()
+	reload := r.e.convID() == p.Conv
+	key, label := p.TurnKey, pendingLabel(p)
+	return r.e.op(func(ctx context.Context, b Backend) opMsg {
+		if err := b.Discard(ctx, key); err != nil {
+			return opMsg{err: fmt.Errorf("discard %s: %w", label, err)}
+		}
+		return opMsg{status: "discarded " + label, reload: reload}
+	})
+}
+
+func (r *resumePrompt) later() tea.Cmd {
+	p := r.queue[0]
+	r.queue = r.queue[1:]
+	return r.e.say(pendingLabel(p) + " kept: it is offered again when its conversation is opened")
 }
 
 func pendingLabel(p sessions.PendingInfo) string {
-	return fmt.Sprintf("interrupted turn %d on %s", p.Index+1, termtext.OneLine(p.Branch))
+	return fmt.Sprintf("interrupted %s on %s", turnLabel(p.Index), termtext.OneLine(p.Branch))
 }
 
 // resumeText is the prompt's wording.
-func resumeText(p sessions.PendingInfo) string {
+func resumeText(p sessions.PendingInfo, k KeyMap) string {
 	done := fmt.Sprintf("%d calls done", p.CallsDone)
 	if p.CallsExpected >= p.CallsDone && p.CallsExpected > 0 {
 		done = fmt.Sprintf("%d of %d calls done", p.CallsDone, p.CallsExpected)
 	}
+	choices := choice(k.Discard, "discard") + " / " + choice(k.Later, "later")
 	if p.Stale {
-		return fmt.Sprintf("Turn %d on branch %s was interrupted (%s), and the branch has moved since: [d]iscard / [l]ater",
-			p.Index+1, termtext.OneLine(p.Branch), done)
+		return fmt.Sprintf("%s on branch %s was interrupted (%s), and the branch has moved since: %s",
+			upper(turnLabel(p.Index)), termtext.OneLine(p.Branch), done, choices)
 	}
-	return fmt.Sprintf("Turn %d on branch %s was interrupted (%s): [r]esume / [d]iscard / [l]ater",
-		p.Index+1, termtext.OneLine(p.Branch), done)
+	return fmt.Sprintf("%s on branch %s was interrupted (%s): %s / %s",
+		upper(turnLabel(p.Index)), termtext.OneLine(p.Branch), done, choice(k.Resume, "resume"), choices)
 }
 
-// resumeView draws the prompt for the first interrupted turn in the body area.
-func (m *Model) resumeView(w, h int) []string {
-	s := m.st.s
-	p := m.resume.queue[0]
-	inner := max(w-4, 10)
+// choice names a key and what it does: "[r]esume" when the word starts with the key,
+// "[ctrl+r] resume" otherwise.
+func choice(b key.Binding, word string) string {
+	k := b.Help().Key
+	if rest, ok := strings.CutPrefix(word, k); ok {
+		return "[" + k + "]" + rest
+	}
+	return "[" + k + "] " + word
+}
+
+func upper(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// View draws the prompt for the first interrupted turn.
+func (r *resumePrompt) View() []string {
+	s := r.e.st.s
+	p := r.queue[0]
+	inner := max(r.w-4, 10)
 	lines := []string{""}
-	for _, l := range wrapLines(resumeText(p), inner) {
+	for _, l := range wrapLines(resumeText(p, r.e.keys), inner) {
 		lines = append(lines, s.Warning.Render(l))
 	}
 	lines = append(lines, "", s.Muted.Render("conversation: ")+termtext.OneLine(p.ConvTitle))
@@ -181,18 +173,15 @@ func (m *Model) resumeView(w, h int) []string {
 		lines = append(lines, s.Muted.Render("started: ")+p.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 	lines = append(lines, s.Muted.Render("inputs:"))
-	lines = append(lines, indent(fieldLines(m.rend(), p.Inputs, inner-2), "  ")...)
+	lines = append(lines, indent(fieldLines(r.e.rend(), p.Inputs, inner-2), "  ")...)
 	lines = append(lines, "")
 	for _, l := range wrapLines("Resuming replays the calls already answered from storage (they are not paid for again) "+
 		"and sends only the rest; discarding leaves the branch as it is.", inner) {
 		lines = append(lines, s.Muted.Render(l))
 	}
-	footer := " r resume · d discard · l later "
-	if p.Stale {
-		footer = " d discard · l later "
-	}
-	if n := len(m.resume.queue); n > 1 {
+	footer := hints(hintsOf(r.bindings())...)
+	if n := len(r.queue); n > 1 {
 		footer += fmt.Sprintf("· %d more ", n-1)
 	}
-	return frame(s.PaneFocused, s.PaneTitle, " interrupted turn ", footer, indent(lines, " "), w, h)
+	return frame(s.PaneFocused, s.PaneTitle, " interrupted turn ", footer, indent(lines, " "), r.w, r.h)
 }

@@ -23,7 +23,7 @@ func TestResumePromptNarrow(t *testing.T) {
 		}
 	}
 	flat := strings.Join(strings.Fields(strings.ReplaceAll(s, "│", " ")), " ")
-	for _, want := range []string{"Turn 3 on branch main was interrupted (1 of 2 calls done):", "[r]esume / [d]iscard / [l]ater", "r resume · d discard", "and sends only the rest; discarding leaves the branch as it is."} {
+	for _, want := range []string{"Turn 2 on branch main was interrupted (1 of 2 calls done):", "[r]esume / [d]iscard / [l]ater", "r resume · d discard", "and sends only the rest; discarding leaves the branch as it is."} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("narrow prompt lacks %q:\n%s", want, s)
 		}

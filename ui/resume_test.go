@@ -46,7 +46,7 @@ func turns(t *testing.T, b *uitest.Memory) int {
 	return pg.Total
 }
 
-const offer = "Turn 3 on branch main was interrupted (1 of 2 calls done): [r]esume / [d]iscard / [l]ater"
+const offer = "Turn 2 on branch main was interrupted (1 of 2 calls done): [r]esume / [d]iscard / [l]ater"
 
 func TestResumePromptAtStart(t *testing.T) {
 	b, _ := interrupted(t)
@@ -75,9 +75,9 @@ func TestResumePromptDiscardAndLater(t *testing.T) {
 		status      string
 		wantPending int
 	}{
-		{"discard", "d", "discarded interrupted turn 3 on main", 0},
-		{"later", "l", "interrupted turn 3 on main kept", 1},
-		{"esc is later", "esc", "interrupted turn 3 on main kept", 1},
+		{"discard", "d", "discarded interrupted turn 2 on main", 0},
+		{"later", "l", "interrupted turn 2 on main kept", 1},
+		{"esc is later", "esc", "interrupted turn 2 on main kept", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestResumePromptDiscardAndLater(t *testing.T) {
 
 func TestResumePromptStale(t *testing.T) {
 	b, _ := interrupted(t)
-	if _, err := b.Undo(context.Background(), "c1", "main", 1, false); err != nil {
+	if _, err := b.Undo(context.Background(), "c1", "main", 1); err != nil {
 		t.Fatal(err)
 	}
 	hs := newHarness(t, b, 120, 30)
@@ -134,12 +134,12 @@ func TestResumeOfferedWhenConversationOpens(t *testing.T) {
 	}
 	hs.press("esc", "L", "enter")
 	s := hs.screen()
-	assertContains(t, s, "Turn 2 on branch main was interrupted (0 of 2 calls done)", "and now?")
+	assertContains(t, s, "Turn 1 on branch main was interrupted (0 of 2 calls done)", "and now?")
 	hs.press("r")
 	s = hs.screen()
 	assertContains(t, s, "echo: and now?", "turn recorded on main")
-	if !strings.Contains(s, "#2 you") {
-		t.Errorf("the resumed turn is not shown as turn 2:\n%s", s)
+	if !strings.Contains(s, "#1 you") {
+		t.Errorf("the resumed turn is not shown as turn 1:\n%s", s)
 	}
 }
 

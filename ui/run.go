@@ -1,8 +1,9 @@
-// Package ui is the sessionbench terminal workbench: one root Bubble Tea model whose panes
-// (chat transcripts per branch, input editor, call tree, wire preview, branch navigator,
-// conversation list, compare view) are plain components drawn into rectangles. Everything
-// it shows comes through the Backend interface, so it does not depend on how the engine,
-// storage and models are wired.
+// Package ui is the sessionbench terminal workbench: one root Bubble Tea model that routes
+// focus, layout and backend results, and components in the bubbles shape (a transcript
+// per branch, the editor, the call tree, the wire pane; as modals the compare view, the
+// branch navigator, the conversation list, the forms). Everything it shows comes through
+// the Backend interface (ui/sessions implements it), so it does not depend on how the
+// engine, storage and models are wired.
 package ui
 
 import (
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-
 	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/themes"
 )
@@ -31,6 +31,8 @@ type Options struct {
 	ThemeDir string
 	// Models, when set with more than one model, opens the workbench on the model picker.
 	Models *ModelChoice
+	// SaveDir is where the compare view saves requests; "" means the current directory.
+	SaveDir string
 	// ProgramOptions are passed to tea.NewProgram (tests set input, output, size).
 	ProgramOptions []tea.ProgramOption
 }
@@ -83,13 +85,17 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	}
 	m := New(ctx, b, th, keys)
 	m.autoTheme = !named
+	m.SetPoll(time.Second)
+	if opts.SaveDir != "" {
+		m.SetSaveDir(opts.SaveDir)
+	}
 	if opts.Models != nil && len(opts.Models.Models) > 1 {
 		m.OfferModels(*opts.Models)
 	}
 	popts := append([]tea.ProgramOption{tea.WithContext(ctx)}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()
-	m.waitRuns(5 * time.Second)
+	m.runner.wait(5 * time.Second)
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // interrupted: a normal way to leave
 	}
@@ -97,19 +103,4 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 		return fmt.Errorf("workbench: %w", err)
 	}
 	return nil
-}
-
-// waitRuns gives a turn cancelled by quitting the time to finish: the backend drops its
-// pending record when the cancelled call returns, and a process that exits first leaves
-// the turn in flight in the database. The wait is bounded in case a backend hangs.
-func (m *Model) waitRuns(limit time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		m.runs.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(limit):
-	}
 }

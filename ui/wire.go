@@ -3,35 +3,187 @@ package ui
 import (
 	"fmt"
 	"strings"
+	"time"
 
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-	"github.com/sessionbench/sessionbench/core/lm"
-	"github.com/sessionbench/sessionbench/core/wirediff"
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
-// wirePane shows the exact messages of the selected call under a strategy (0 = actual),
-// or two strategies side by side with their differences marked, or, while the user is
-// typing, the dry run of the text being typed.
+// wirePane shows the exact messages of the selected call under a strategy (0 = actual)
+// or, while the user is typing, the dry run of the text being typed. The compare key
+// opens the full-screen compare view instead of squeezing two columns in here.
 type wirePane struct {
-	strategy   int // 0 actual, 1-5
-	compare    bool
-	cmpA, cmpB int
-	top        int
+	e        *env
+	w, h     int
+	strategy int // 0 actual, 1-5
 
-	// memo of the last drawn body, keyed by what it was drawn from
-	memoKey   string
-	memoLines []string
+	target wireTarget
+	dry    dryState
+	vp     viewport.Model
+	// memoKey names what the viewport's content was drawn from
+	memoKey string
 }
 
-func newWirePane() *wirePane { return &wirePane{strategy: 0, cmpA: 1, cmpB: 2} }
+// wireTarget is what the pane shows, as the root derives it from the focus and the
+// selection: the dry run of the editor's text, a recorded call, or why there is none.
+type wireTarget struct {
+	dry   bool
+	req   *sessions.PreviewRequest
+	empty string
+}
 
-// previewResult is a sessions.Rendering being fetched or fetched.
-type previewResult struct {
-	pending bool
-	r       sessions.Rendering
-	err     error
+// dryState is the dry run of the text being typed.
+type dryState struct {
+	version  int // input version it was computed for
+	strategy int
+	rs       []sessions.Rendering
+	err      error
+}
+
+type (
+	dryTickMsg struct{ version int }
+	dryMsg     struct {
+		version, strategy int
+		rs                []sessions.Rendering
+		err               error
+	}
+)
+
+func newWirePane(e *env) *wirePane { return &wirePane{e: e, vp: viewport.New()} }
+
+// SetSize sets the frame's size.
+func (p *wirePane) SetSize(w, h int) {
+	if w-2 != p.vp.Width() {
+		p.memoKey = ""
+	}
+	p.w, p.h = w, h
+	p.vp.SetWidth(max(w-2, 1))
+	p.vp.SetHeight(max(h-2, 1))
+}
+
+// bindings is the pane's own key table (the strategy keys work from every pane and are
+// the root's).
+func (p *wirePane) bindings() []binding {
+	return viewportKeys(p.e.keys, &p.vp, nil)
+}
+
+func (p *wirePane) Update(msg tea.Msg) tea.Cmd {
+	if cmd, ok := keyOrWheel(msg, p.bindings(), func(d int) { scrollViewport(&p.vp, d) }); ok {
+		return cmd
+	}
+	switch msg := msg.(type) {
+	case dryMsg:
+		p.dry = dryState(msg)
+		p.memoKey = ""
+	}
+	return nil
+}
+
+// cycle moves to the next strategy: actual, 1, ..., n, actual.
+func (p *wirePane) cycle() {
+	p.strategy = (p.strategy + 1) % (len(p.e.strats) + 1)
+	p.vp.GotoTop()
+}
+
+func (p *wirePane) setActual() {
+	p.strategy = 0
+	p.vp.GotoTop()
+}
+
+// show sets what the pane shows; it returns the commands fetching what is missing.
+func (p *wirePane) show(t wireTarget) tea.Cmd {
+	p.target = t
+	if t.req == nil || t.dry {
+		return nil
+	}
+	r := *t.req
+	r.Strategy = p.strategy
+	return p.e.previews.fetch(p.e, r)
+}
+
+// scheduleDry debounces: the dry run starts when typing pauses for 250ms.
+func (p *wirePane) scheduleDry(version int) tea.Cmd {
+	if p.dry.version == version && p.dry.strategy == p.strategy {
+		return nil
+	}
+	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return dryTickMsg{version: version} })
+}
+
+// runDry renders the next turn with inputs under the pane's strategy.
+func (p *wirePane) runDry(conv, branch string, version int, inputs *sig.Map, err error) tea.Cmd {
+	strategy := p.strategy
+	if err != nil {
+		p.dry = dryState{version: version, strategy: strategy, err: err}
+		p.memoKey = ""
+		return nil
+	}
+	ctx, b := p.e.ctx, p.e.b
+	return func() tea.Msg {
+		rs, err := b.DryRun(ctx, conv, branch, inputs, strategy)
+		return dryMsg{version: version, strategy: strategy, rs: rs, err: err}
+	}
+}
+
+// mode is the header's name for what the pane shows.
+func (p *wirePane) mode() string { return strategyLabel(p.e.strats, p.strategy) }
+
+// View draws the pane's frame at its size.
+func (p *wirePane) View(focused bool, inputVersion int) []string {
+	fs, ts := paneStyle(p.e.st, focused)
+	w := p.w - 2
+	s := p.e.st.s
+	title := " wire · " + p.mode() + " "
+	var key string
+	var build func() []string
+	switch t := p.target; {
+	case t.dry:
+		// "actual" means what was sent; before sending, strategy 0 is what enter will send
+		mode := p.mode()
+		if p.strategy == 0 {
+			mode = "as enter will send it"
+		}
+		title = " wire · dry run · " + mode + " "
+		d := p.dry
+		key = fmt.Sprintf("dry|%d|%d|%d|%d|%v", inputVersion, d.version, d.strategy, w, d.err)
+		build = func() []string {
+			switch {
+			case d.err != nil:
+				return wrapLines(s.Error.Render("✗ ")+termtext.Sanitize(d.err.Error()), w)
+			case d.version != inputVersion || d.rs == nil:
+				return []string{s.Muted.Render("rendering the text being typed…")}
+			}
+			return renderingLines(p.e, d.rs, w)
+		}
+	case t.req == nil:
+		return frame(fs, ts, title, "", wrapLines(s.Muted.Render(t.empty), w), p.w, p.h)
+	default:
+		r := *t.req
+		r.Strategy = p.strategy
+		res := p.e.previews.get(r)
+		key = previewKey(r) + fmt.Sprintf("|%d|%p", w, res)
+		build = func() []string {
+			switch {
+			case res == nil || res.pending:
+				return []string{s.Muted.Render("rendering…")}
+			case res.err != nil:
+				return wrapLines(s.Error.Render("✗ ")+termtext.Sanitize(res.err.Error()), w)
+			}
+			return renderingLines(p.e, []sessions.Rendering{res.r}, w)
+		}
+	}
+	key += fmt.Sprintf("|%d", p.e.styleGen)
+	if key != p.memoKey {
+		p.memoKey = key
+		p.vp.SetContentLines(build())
+	}
+	body := strings.Split(p.vp.View(), "\n")
+	n := p.vp.TotalLineCount()
+	footer := fmt.Sprintf(" %d/%d ", min(p.vp.YOffset()+p.vp.Height(), n), n)
+	return frame(fs, ts, title, footer, body, p.w, p.h)
 }
 
 func strategyLabel(strats []sessions.Strategy, n int) string {
@@ -46,36 +198,39 @@ func strategyLabel(strats []sessions.Strategy, n int) string {
 	return fmt.Sprintf("%d", n)
 }
 
-// renderingText is a rendering as logical lines (not yet wrapped), each with the style
-// it is drawn in: role headers, warnings, content.
-type styledLine struct {
-	text string
-	st   lipgloss.Style
-	warn bool
-}
-
-func renderingText(st *stylesheet, strats []sessions.Strategy, r sessions.Rendering) []styledLine {
-	s := st.s
-	var out []styledLine
-	head := fmt.Sprintf("%s · %s · %d messages · %s tok", strategyLabel(strats, r.Strategy), termtext.OneLine(r.Path), len(r.Messages), humanTokens(r.Tokens))
-	out = append(out, styledLine{text: head, st: s.Title})
-	if r.Err != "" {
-		out = append(out, styledLine{text: "✗ " + termtext.OneLine(r.Err), st: s.Error})
-	}
-	for _, l := range r.Warnings {
-		if l.Message < 0 {
-			out = append(out, styledLine{text: "⚠ " + termtext.OneLine(l.Text), st: s.Warning, warn: true})
+// renderingLines draws renderings one after another: a header, then each message under
+// its role with its token count, lint warnings under the message they concern.
+func renderingLines(e *env, rs []sessions.Rendering, w int) []string {
+	s := e.st.s
+	var out []string
+	put := func(text string, st lipgloss.Style) {
+		for _, piece := range wrapLines(text, w) {
+			out = append(out, st.Render(piece))
 		}
 	}
-	for i, m := range r.Messages {
-		out = append(out, styledLine{text: fmt.Sprintf("── %s · %d tok ──", termtext.OneLine(m.Role), m.Tokens), st: roleStyle(st, m.Role)})
+	for i, r := range rs {
+		if i > 0 {
+			out = append(out, "")
+		}
+		put(fmt.Sprintf("%s · %s · %d messages · %s tok", strategyLabel(e.strats, r.Strategy), termtext.OneLine(r.Path), len(r.Messages), humanTokens(r.Tokens)), s.Title)
+		if r.Err != "" {
+			put("✗ "+termtext.OneLine(r.Err), s.Error)
+		}
 		for _, l := range r.Warnings {
-			if l.Message == i {
-				out = append(out, styledLine{text: "⚠ " + termtext.OneLine(l.Text), st: s.Warning, warn: true})
+			if l.Message < 0 {
+				put("⚠ "+termtext.OneLine(l.Text), s.Warning)
 			}
 		}
-		for _, line := range strings.Split(termtext.Sanitize(m.Content), "\n") {
-			out = append(out, styledLine{text: line, st: s.Text})
+		for j, m := range r.Messages {
+			put(fmt.Sprintf("── %s · %d tok ──", termtext.OneLine(m.Role), m.Tokens), roleStyle(e.st, m.Role))
+			for _, l := range r.Warnings {
+				if l.Message == j {
+					put("⚠ "+termtext.OneLine(l.Text), s.Warning)
+				}
+			}
+			for _, line := range strings.Split(termtext.Sanitize(m.Content), "\n") {
+				put(line, s.Text)
+			}
 		}
 	}
 	return out
@@ -92,144 +247,44 @@ func roleStyle(st *stylesheet, role string) lipgloss.Style {
 	}
 }
 
-// wrapStyled wraps logical lines to w, styling each piece.
-func wrapStyled(ls []styledLine, w int, mark func(i int) lipgloss.Style) []string {
-	var out []string
-	for i, l := range ls {
-		stl := l.st
-		if mark != nil {
-			stl = mark(i)
-		}
-		for _, piece := range wrapLines(l.text, w) {
-			out = append(out, stl.Render(piece))
-		}
-	}
-	return out
+// previewResult is a rendering being fetched, or fetched.
+type previewResult struct {
+	pending bool
+	r       sessions.Rendering
+	err     error
 }
 
-// singleLines draws one or more renderings one after another.
-func singleLines(st *stylesheet, strats []sessions.Strategy, rs []sessions.Rendering, w int) []string {
-	var out []string
-	for i, r := range rs {
-		if i > 0 {
-			out = append(out, "")
-		}
-		out = append(out, wrapStyled(renderingText(st, strats, r), w, nil)...)
-	}
-	return out
+// previewMsg is a fetched rendering.
+type previewMsg struct {
+	key string
+	r   sessions.Rendering
+	err error
 }
 
-// compareLines draws two renderings side by side, messages aligned by role and position
-// (wirediff.Diff): lines only on the left are marked as removed, lines only on the right
-// as added. The two headers (strategy, path, tokens) always differ, so they head the
-// columns instead of the diff.
-func compareLines(st *stylesheet, strats []sessions.Strategy, a, b sessions.Rendering, w int) []string {
-	colW := (w - 3) / 2
-	s := st.s
-	sep := s.TreeBranch.Render(" │ ")
-	var out []string
-	row := func(l, r []string) {
-		for i := 0; i < max(len(l), len(r)); i++ {
-			var x, y string
-			if i < len(l) {
-				x = l[i]
-			}
-			if i < len(r) {
-				y = r[i]
-			}
-			out = append(out, fit(x, colW)+sep+fit(y, colW))
-		}
-	}
-	la, lb := renderingText(st, strats, sessions.Rendering{Strategy: a.Strategy, Path: a.Path, Messages: a.Messages, Tokens: a.Tokens}),
-		renderingText(st, strats, sessions.Rendering{Strategy: b.Strategy, Path: b.Path, Messages: b.Messages, Tokens: b.Tokens})
-	row(wrapStyled(la[:1], colW, nil), wrapStyled(lb[:1], colW, nil))
-	d := wirediff.Diff(messagesOf(a), messagesOf(b))
-	differ := 0
-	for _, md := range d {
-		for _, l := range md.Lines {
-			if l.Op != wirediff.Same {
-				differ++
-			}
-		}
-	}
-	summary := fmt.Sprintf("%d line(s) differ · tokens %s vs %s", differ, humanTokens(a.Tokens), humanTokens(b.Tokens))
-	if differ == 0 {
-		summary = "identical messages under both strategies"
-	}
-	out = append(out, s.Muted.Render(fit(summary, w)))
-	plain := func(text string, stl lipgloss.Style) []string {
-		return wrapStyled([]styledLine{{text: text, st: stl}}, colW, nil)
-	}
-	marked := func(text, sign string, stl lipgloss.Style) []string {
-		ps := wrapLines(text, colW-1)
-		for i := range ps {
-			ps[i] = stl.Render(sign + ps[i])
-		}
-		return ps
-	}
-	notes := func(r sessions.Rendering, msg int) []string {
-		var ls []string
-		if msg < 0 && r.Err != "" {
-			ls = append(ls, plain("✗ "+termtext.OneLine(r.Err), s.Error)...)
-		}
-		for _, l := range r.Warnings {
-			if l.Message == msg {
-				ls = append(ls, plain("⚠ "+termtext.OneLine(l.Text), s.Warning)...)
-			}
-		}
-		return ls
-	}
-	row(notes(a, -1), notes(b, -1))
-	head := func(r sessions.Rendering, i int) []string {
-		if i < 0 {
-			return nil
-		}
-		m := r.Messages[i]
-		return append(plain(fmt.Sprintf("── %s · %d tok ──", termtext.OneLine(m.Role), m.Tokens), roleStyle(st, m.Role)), notes(r, i)...)
-	}
-	for _, md := range d {
-		row(head(a, md.A), head(b, md.B))
-		for _, l := range md.Lines {
-			text := termtext.Sanitize(l.Text)
-			switch l.Op {
-			case wirediff.Same:
-				row(plain(text, s.Text), plain(text, s.Text))
-			case wirediff.Removed:
-				row(marked(text, "-", s.DiffDel), nil)
-			case wirediff.Added:
-				row(nil, marked(text, "+", s.DiffAdd))
-			}
-		}
-	}
-	return out
+// previewCache holds the renderings the wire pane and the compare view asked for, by
+// request; a reload (undo, redo, fork, a new turn) empties it.
+type previewCache map[string]*previewResult
+
+func previewKey(req sessions.PreviewRequest) string {
+	return fmt.Sprintf("%s|%s|%s|%s|%d", req.Conv, req.Branch, req.Turn, req.Call, req.Strategy)
 }
 
-// messagesOf is a rendering's messages without their token counts.
-func messagesOf(r sessions.Rendering) []lm.Message {
-	out := make([]lm.Message, len(r.Messages))
-	for i, m := range r.Messages {
-		out[i] = m.Message
+func (c previewCache) get(req sessions.PreviewRequest) *previewResult { return c[previewKey(req)] }
+
+// fetch returns the command rendering req, unless it is fetched or on its way.
+func (c previewCache) fetch(e *env, req sessions.PreviewRequest) tea.Cmd {
+	k := previewKey(req)
+	if _, ok := c[k]; ok {
+		return nil
 	}
-	return out
-}
-
-// view draws body rows from the lines produced by build (memoised under key).
-func (p *wirePane) view(key string, build func() []string, h int) []string {
-	if key != p.memoKey {
-		p.memoKey, p.memoLines = key, build()
+	c[k] = &previewResult{pending: true}
+	ctx, b := e.ctx, e.b
+	return func() tea.Msg {
+		r, err := b.Preview(ctx, req)
+		return previewMsg{key: k, r: r, err: err}
 	}
-	ls := p.memoLines
-	p.top = max(0, min(p.top, len(ls)-h))
-	end := min(len(ls), p.top+h)
-	return ls[p.top:end]
 }
 
-func (p *wirePane) scroll(delta, h int) {
-	p.top = max(0, min(p.top+delta, len(p.memoLines)-h))
-}
-
-// cycle moves to the next strategy: actual, 1, ..., n, actual.
-func (p *wirePane) cycle(n int) {
-	p.strategy = (p.strategy + 1) % (n + 1)
-	p.top = 0
+func (c previewCache) apply(msg previewMsg) {
+	c[msg.key] = &previewResult{r: msg.r, err: msg.err}
 }

@@ -39,7 +39,7 @@ func TestStory(t *testing.T) {
 	// ? lists every key; esc closes the help. Tab first: it leaves the one-field editor
 	// for the transcript, where letters are commands (in the editor they are text).
 	tm.press("Tab", "?")
-	tm.waitFor("keys can be rebound", "undo cascading", "edit & resubmit", "new branch pane", "compare strategies")
+	tm.waitFor("keys can be rebound", "transcript", "edit & resubmit", "new branch pane", "compare strategies")
 	tm.press("Escape")
 	tm.waitFor("no turns yet")
 
@@ -57,14 +57,14 @@ func TestStory(t *testing.T) {
 	tm.typeText("How do I reset my password?")
 	tm.press("Enter")
 	s := tm.waitFor("turn recorded on main", "╰─ 1 turn ", "choose 'Forgot")
-	for _, want := range []string{"main · demo (offline)", "#1 you", "How do I reset my password?", "intent:", "technical", "calls · turn 1", "classify", "respond"} {
+	for _, want := range []string{"main · demo (offline)", "#0 you", "How do I reset my password?", "intent:", "technical", "calls · turn 0", "classify", "respond"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("after the first turn, %q is not on screen:\n%s", want, s)
 		}
 	}
 	tm.typeText("I was charged twice")
 	tm.press("Enter")
-	tm.waitFor("╰─ 2 turns", "#2 you", "your billing question?", "calls · turn 2")
+	tm.waitFor("╰─ 2 turns", "#1 you", "your billing question?", "calls · turn 1")
 
 	// The call tree: tab to the transcript, enter moves to the tree, j selects the
 	// second call, enter opens its detail, esc closes it.
@@ -77,7 +77,7 @@ func TestStory(t *testing.T) {
 	}
 	tm.press("Escape")
 	tm.waitGone("call respond")
-	tm.waitFor("calls · turn 2", "2/2 · 2 calls")
+	tm.waitFor("calls · turn 1", "2/2 · 2 calls")
 
 	// The wire pane follows the selected call and cycles the history strategies.
 	s = tm.waitFor("wire · actual", "actual · respond")
@@ -96,18 +96,21 @@ func TestStory(t *testing.T) {
 	if inline[3] == keep[3] && inline[4] == keep[4] {
 		t.Errorf("inline renders the same request as keep: %q vs %q", inline[0], keep[0])
 	}
-	// c compares two strategies side by side (first keep and inherit); a goes back to the
-	// actual request.
+	// c opens the full-screen compare of the call (keep against inherit): respond's
+	// reasoning is in its own history only, so inherit shows None; esc goes back, a
+	// shows the actual request again.
 	tm.press("c")
-	tm.waitFor("wire: 1 keep vs 2 inherit", "wire · 1 keep vs 2 inherit", "1 keep · respond", "2 inherit · respond")
+	tm.waitFor("compare · turn 1 · respond", "1 keep", "2 inherit", "1 message differs", "+None")
+	tm.press("Escape")
+	tm.waitGone("compare · turn 1")
 	tm.press("a")
 	tm.waitFor("wire: actual", "actual · respond")
 
-	// Fork at turn 1: back to the transcript, select the first turn, f.
+	// Fork at turn 0: back to the transcript, select the first turn, f.
 	tm.press("BTab", "k")
-	tm.waitFor("turn 1 selected")
+	tm.waitFor("turn 0 selected")
 	tm.press("f")
-	tm.waitFor("forked fork-1 at turn 1", "fork-1 · demo (offline)")
+	tm.waitFor("forked fork-1 at turn 0", "fork-1 · demo (offline)")
 	// both panes reload; then main (2 turns) and fork-1 (1 turn) stand side by side
 	tm.waitUntil("main and fork-1 side by side", func(s string) bool {
 		return strings.HasPrefix(lineWith(s, "╰─ 2 turns"), "╰─ 2 turns") && strings.Contains(lineWith(s, "╰─ 2 turns"), "╯╰─ 1 turn ")
@@ -122,10 +125,10 @@ func TestStory(t *testing.T) {
 
 	// Undo the last turn of main (tab from the editor focuses the first pane), redo it.
 	tm.press("Tab", "u")
-	tm.waitFor("undid 1 turn(s) on main · r redoes")
+	tm.waitFor("undid 1 turn on main (with its 2 inner calls) · r redoes", "1 to redo")
 	// main reloads: it ends with one turn, and the second turn's text is nowhere
 	tm.waitUntil("main with 1 turn", func(s string) bool {
-		return strings.HasPrefix(lineWith(s, "╰─ 1 turn "), "╰─ 1 turn ") && strings.Contains(s, "#1 you") &&
+		return strings.HasPrefix(lineWith(s, "╰─ 1 turn "), "╰─ 1 turn ") && strings.Contains(s, "#0 you") &&
 			!strings.Contains(s, "I was charged twice") && !strings.Contains(s, "your billing question?")
 	})
 	tm.press("r")
@@ -135,12 +138,12 @@ func TestStory(t *testing.T) {
 			strings.Contains(s, "I was charged twice") && strings.Contains(s, "your billing question?")
 	})
 
-	// Edit and resubmit turn 1 of main: its question comes back into the editor, enter
+	// Edit and resubmit turn 0 of main: its question comes back into the editor, enter
 	// runs it as a sibling branch that opens in a pane.
 	tm.press("g")
-	tm.waitFor("2 turns · turn 1 selected")
+	tm.waitFor("2 turns · turn 0 selected")
 	tm.press("e")
-	tm.waitFor("editing turn 1", "> How do I reset my password?")
+	tm.waitFor("editing turn 0", "> How do I reset my password?")
 	tm.typeText(" Quickly")
 	tm.press("Enter")
 	tm.waitFor("turn recorded on edit-1", "edit-1 · demo (offline)", "How do I reset my password? Quickly")
@@ -187,7 +190,7 @@ func TestResize(t *testing.T) {
 	tm.waitFor("no turns yet")
 	tm.typeText("How do I reset my password?")
 	tm.press("Enter")
-	tm.waitFor("turn recorded on main", "calls · turn 1")
+	tm.waitFor("turn recorded on main", "calls · turn 0")
 
 	tm.resize(60, 20)
 	// tmux first crops the old frame; the workbench then redraws at the new size, with
@@ -217,7 +220,7 @@ func TestResize(t *testing.T) {
 			t.Errorf("%q is not on the 60x20 screen:\n%s", want, s)
 		}
 	}
-	if strings.Contains(s, "calls · turn 1") {
+	if strings.Contains(s, "calls · turn 0") {
 		t.Errorf("the call tree shares a 60-column screen:\n%s", s)
 	}
 	if strings.Contains(s, "too small") {
@@ -226,7 +229,7 @@ func TestResize(t *testing.T) {
 	// narrow, the focused side pane takes the body: tab from the editor goes to the
 	// transcript, then the call tree, then the wire pane
 	tm.press("Tab", "Tab")
-	tm.waitFor("╭─ calls · turn 1", "classify", "respond")
+	tm.waitFor("╭─ calls · turn 0", "classify", "respond")
 	tm.press("Tab")
 	tm.waitFor("╭─ wire · actual", "actual · classify")
 	tm.waitGone("╭─ calls")
@@ -238,7 +241,7 @@ func TestResize(t *testing.T) {
 
 	// back to full size: the side panes return
 	tm.resize(140, 40)
-	tm.waitFor("calls · turn 1", "wire · actual", "choose 'Forgot")
+	tm.waitFor("calls · turn 0", "wire · actual", "choose 'Forgot")
 	tm.waitGone("too small")
 }
 

@@ -41,7 +41,7 @@ func TestResearchAgentCallTree(t *testing.T) {
 
 	tm.typeText("How long do refunds take?")
 	tm.press("Enter")
-	tm.waitFor("turn recorded on main", "[Refund policy]", "calls · turn 1")
+	tm.waitFor("turn recorded on main", "[Refund policy]", "calls · turn 0")
 	s := tm.waitFor("▾ research", "research.query", "research.summarize", "1/6 · 6 calls")
 	if q := lineWith(s, "research.query"); !strings.Contains(q, "│   ├──") {
 		t.Errorf("research.query is not drawn under research: %q", q)

@@ -70,7 +70,7 @@ func TestHostileOutputAndNestedCalls(t *testing.T) {
 	// the title is shown with its escape made visible
 	tm.waitFor("conversations (1)", "hostile ␛]2;pwned␇ output")
 	tm.press("Enter")
-	s := tm.waitFor("agent SupportAgent", "╰─ 1 turn ", "end of reply", "calls · turn 1")
+	s := tm.waitFor("agent SupportAgent", "╰─ 1 turn ", "end of reply", "calls · turn 0")
 	for _, want := range []string{"␛]2;pwned␇", "␛[31mred text", "␛]52;c;cHduZWQ=␇"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the reply does not show %q as visible text:\n%s", want, s)

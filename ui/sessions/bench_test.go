@@ -140,7 +140,7 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 	if err != nil || len(tmpl) != 1 {
 		b.Fatal(len(tmpl), err)
 	}
-	if _, err := a.Undo(ctx, c.ID, storage.MainBranch, 1, false); err != nil {
+	if _, err := a.Undo(ctx, c.ID, storage.MainBranch, 1); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := st.Fork(ctx, c.ID, storage.MainBranch, "scratch", 0); err != nil {

@@ -52,15 +52,15 @@ func TestSessionCacheFollowsTheStore(t *testing.T) {
 	mustSend(t, a, conv, "main", question("a fourth"))
 	sameAsFresh(t, a, st, conv, "main", 4) // one new turn: read alone
 
-	if _, err := a.Undo(ctx, conv, "main", 2, true); err != nil {
+	if _, err := a.Undo(ctx, conv, "main", 2); err != nil {
 		t.Fatal(err)
 	}
 	sameAsFresh(t, a, st, conv, "main", 2)
-	if err := a.Redo(ctx, conv, "main", 2); err != nil {
+	if _, err := a.Redo(ctx, conv, "main", 2); err != nil {
 		t.Fatal(err)
 	}
 	sameAsFresh(t, a, st, conv, "main", 4)
-	if _, err := other.Undo(ctx, conv, "main", 1, false); err != nil {
+	if _, err := other.Undo(ctx, conv, "main", 1); err != nil {
 		t.Fatal(err)
 	}
 	mustSend(t, other, conv, "main", question("replaced by another writer"))

@@ -77,13 +77,13 @@ func TestKeptTurnBesideTheBranch(t *testing.T) {
 		t.Errorf("the failed turn is no longer beside the branch: %+v", kept)
 	}
 	// Undone past its parent, the branch no longer shows it; deleted, it is gone.
-	if _, err := a.Undo(ctx, conv, "main", 2, false); err != nil {
+	if _, err := a.Undo(ctx, conv, "main", 2); err != nil {
 		t.Fatal(err)
 	}
 	if kept, _ = a.KeptTurns(ctx, conv, "main"); len(kept) != 0 {
 		t.Errorf("kept turns after undoing their parent: %+v", kept)
 	}
-	if err := a.Redo(ctx, conv, "main", 2); err != nil {
+	if _, err := a.Redo(ctx, conv, "main", 2); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.DeleteTurn(ctx, k.Key); err != nil {

@@ -127,7 +127,7 @@ func (a *Service) finish(r Rendering, msgs []lm.Message, ad adapter.Adapter, s *
 	r.Tokens = total
 	if s != nil && ad != nil {
 		for _, w := range wirediff.Lint(wirediff.Facts{Signature: s, Adapter: ad, History: hist, Messages: msgs}) {
-			r.Warnings = append(r.Warnings, Lint{Message: w.Message, Text: w.String()})
+			r.Warnings = append(r.Warnings, Lint{Message: w.Message, Field: w.Field, Text: w.String()})
 		}
 	}
 	return r

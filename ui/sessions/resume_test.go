@@ -153,7 +153,7 @@ func TestDiscardAndStale(t *testing.T) {
 
 	// The branch moves under a pending turn: it is stale, can only be discarded.
 	interrupt(t, st, conv, "main", question(questions[1]))
-	if _, err := a.Undo(ctx, conv, "main", 1, false); err != nil {
+	if _, err := a.Undo(ctx, conv, "main", 1); err != nil {
 		t.Fatal(err)
 	}
 	p = onlyPending(t, a, conv)

@@ -140,7 +140,7 @@ func (a *Service) Branches(ctx context.Context, conv string) ([]BranchInfo, erro
 	}
 	out := make([]BranchInfo, len(bs))
 	for i, b := range bs {
-		out[i] = BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: usage[b.Name], CanRedo: b.Redo > 0}
+		out[i] = BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: usage[b.Name], Redo: b.Redo}
 	}
 	return out, nil
 }
@@ -377,31 +377,26 @@ func (a *Service) Replay(ctx context.Context, req ReplayRequest, events chan<- E
 }
 
 // Undo moves the tip back; the inner predictors' histories follow by construction (they
-// are derived from the path), so a cascade reports the inner turns that went with it.
-func (a *Service) Undo(ctx context.Context, conv, branch string, steps int, cascade bool) (UndoResult, error) {
+// are derived from the path). The result counts the model requests of the turns taken
+// off, as the rollback of their inner predictors' turns.
+func (a *Service) Undo(ctx context.Context, conv, branch string, steps int) (UndoResult, error) {
 	keys, err := a.store.Undo(ctx, conv, branch, steps)
 	if err != nil {
 		return UndoResult{}, err
 	}
 	res := UndoResult{Turns: len(keys)}
-	if cascade {
-		for _, k := range keys {
-			if t, err := a.store.LoadTurn(ctx, k); err == nil {
-				res.Calls += len(t.Calls)
-			}
+	for _, k := range keys {
+		t, err := a.store.LoadTurn(ctx, k)
+		if err != nil {
+			return res, fmt.Errorf("undo on %s: the undone turn %s: %w", branch, k, err)
 		}
+		res.Calls += requests(t.Calls)
 	}
 	return res, nil
 }
 
-// Redo moves the tip forward again.
-func (a *Service) Redo(ctx context.Context, conv, branch string, steps int) error {
+// Redo moves the tip forward again; 0 turns moved means there was nothing to redo.
+func (a *Service) Redo(ctx context.Context, conv, branch string, steps int) (int, error) {
 	redone, err := a.store.Redo(ctx, conv, branch, steps)
-	if err != nil {
-		return err
-	}
-	if len(redone) == 0 {
-		return fmt.Errorf("branch %q has nothing to redo", branch)
-	}
-	return nil
+	return len(redone), err
 }

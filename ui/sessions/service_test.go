@@ -70,7 +70,7 @@ func TestSendBranchesLoadTurns(t *testing.T) {
 	}
 
 	bi := branchInfo(t, a, conv, "main")
-	if bi.Turns != 3 || bi.Tip != pg.IDs[2] || bi.CanRedo {
+	if bi.Turns != 3 || bi.Tip != pg.IDs[2] || bi.Redo != 0 {
 		t.Errorf("branch info %+v", bi)
 	}
 	if usage.TotalTokens == 0 || bi.Usage != usage {
@@ -112,45 +112,41 @@ func TestForkUndoRedo(t *testing.T) {
 		t.Errorf("main has %d turns after the fork's turn, want 3", n)
 	}
 
-	tests := []struct {
-		name      string
-		cascade   bool
-		wantCalls int
-	}{
-		{"plain", false, 0},
-		{"cascade", true, 2}, // classify and respond roll back with the turn
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := a.Undo(ctx, conv, "main", 1, tc.cascade)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Turns != 1 || res.Calls != tc.wantCalls {
-				t.Errorf("undo result %+v, want 1 turn, %d calls", res, tc.wantCalls)
-			}
-			bi := branchInfo(t, a, conv, "main")
-			if bi.Turns != 2 || !bi.CanRedo {
-				t.Errorf("after undo: %+v", bi)
-			}
-			// The next turn sees the shortened path.
-			if err := a.Redo(ctx, conv, "main", 1); err != nil {
-				t.Fatal(err)
-			}
-			if bi := branchInfo(t, a, conv, "main"); bi.Turns != 3 || bi.CanRedo || bi.Tip != ids[2] {
-				t.Errorf("after redo: %+v, want tip %s", bi, ids[2])
-			}
-		})
-	}
-	if _, err := a.Undo(ctx, conv, "main", 1, true); err != nil {
+	// an undo reports the turn and its model requests (classify and respond), which go
+	// back with it; the redo count shows in the branch
+	res, err := a.Undo(ctx, conv, "main", 1)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if res.Turns != 1 || res.Calls != 2 {
+		t.Errorf("undo result %+v, want 1 turn, 2 calls", res)
+	}
+	if bi := branchInfo(t, a, conv, "main"); bi.Turns != 2 || bi.Redo != 1 {
+		t.Errorf("after undo: %+v", bi)
+	}
+	if n, err := a.Redo(ctx, conv, "main", 1); err != nil || n != 1 {
+		t.Fatalf("redo: %d, %v", n, err)
+	}
+	if bi := branchInfo(t, a, conv, "main"); bi.Turns != 3 || bi.Redo != 0 || bi.Tip != ids[2] {
+		t.Errorf("after redo: %+v, want tip %s", bi, ids[2])
+	}
+	if _, err := a.Undo(ctx, conv, "main", 1); err != nil {
+		t.Fatal(err)
+	}
+	// The next turn sees the shortened path, and clears the redo stack.
 	tr = mustSend(t, a, conv, "main", question("Something else"))
 	if tr.Index != 2 || len(tr.History.Messages) != 2 {
 		t.Errorf("turn after undo: index %d, %d history entries", tr.Index, len(tr.History.Messages))
 	}
-	if err := a.Redo(ctx, conv, "main", 1); err == nil {
-		t.Error("redo after a new turn succeeded; a new turn must clear the redo stack")
+	if n, err := a.Redo(ctx, conv, "main", 1); err != nil || n != 0 {
+		t.Errorf("redo after a new turn moved %d turn(s) (%v); a new turn must clear the redo stack", n, err)
+	}
+	// nothing to undo on an empty branch is not an error
+	if _, err := a.store.CreateBranch(ctx, conv, "empty"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.Undo(ctx, conv, "empty", 1); err != nil || res.Turns != 0 {
+		t.Errorf("undo on an empty branch: %+v, %v", res, err)
 	}
 }
 

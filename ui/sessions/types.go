@@ -59,8 +59,8 @@ type BranchInfo struct {
 	Model  string // model of the last turn ("" when unknown)
 	Usage  lm.Usage
 	Status string
-	// CanRedo reports whether a redo would move the tip forward.
-	CanRedo bool
+	// Redo is how many turns a redo can bring back.
+	Redo int
 }
 
 // TurnPage is a window of a branch's path.
@@ -99,7 +99,7 @@ type ReplayRequest struct {
 // UndoResult says what an undo moved.
 type UndoResult struct {
 	Turns int // turns taken off the branch
-	Calls int // inner predictor turns rolled back with them (cascade)
+	Calls int // the model requests of those turns (their inner predictors' turns), rolled back with them
 }
 
 // PreviewRequest picks a recorded call and a strategy.
@@ -129,7 +129,8 @@ type RenderedMessage struct {
 
 // Lint is a warning about a rendering, e.g. a history entry rendering `None`.
 type Lint struct {
-	Message int // index into Messages; -1 for the request as a whole
+	Message int    // index into Messages; -1 for the request as a whole
+	Field   string // the field or placeholder concerned, when there is one
 	Text    string
 }
 

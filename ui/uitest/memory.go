@@ -219,7 +219,7 @@ func (m *Memory) Branches(ctx context.Context, id string) ([]sessions.BranchInfo
 	var out []sessions.BranchInfo
 	for _, name := range c.border {
 		b := c.branches[name]
-		bi := sessions.BranchInfo{Name: name, Tip: b.tip, Model: m.model, Status: c.info.Status, CanRedo: len(b.redo) > 0}
+		bi := sessions.BranchInfo{Name: name, Tip: b.tip, Model: m.model, Status: c.info.Status, Redo: len(b.redo)}
 		for _, nid := range c.path(b.tip) {
 			bi.Turns++
 			trace.WalkCalls(c.nodes[nid].turn.Calls, func(cl *trace.Call, _ int) {
@@ -300,10 +300,22 @@ func (m *Memory) Fork(ctx context.Context, id, turn, name string) (string, error
 	if err != nil {
 		return "", err
 	}
-	if _, ok := c.nodes[turn]; !ok && turn != "" {
-		return "", fmt.Errorf("conversation %q has no turn %q", id, turn)
+	if _, ok := c.nodes[turn]; !ok {
+		return "", fmt.Errorf("turn %s is on no branch of conversation %s", turn, id)
 	}
 	return m.newBranchLocked(c, name, "fork", turn)
+}
+
+// AddBranch makes an empty branch (the real backend's storage can; its Fork cannot).
+func (m *Memory) AddBranch(id, name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.convLocked(id)
+	if err != nil {
+		return err
+	}
+	_, err = m.newBranchLocked(c, name, "", "")
+	return err
 }
 
 func (m *Memory) newBranchLocked(c *conv, name, prefix, tip string) (string, error) {
@@ -323,7 +335,9 @@ func (m *Memory) newBranchLocked(c *conv, name, prefix, tip string) (string, err
 	return name, nil
 }
 
-func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int, cascade bool) (sessions.UndoResult, error) {
+// Undo moves the tip back as the real backend does: no turn to undo is not an error,
+// and the result counts the undone turns' model requests (leaf calls).
+func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int) (sessions.UndoResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
@@ -340,35 +354,34 @@ func (m *Memory) Undo(ctx context.Context, id, branchName string, steps int, cas
 		b.redo = append(b.redo, b.tip)
 		b.tip = n.parent
 		res.Turns++
-		if cascade {
-			trace.WalkCalls(n.turn.Calls, func(*trace.Call, int) { res.Calls++ })
-		}
-	}
-	if res.Turns == 0 {
-		return res, fmt.Errorf("branch %q has no turn to undo", branchName)
+		trace.WalkCalls(n.turn.Calls, func(cl *trace.Call, _ int) {
+			if len(cl.Children) == 0 && cl.Error == "" {
+				res.Calls++
+			}
+		})
 	}
 	return res, nil
 }
 
-func (m *Memory) Redo(ctx context.Context, id, branchName string, steps int) error {
+// Redo moves the tip forward again; it returns how many turns moved (0: nothing to redo).
+func (m *Memory) Redo(ctx context.Context, id, branchName string, steps int) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	b, err := m.branchLocked(c, branchName)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if len(b.redo) == 0 {
-		return fmt.Errorf("branch %q has nothing to redo", branchName)
-	}
+	n := 0
 	for ; steps > 0 && len(b.redo) > 0; steps-- {
 		b.tip = b.redo[len(b.redo)-1]
 		b.redo = b.redo[:len(b.redo)-1]
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 var _ ui.Backend = (*Memory)(nil)
