@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/recognize"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// exchange is one request passing through: what is kept of it, and how it ended.
+type exchange struct {
+	s       *Server
+	started time.Time
+	caller  context.Context
+	route   Route
+	method  string
+	path    string
+	chat    bool
+	keys    []string
+	finish  func(ctx context.Context, c *trace.Call) error
+
+	req, resp  capped
+	status     int
+	stream     bool
+	sse        *streamReader
+	err        error // the proxy's own failure (upstream unreachable, timed out)
+	readErr    error // the upstream's answer broke off
+	callerGone bool
+}
+
+// copyBody passes the upstream's answer to the caller as it arrives, keeping a
+// bounded copy.
+func (ex *exchange) copyBody(ctx context.Context, w http.ResponseWriter, body io.Reader) {
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			ex.resp.Write(buf[:n])
+			if ex.sse != nil {
+				ex.sse.Write(buf[:n])
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				ex.callerGone = true
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			switch {
+			case ex.caller.Err() != nil:
+				ex.callerGone = true
+			case errors.Is(context.Cause(ctx), errTotal):
+				ex.readErr = fmt.Errorf("no complete answer within %s", ex.s.opts.Upstream.Total)
+			default:
+				ex.readErr = err
+			}
+			return
+		}
+	}
+}
+
+// fail answers the caller with the proxy's own error (the upstream gave none) and
+// records the exchange.
+func (ex *exchange) fail(w http.ResponseWriter, status int, err error) {
+	ex.status, ex.err = status, err
+	if !ex.callerGone {
+		body := proxyError(ex.redact(err.Error()))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		ex.resp.Write(body)
+	}
+	ex.done()
+}
+
+// done records a chat completion and logs the exchange.
+func (ex *exchange) done() {
+	var c *trace.Call
+	if ex.chat {
+		c = ex.call()
+	}
+	var recErr error
+	if ex.finish != nil {
+		// The caller may be gone; the record is still written.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ex.caller), time.Minute)
+		recErr = ex.finish(ctx, c)
+		cancel()
+	}
+	ex.s.logLine(ex, c, recErr)
+}
+
+// call builds the record of a chat completion.
+func (ex *exchange) call() *trace.Call {
+	lat := time.Since(ex.started)
+	c := &trace.Call{Path: "chat", Started: ex.started, Latency: lat}
+	// Everything recorded is read from redacted text: a key that reached a prompt or an
+	// answer is not stored either (a no-op, and so byte for byte, when none did).
+	reqBody := []byte(ex.redact(ex.req.buf.String()))
+	respBody := []byte(ex.redact(ex.resp.buf.String()))
+	c.RawRequest = string(reqBody) + cutNote(&ex.req)
+	c.RawResponse = string(respBody) + cutNote(&ex.resp)
+
+	var creq *chatRequest
+	var reqErr error
+	if !ex.req.cut() {
+		creq, c.Messages, c.Params, reqErr = parseChatRequest(reqBody)
+	} else {
+		reqErr = fmt.Errorf("the request body is larger than the %d bytes recorded", ex.req.max)
+	}
+	var rep reply
+	var repErr error
+	switch {
+	case ex.sse != nil:
+		rep = ex.sse.result()
+		rep.text = ex.redact(rep.text)
+	case ex.status >= 200 && ex.status < 300 && !ex.resp.cut():
+		rep, repErr = parseResponse(respBody)
+	}
+	c.Completion, c.Usage, c.Model = rep.text, rep.usage, rep.model
+	if c.Model == "" {
+		c.Model = c.Params.Model
+	}
+	switch {
+	case ex.err != nil:
+		c.Error = ex.err.Error()
+	case ex.callerGone:
+		c.Error = "the caller closed the connection before the answer was complete"
+	case ex.status >= 400:
+		c.Error = fmt.Sprintf("upstream answered %d %s", ex.status, http.StatusText(ex.status))
+		if msg := upstreamMessage(respBody); msg != "" {
+			c.Error += ": " + msg
+		}
+	case ex.readErr != nil:
+		c.Error = "the upstream's answer broke off: " + ex.readErr.Error()
+	case rep.err != "":
+		c.Error = "the upstream sent an error: " + rep.err
+	case ex.sse != nil && !ex.sse.done:
+		c.Error = "the stream ended before its end marker (data: [DONE])"
+	case ex.sse != nil && ex.sse.cut:
+		c.Error = fmt.Sprintf("the streamed text is longer than the %d bytes recorded", ex.resp.max)
+	case repErr != nil:
+		c.Error = repErr.Error()
+	}
+	c.Error = ex.redact(c.Error)
+	c.Tries = []lm.Try{{N: 1, Status: ex.status, Err: c.Error, Latency: lat}}
+
+	if creq != nil && creq.plain() {
+		if r := recognize.Parse(c.Messages); r.Adapter != "" {
+			c.Adapter, c.Inputs, c.History = r.Adapter, r.Inputs, r.History
+			c.Path, c.PredictorType = PathOf(r.Signature), predictorType(r.Signature)
+			c.Recovered = trace.RecoveredInexact
+			if r.Exact {
+				c.Recovered = trace.RecoveredExact
+			}
+			if c.Error == "" {
+				out, err := r.Outputs(c.Completion)
+				if err != nil {
+					c.Error = "the completion does not parse as the request's outputs: " + err.Error()
+					c.Tries[0].Err = c.Error
+				} else {
+					c.Outputs = out
+				}
+			}
+			return c
+		}
+	}
+	c.Recovered = trace.RecoveredNone
+	c.Inputs = sig.NewMap()
+	if reqErr == nil {
+		for i := len(c.Messages) - 1; i >= 0; i-- {
+			if c.Messages[i].Role == "user" {
+				c.Inputs.Set("user", c.Messages[i].Content)
+				break
+			}
+		}
+	}
+	if c.Error == "" {
+		c.Outputs = sig.NewMap("assistant", c.Completion)
+	}
+	return c
+}
+
+// upstreamMessage is the message of an error body (the OpenAI error object's message,
+// else the start of the body).
+func upstreamMessage(body []byte) string {
+	if r, err := parseResponse(body); err == nil && r.err != "" {
+		return r.err
+	}
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func cutNote(c *capped) string {
+	if !c.cut() {
+		return ""
+	}
+	return fmt.Sprintf("\n[sessionbench: recording cut at %d of %d bytes]", c.buf.Len(), c.total)
+}
+
+// redact keeps key text out of what is recorded and logged.
+func (ex *exchange) redact(s string) string {
+	for _, k := range ex.keys {
+		s = strings.ReplaceAll(s, k, "[key redacted]")
+	}
+	return s
+}
+
+// PathOf names a recognised predictor by its fields, as DSPy's signature strings do
+// ("question, context -> answer"); History fields are left out.
+func PathOf(s *sig.Signature) string {
+	var ins, outs []string
+	for _, f := range s.Inputs {
+		if !f.Type.IsHistory() {
+			ins = append(ins, f.Name)
+		}
+	}
+	for _, f := range s.Outputs {
+		outs = append(outs, f.Name)
+	}
+	return strings.Join(ins, ", ") + " -> " + strings.Join(outs, ", ")
+}
+
+// predictorType tells ChainOfThought (its first output is DSPy's reasoning field) from
+// Predict.
+func predictorType(s *sig.Signature) string {
+	if len(s.Outputs) > 1 && s.Outputs[0].Name == "reasoning" {
+		return "ChainOfThought"
+	}
+	return "Predict"
+}
