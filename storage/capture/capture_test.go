@@ -86,11 +86,11 @@ func TestHeuristicTurns(t *testing.T) {
 	s := openStore(t)
 	r := newRecorder(t, s, 2*time.Second)
 	calls := []*trace.Call{
-		call("A", "q1", "a1", 0, time.Second),                                // turn 0
-		call("A", "q2", "a2", 2500*time.Millisecond, time.Second),            // 1.5s after the last end: same turn
-		call("A", "q3", "a3", 10*time.Second, 5*time.Second),                 // idle 6.5s: turn 1
-		call("B", "q4", "a4", 13*time.Second, time.Second),                   // starts while 2 is in flight: same turn
-		call("A", "q5", "a5", 30*time.Second, time.Second),                   // turn 2
+		call("A", "q1", "a1", 0, time.Second),                     // turn 0
+		call("A", "q2", "a2", 2500*time.Millisecond, time.Second), // 1.5s after the last end: same turn
+		call("A", "q3", "a3", 10*time.Second, 5*time.Second),      // idle 6.5s: turn 1
+		call("B", "q4", "a4", 13*time.Second, time.Second),        // starts while 2 is in flight: same turn
+		call("A", "q5", "a5", 30*time.Second, time.Second),        // turn 2
 		{Path: "chat", Started: t0.Add(30500 * time.Millisecond), Latency: 1, // a failed call in turn 2
 			Inputs: sig.NewMap("user", "x"), Error: "upstream answered 500", Recovered: trace.RecoveredNone},
 	}
