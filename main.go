@@ -12,13 +12,17 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/capture"
+	"github.com/sessionbench/sessionbench/storage/otlp"
 	"github.com/sessionbench/sessionbench/ui"
 	"github.com/sessionbench/sessionbench/ui/cli"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -46,7 +50,8 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return cli.Main(ctx, cli.Env{Args: args, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr})
+		return cli.Main(ctx, cli.Env{Args: args, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr,
+			Workbench: func(ctx context.Context, db, config string) error { return workbench(ctx, db, "", "", config, "") }})
 	}
 	// Errors quote files, servers and models: they reach the terminal sanitised.
 	safeErr := termtext.NewWriter(stderr)
@@ -60,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	theme := fs.String("theme", "", "theme: dark, light, high-contrast or a user theme name")
 	config := fs.String("config", "", "configuration file (default $XDG_CONFIG_HOME/sessionbench/config.toml)")
 	version := fs.Bool("version", false, "print the module version and VCS revision, then exit")
+	otlpEndpoint := fs.String("otlp-endpoint", "", "also send every turn recorded here as an OpenTelemetry trace to this OTLP/HTTP collector")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, cli.Usage())
@@ -79,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sessionbench: unexpected argument %q (commands come first, see 'sessionbench help')\n", fs.Arg(0))
 		return 2
 	}
-	err := workbench(ctx, *db, *model, *theme, *config)
+	err := workbench(ctx, *db, *model, *theme, *config, *otlpEndpoint)
 	var bad badFlagError
 	var sig cli.Interrupt
 	switch {
@@ -103,8 +109,9 @@ type badFlagError struct{ err error }
 func (e badFlagError) Error() string { return e.err.Error() }
 func (e badFlagError) Unwrap() error { return e.err }
 
-// workbench wires storage, the model and the demo agents into the TUI.
-func workbench(ctx context.Context, dbPath, model, theme, configPath string) error {
+// workbench wires storage, the model and the demo agents into the TUI; with an OTLP
+// endpoint every turn it records is also sent there.
+func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoint string) error {
 	if dbPath == "" {
 		p, err := config.DatabaseFile(os.Getenv)
 		if err != nil {
@@ -128,6 +135,13 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath string) err
 	if err != nil {
 		return badFlagError{err}
 	}
+	var exp *otlp.Exporter
+	if otlpEndpoint != "" {
+		if exp, err = otlp.New(ctx, otlp.Options{Endpoint: otlpEndpoint}); err != nil {
+			return badFlagError{fmt.Errorf("--otlp-endpoint: %w", err)}
+		}
+		defer exp.Shutdown(context.WithoutCancel(ctx))
+	}
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return fmt.Errorf("database folder: %w", err)
 	}
@@ -139,6 +153,10 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath string) err
 	if d, ok := sel.LM.(*llm.Demo); ok {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
+	}
+	// Turns a killed recording proxy left open are committed, so their calls show.
+	if _, err := capture.Recover(ctx, store, nil); err != nil {
+		return err
 	}
 	llm.PreloadEncodings(sel.LM.Name())
 	var backendModel lm.LM = sel.LM
@@ -159,5 +177,99 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath string) err
 	}
 	a := sessions.New(store, backendModel)
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
-	return ui.Run(ctx, a, uiOpts)
+	if exp == nil {
+		return ui.Run(ctx, a, uiOpts)
+	}
+	b := &exportingBackend{Service: a, store: store, exp: exp}
+	err = ui.Run(ctx, b, uiOpts)
+	if n, last := b.wait(); n > 0 {
+		err = errors.Join(err, fmt.Errorf("%d turn(s) could not be sent to %s; the last error: %w", n, otlpEndpoint, last))
+	}
+	return err
+}
+
+// exportingBackend is the workbench's backend sending every turn it records (sent,
+// edited, replayed, resumed) to an OTLP collector, in the background; failures are
+// reported when the workbench closes (the terminal is the workbench's until then).
+type exportingBackend struct {
+	*sessions.Service
+	store  *storage.Store
+	exp    *otlp.Exporter
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	failed int
+	last   error
+}
+
+// export sends the turns of branch from index from on (-1: only the tip).
+func (b *exportingBackend) export(ctx context.Context, conv, branch string, from int) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		ctx := context.WithoutCancel(ctx)
+		var turns []otlp.Turn
+		br, err := b.store.Branch(ctx, conv, branch)
+		switch {
+		case err != nil:
+		case from < 0 && br.Tip != "":
+			var t otlp.Turn
+			if t, err = otlp.Stored(ctx, b.store, conv, branch, br.Tip); err == nil {
+				turns = []otlp.Turn{t}
+			}
+		case from >= 0:
+			if turns, err = otlp.Branch(ctx, b.store, conv, branch); err == nil {
+				turns = turns[min(from, len(turns)):]
+			}
+		}
+		if err == nil {
+			err = b.exp.Export(ctx, turns...)
+		}
+		if err != nil {
+			b.mu.Lock()
+			b.failed, b.last = b.failed+1, err
+			b.mu.Unlock()
+		}
+	}()
+}
+
+func (b *exportingBackend) wait() (int, error) {
+	b.wg.Wait()
+	return b.failed, b.last
+}
+
+func (b *exportingBackend) Send(ctx context.Context, req sessions.SendRequest, events chan<- sessions.Event) (*trace.Turn, error) {
+	t, err := b.Service.Send(ctx, req, events)
+	if err == nil && t != nil {
+		b.export(ctx, req.Conv, req.Branch, -1)
+	}
+	return t, err
+}
+
+func (b *exportingBackend) EditAndResubmit(ctx context.Context, req sessions.EditRequest, events chan<- sessions.Event) (string, *trace.Turn, error) {
+	name, t, err := b.Service.EditAndResubmit(ctx, req, events)
+	if err == nil && t != nil {
+		b.export(ctx, req.Conv, name, -1)
+	}
+	return name, t, err
+}
+
+func (b *exportingBackend) Replay(ctx context.Context, req sessions.ReplayRequest, events chan<- sessions.Event) (string, error) {
+	name, err := b.Service.Replay(ctx, req, events)
+	if err == nil {
+		from := 0
+		if br, berr := b.store.Branch(ctx, req.Conv, name); berr == nil && br.ForkIndex != nil {
+			from = *br.ForkIndex + 1
+		}
+		b.export(ctx, req.Conv, name, from)
+	}
+	return name, err
+}
+
+func (b *exportingBackend) Resume(ctx context.Context, key string, events chan<- sessions.Event) (*trace.Turn, error) {
+	p, perr := b.store.PendingTurn(ctx, key)
+	t, err := b.Service.Resume(ctx, key, events)
+	if err == nil && t != nil && perr == nil {
+		b.export(ctx, p.ConvID, p.Branch, -1)
+	}
+	return t, err
 }

@@ -84,7 +84,7 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 	host, _ := os.Hostname()
 	r := &Recorder{opts: opts, convs: map[string]*conv{}, timerGap: opts.IdleGap,
 		owner: map[string]any{"pid": int64(os.Getpid()), "host": host, "started": time.Now().UTC().Format(time.RFC3339Nano)}}
-	if err := r.recover(ctx); err != nil {
+	if _, err := Recover(ctx, opts.Store, opts.OnTurn); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -11,33 +11,35 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/storage"
 )
 
-// recover commits the turns a proxy left open when it was killed: every call it stored
+// Recover commits the turns a proxy left open when it was killed: every call it stored
 // is kept, the turn's outputs are its last successful call's. Turns of a proxy still
 // running (its process is alive on this host) are left alone, as are turns whose branch
-// moved since.
-func (r *Recorder) recover(ctx context.Context) error {
-	st := r.opts.Store
+// moved since. New runs it; the workbench runs it at start. onTurn, when set, is told
+// about each committed turn.
+func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Context, convID, turnKey string)) (int, error) {
 	pending, err := st.PendingTurns(ctx)
 	if err != nil {
-		return fmt.Errorf("capture: %w", err)
+		return 0, fmt.Errorf("capture: %w", err)
 	}
+	n := 0
 	for _, p := range pending {
 		c, err := st.Conversation(ctx, p.ConvID)
 		if err != nil {
-			return fmt.Errorf("capture: %w", err)
+			return n, fmt.Errorf("capture: %w", err)
 		}
 		if c.Agent != Agent || p.Stale || p.Branch == "" || ownerAlive(c.Metadata[ownerKey]) {
 			continue
 		}
 		sink := st.Sink(p.ConvID, p.Branch)
 		if err := sink.Resume(ctx, p.Key); err != nil {
-			return fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
+			return n, fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
 		}
 		key, err := sink.BeginTurn(ctx, p.Inputs)
 		if err != nil {
-			return fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
+			return n, fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
 		}
 		t := &trace.Turn{Inputs: p.Inputs, Outputs: sig.NewMap(), Started: p.Started, Ended: p.Started}
 		var last time.Time
@@ -51,13 +53,14 @@ func (r *Recorder) recover(ctx context.Context) error {
 			}
 		})
 		if err := sink.CommitTurn(ctx, key, t); err != nil {
-			return fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
+			return n, fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
 		}
-		if r.opts.OnTurn != nil {
-			r.opts.OnTurn(ctx, p.ConvID, key)
+		n++
+		if onTurn != nil {
+			onTurn(ctx, p.ConvID, key)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // ownerAlive reports whether the process that recorded into a conversation (its owner

@@ -54,11 +54,11 @@ type Turn struct {
 
 // Exporter turns recorded turns into spans and sends them. Safe for concurrent use.
 type Exporter struct {
-	opts  Options
-	exp   sdktrace.SpanExporter
-	tp    *sdktrace.TracerProvider
-	col   *collector
-	mu    sync.Mutex // one Export builds its spans at a time
+	opts Options
+	exp  sdktrace.SpanExporter
+	tp   *sdktrace.TracerProvider
+	col  *collector
+	mu   sync.Mutex // one Export builds its spans at a time
 }
 
 // New checks the endpoint and builds the exporter (nothing is sent yet).

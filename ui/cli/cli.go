@@ -22,6 +22,10 @@ type Env struct {
 	// Terminal says standard output is a terminal, so its text is sanitised; Main also
 	// sets it when Stdout is an *os.File that is one.
 	Terminal bool
+	// Workbench opens the terminal workbench on the database at db until the user quits
+	// (proxy --open). main.go provides it, so this package stays free of the terminal UI;
+	// nil where there is none.
+	Workbench func(ctx context.Context, db, config string) error
 }
 
 // Command is one subcommand.

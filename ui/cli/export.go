@@ -13,6 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
 	"github.com/sessionbench/sessionbench/ui/termtext"
+	"github.com/sessionbench/sessionbench/storage/otlp"
 )
 
 func init() {
@@ -22,6 +23,8 @@ func init() {
 			"export ID --format F [--branch B] [--path P] [--out FILE]",
 			"                             F: session-json (dspy-session v2) | examples (DSPy JSONL; --path for",
 			"                             call level) | calls | openai-jsonl | markdown",
+			"export ID --format otlp --otlp-endpoint URL [--branch B]",
+			"                             send every turn as an OpenTelemetry trace (GenAI conventions) to a collector",
 		},
 		Run:     runExport,
 		Ordinal: 41,
@@ -34,11 +37,13 @@ func runExport(ctx context.Context, env Env) int {
 	sf.register(fs)
 	fs.Lookup("json").Usage = "with --out: print what was written as JSON (the export itself is in its format)"
 	var format, branch, path, out, field string
-	fs.StringVar(&format, "format", "", "output format (required): "+strings.Join(export.Formats, ", "))
+	fs.StringVar(&format, "format", "", "output format (required): "+strings.Join(export.Formats, ", ")+", otlp")
 	fs.StringVar(&branch, "branch", storage.MainBranch, "branch to export")
 	fs.StringVar(&path, "path", "", "predictor path: call-level examples, or only its calls for openai-jsonl")
 	fs.StringVar(&out, "out", "", "write to FILE instead of standard output (replaced only when the export succeeds)")
 	fs.StringVar(&field, "history-field", "history", "the session's history field name")
+	var endpoint string
+	fs.StringVar(&endpoint, "otlp-endpoint", "", "with --format otlp: the OTLP/HTTP collector, e.g. http://localhost:4318")
 	pos, code, done := parseFlags(env, fs, env.Args, true)
 	if done {
 		return code
@@ -50,8 +55,17 @@ func runExport(ctx context.Context, env Env) int {
 	if len(pos) != 1 {
 		return usage("want one conversation ID, got %d argument(s) %s", len(pos), quoteArgs(pos))
 	}
+	if format == "otlp" {
+		if endpoint == "" || path != "" || out != "" {
+			return usage("--format otlp sends to a collector: give --otlp-endpoint URL (and no --path or --out)")
+		}
+		return exportOTLP(ctx, env, sf, pos[0], branch, endpoint)
+	}
+	if endpoint != "" {
+		return usage("--otlp-endpoint goes with --format otlp")
+	}
 	if !slices.Contains(export.Formats, format) {
-		return usage("--format must be one of %s (got %q)", strings.Join(export.Formats, ", "), format)
+		return usage("--format must be one of %s, otlp (got %q)", strings.Join(export.Formats, ", "), format)
 	}
 	if path != "" && format != "examples" && format != "openai-jsonl" {
 		return usage("--path applies to --format examples and openai-jsonl, not %s", format)
@@ -155,4 +169,39 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return nil
+}
+
+// exportOTLP sends every turn of a branch to an OTLP/HTTP collector, one trace per turn.
+func exportOTLP(ctx context.Context, env Env, sf storeFlags, conv, branch, endpoint string) int {
+	exp, err := otlp.New(ctx, otlp.Options{Endpoint: endpoint})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench export: --otlp-endpoint: %v\n", err)
+		return storeUsage
+	}
+	defer exp.Shutdown(context.WithoutCancel(ctx))
+	s, err := sf.open(ctx, false)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench export: %v\n", err)
+		return storeError
+	}
+	defer s.Close()
+	turns, err := otlp.Branch(ctx, s, conv, branch)
+	if err == nil {
+		err = exp.Export(ctx, turns...)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench export: %s/%s: %v\n", conv, branch, err)
+		return storeError
+	}
+	calls := 0
+	for _, t := range turns {
+		trace.WalkCalls(t.Turn.Calls, func(*trace.Call, int) { calls++ })
+	}
+	if sf.json {
+		writeJSONOut(env.Stdout, map[string]any{"format": "otlp", "endpoint": endpoint, "conversation": conv, "branch": branch,
+			"traces": len(turns), "spans": len(turns) + calls})
+	} else {
+		fmt.Fprintf(env.Stderr, "sent %d turn(s) as traces (%d spans) to %s\n", len(turns), len(turns)+calls, endpoint)
+	}
+	return storeOK
 }

@@ -35,7 +35,10 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	}
 	r := Rendering{Strategy: req.Strategy, CallID: call.ID, Path: call.Path}
 	if req.Strategy == 0 {
-		return a.finish(r, call.Messages, nil, nil, &call.History), nil
+		return a.previewActual(r, call), nil
+	}
+	if call.Recovered != "" {
+		return a.previewRecorded(ctx, req, r, t, call, earlier)
 	}
 	ag, err := a.conversationAgent(ctx, req.Conv, "")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/workflow"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/capture"
 )
 
 // Service runs and inspects the turns of stored conversations; safe for concurrent use
@@ -194,6 +195,9 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 			return demo.Agent{}, err
 		}
 		ref = c.Agent
+	}
+	if ref == capture.Agent {
+		return demo.Agent{}, fmt.Errorf("conversation %s was recorded by `sessionbench proxy` from a program that runs outside sessionbench: its calls can be inspected, previewed and exported, but it takes no turns here", conv)
 	}
 	ag, err := a.resolveAgent(ref)
 	if err != nil {
