@@ -178,7 +178,7 @@ func (ex *exchange) call() *trace.Call {
 			return c
 		}
 	}
-	c.Recovered = trace.RecoveredNone
+	c.Recovered, c.PredictorType = trace.RecoveredNone, "LM"
 	c.Inputs = sig.NewMap()
 	if reqErr == nil {
 		for i := len(c.Messages) - 1; i >= 0; i-- {

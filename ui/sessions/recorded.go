@@ -26,10 +26,14 @@ func (a *Service) previewActual(r Rendering, call *trace.Call) Rendering {
 		return a.finish(r, call.Messages, nil, nil, &call.History)
 	}
 	r = a.finish(r, call.Messages, rq.Formatter(), rq.Signature, &call.History)
-	if !rq.Exact {
+	if !rq.Exact || call.Recovered == trace.RecoveredInexact {
+		why := rq.Mismatch
+		if why == "" {
+			why = "as recorded"
+		}
 		r.Warnings = append(r.Warnings, Lint{Message: -1, Text: "recognised as DSPy's " + rq.Adapter +
 			" format, but the recovered signature and inputs do not format back to this request byte for byte (" +
-			rq.Mismatch + "); other strategies render what was recovered"})
+			why + "); other strategies render what was recovered"})
 	}
 	return r
 }
