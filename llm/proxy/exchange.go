@@ -157,6 +157,10 @@ func (ex *exchange) call() *trace.Call {
 	}
 	c.Error = ex.redact(c.Error)
 	c.Tries = []lm.Try{{N: 1, Status: ex.status, Err: c.Error, Latency: lat}}
+	if ex.callerGone {
+		// What the caller saw is moot; 499 (nginx's "client closed request") says it left.
+		c.Tries[0].Status = 499
+	}
 
 	if creq != nil && creq.plain() {
 		if r := recognize.Parse(c.Messages); r.Adapter != "" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/recognize"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -268,7 +269,7 @@ func TestGoOpenAIThroughProxy(t *testing.T) {
 					t.Fatalf("call: error %q recovered %q adapter %q", c.Error, c.Recovered, c.Adapter)
 				}
 				if !c.Outputs.Equal(rq.outputs) {
-					t.Errorf("outputs %s, want %s", sig.JSON(c.Outputs), sig.JSON(rq.outputs))
+					t.Errorf("outputs %s, want %s", py.CompactJSON(c.Outputs), py.CompactJSON(rq.outputs))
 				}
 				if c.Completion != completion || c.Usage.PromptTokens != 11 || c.Usage.CachedTokens != 3 || c.Model != "up-model-0613" {
 					t.Errorf("completion %q usage %+v model %q", c.Completion, c.Usage, c.Model)
@@ -397,7 +398,7 @@ func TestPlainHTTPByteForByte(t *testing.T) {
 	c = f.rec.last(t)
 	if c.Recovered != trace.RecoveredNone || c.Adapter != "" || c.Outputs.String("assistant") != "hello" ||
 		c.Inputs.String("user") != "hi\n\n"+`{"type":"image_url","image_url":{"url":"data:x"}}` {
-		t.Errorf("plain call: recovered %q inputs %s outputs %s", c.Recovered, sig.JSON(c.Inputs), sig.JSON(c.Outputs))
+		t.Errorf("plain call: recovered %q inputs %s outputs %s", c.Recovered, py.CompactJSON(c.Inputs), py.CompactJSON(c.Outputs))
 	}
 }
 
@@ -519,7 +520,7 @@ func TestKeysAndHeaders(t *testing.T) {
 		t.Errorf("upstream headers %v", hdr)
 	}
 	c := f.rec.last(t)
-	all := c.RawRequest + c.RawResponse + c.Completion + sig.JSON(c.Inputs) + sig.JSON(c.Outputs) + c.Error + f.log.String()
+	all := c.RawRequest + c.RawResponse + c.Completion + py.CompactJSON(c.Inputs) + py.CompactJSON(c.Outputs) + c.Error + f.log.String()
 	for _, m := range c.Messages {
 		all += m.Content
 	}

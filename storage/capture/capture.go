@@ -23,7 +23,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -40,10 +39,6 @@ const Agent = "proxy"
 // DefaultIdleGap is how long after its last call a turn is closed.
 const DefaultIdleGap = 3 * time.Second
 
-// ownerKey is the conversation metadata naming the process recording into it, so a
-// later proxy can tell an open turn of a killed proxy from one still being written.
-const ownerKey = "proxy_owner"
-
 // Options configure a Recorder.
 type Options struct {
 	Store   *storage.Store
@@ -52,7 +47,8 @@ type Options struct {
 	Title string
 	// Metadata is added to every conversation the recorder creates (e.g. the upstream).
 	Metadata map[string]any
-	// OnTurn is told about every committed turn (in its own goroutine's time; it may block).
+	// OnTurn is told about every turn that ended (completed, or kept as failed), in a
+	// goroutine of its own.
 	OnTurn func(ctx context.Context, convID, turnKey string)
 	// OnError is told about failures that reach no caller (a turn that would not commit).
 	OnError func(error)
@@ -61,8 +57,7 @@ type Options struct {
 // Recorder groups finished calls into turns and conversations. It is safe for
 // concurrent use and implements llm/proxy's Recorder.
 type Recorder struct {
-	opts  Options
-	owner map[string]any
+	opts Options
 	// timerGap is when an idle turn's timer fires: IdleGap, except in tests that let
 	// only the calls' own times decide.
 	timerGap time.Duration
@@ -81,9 +76,7 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 	if opts.IdleGap <= 0 {
 		opts.IdleGap = DefaultIdleGap
 	}
-	host, _ := os.Hostname()
-	r := &Recorder{opts: opts, convs: map[string]*conv{}, timerGap: opts.IdleGap,
-		owner: map[string]any{"pid": int64(os.Getpid()), "host": host, "started": time.Now().UTC().Format(time.RFC3339Nano)}}
+	r := &Recorder{opts: opts, convs: map[string]*conv{}, timerGap: opts.IdleGap}
 	if _, err := Recover(ctx, opts.Store, opts.OnTurn); err != nil {
 		return nil, err
 	}
@@ -96,7 +89,7 @@ type conv struct {
 	sink  *storage.BranchSink
 	turns []*turn           // open turns, oldest first; only the first is begun in storage
 	paths map[string]string // predictor identity (its system message) -> call path
-	owner map[string]string // call path -> identity
+	byPath map[string]string // call path -> identity
 }
 
 // turn is a turn being recorded.
@@ -112,6 +105,8 @@ type turn struct {
 	firstSeq int      // sequence number of the call inputs came from
 	outputs  *sig.Map // the last successful call's outputs
 	outAt    time.Time
+	lastErr  *trace.Call // the call that ended last, when it failed
+	lastEnd  time.Time
 	waiting  []*trace.Call // finished before the turn was begun in storage
 	timer    *time.Timer
 }
@@ -168,6 +163,12 @@ func (r *Recorder) finish(ctx context.Context, cv *conv, t *turn, seq int, c *tr
 	}
 	if t.inputs == nil || seq < t.firstSeq {
 		t.inputs, t.firstSeq = c.Inputs, seq
+	}
+	if end := c.Started.Add(c.Latency); !end.Before(t.lastEnd) {
+		t.lastEnd, t.lastErr = end, nil
+		if c.Error != "" {
+			t.lastErr = c
+		}
 	}
 	if c.Outputs != nil && c.Error == "" && !c.Started.Add(c.Latency).Before(t.outAt) {
 		t.outputs, t.outAt = c.Outputs, c.Started.Add(c.Latency)
@@ -255,13 +256,8 @@ func (r *Recorder) commitReady(ctx context.Context, cv *conv) error {
 		if t.key == "" {
 			continue // no call finished: nothing to keep
 		}
-		out := t.outputs
-		if out == nil {
-			out = sig.NewMap()
-		}
-		tr := &trace.Turn{Inputs: t.inputs, Outputs: out, Started: t.started, Ended: t.last}
-		if err := cv.sink.CommitTurn(ctx, t.key, tr); err != nil {
-			return fmt.Errorf("capture: commit turn %s of %s: %w", t.key, cv.id, err)
+		if err := end(ctx, cv.sink, t.key, &trace.Turn{Inputs: t.inputs, Outputs: t.outputs, Started: t.started, Ended: t.last}, t.lastErr); err != nil {
+			return fmt.Errorf("capture: end turn %s of %s: %w", t.key, cv.id, err)
 		}
 		if r.opts.OnTurn != nil {
 			conv, key := cv.id, t.key
@@ -310,10 +306,10 @@ func (cv *conv) pathFor(c *trace.Call) string {
 		return p
 	}
 	p := c.Path
-	for n := 2; cv.owner[p] != ""; n++ {
+	for n := 2; cv.byPath[p] != ""; n++ {
 		p = fmt.Sprintf("%s #%d", c.Path, n)
 	}
-	cv.paths[id], cv.owner[p] = p, id
+	cv.paths[id], cv.byPath[p] = p, id
 	return p
 }
 
@@ -337,7 +333,7 @@ func (r *Recorder) conversation(session string) (*conv, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st := r.opts.Store
-	meta := map[string]any{ownerKey: r.owner}
+	meta := map[string]any{}
 	for k, v := range r.opts.Metadata {
 		meta[k] = v
 	}
@@ -365,13 +361,9 @@ func (r *Recorder) conversation(session string) (*conv, error) {
 			return nil, fmt.Errorf("capture: session %q: %w", session, err)
 		case c.Agent != Agent:
 			return nil, fmt.Errorf("capture: session %q names conversation %s, which the proxy did not record (agent %q)", session, id, c.Agent)
-		default:
-			if err := st.SetMetadata(ctx, id, map[string]any{ownerKey: r.owner}); err != nil {
-				return nil, fmt.Errorf("capture: session %q: %w", session, err)
-			}
 		}
 	}
-	cv := &conv{id: id, sink: st.Sink(id, storage.MainBranch), paths: map[string]string{}, owner: map[string]string{}}
+	cv := &conv{id: id, sink: st.Sink(id, storage.MainBranch), paths: map[string]string{}, byPath: map[string]string{}}
 	r.convs[session] = cv
 	return cv, nil
 }
@@ -389,3 +381,24 @@ func sanitizeTitle(s string) string {
 	}
 	return string(out)
 }
+
+// end finishes a turn in storage: completed, unless the call that ended last failed and
+// none after it answered (the program gave up there): then it is kept beside the branch
+// as failed, or cancelled when the program hung up, with that call's error.
+func end(ctx context.Context, sink *storage.BranchSink, key string, t *trace.Turn, failed *trace.Call) error {
+	if t.Outputs == nil {
+		t.Outputs = sig.NewMap()
+	}
+	if failed == nil {
+		return sink.CommitTurn(ctx, key, t)
+	}
+	t.Status, t.Error = trace.StatusFailed, failed.Error
+	if n := len(failed.Tries); n > 0 && failed.Tries[n-1].Status == StatusClientClosed {
+		t.Status = trace.StatusCancelled
+	}
+	return sink.AbortTurn(ctx, key, t)
+}
+
+// StatusClientClosed is the status a call's try records when the program closed the
+// connection before the answer was complete (nginx's 499, which no upstream sends).
+const StatusClientClosed = 499

@@ -1,16 +1,20 @@
 package capture
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -122,7 +126,7 @@ func TestHeuristicTurns(t *testing.T) {
 		}
 		sort.Strings(ids)
 		if fmt.Sprint(ids) != fmt.Sprint(w.ids) || tr.Inputs.String("question") != w.in || tr.Outputs.String("answer") != w.out {
-			t.Errorf("turn %d: calls %v inputs %s outputs %s, want %v %s %s", i, ids, sig.JSON(tr.Inputs), sig.JSON(tr.Outputs), w.ids, w.in, w.out)
+			t.Errorf("turn %d: calls %v inputs %s outputs %s, want %v %s %s", i, ids, py.CompactJSON(tr.Inputs), py.CompactJSON(tr.Outputs), w.ids, w.in, w.out)
 		}
 	}
 	// Turn 1 holds two predictors with the same fields: told apart by their paths.
@@ -199,7 +203,7 @@ func TestHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(turns) != 2 || len(turns[0].Calls) != 2 || len(turns[1].Calls) != 1 || turns[1].Inputs.String("question") != "q3" {
-		t.Fatalf("turns %d (%s)", len(turns), sig.JSON(turns[0].Inputs))
+		t.Fatalf("turns %d (%s)", len(turns), py.CompactJSON(turns[0].Inputs))
 	}
 	c, err := s.Conversation(ctx, "p-run-1")
 	if err != nil || c.Title != "run-1" || c.Metadata["session"] != "run-1" {
@@ -225,43 +229,137 @@ func TestHeaders(t *testing.T) {
 	}
 }
 
-// TestRecoverKilledProxy: calls a killed proxy stored stay in an open turn; the next
-// recorder commits it, unless its owner is still running.
+// childEnv makes the test binary a recorder process that records calls into the
+// database named by SB_DB and then waits to be killed.
+const childEnv = "SESSIONBENCH_CAPTURE_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child())
+	}
+	os.Exit(m.Run())
+}
+
+// child records two calls (one turn, left open: the idle gap is never reached), says
+// so on stdout, then waits to be killed.
+func child() int {
+	ctx := context.Background()
+	s, err := storage.Open(ctx, os.Getenv("SB_DB"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	r, err := New(ctx, Options{Store: s, IdleGap: time.Hour})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	last := os.Getenv("SB_LAST")
+	calls := []*trace.Call{call("A", "q1", "a1", 0, time.Second), call("A", "q2", last, time.Second, time.Second)}
+	if last == "fail" {
+		calls[1].Outputs, calls[1].Error = nil, "upstream answered 500 Internal Server Error"
+	}
+	for _, c := range calls {
+		if err := r.Begin("", "", c.Started)(ctx, c); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	fmt.Println("recorded")
+	select {}
+}
+
+// TestRecoverKilledProxy: calls a killed proxy stored stay in its open turn; a recorder
+// started while that proxy lives leaves the turn alone, one started after the kill ends
+// it: completed with its last call's outputs, or kept as failed when that call failed.
 func TestRecoverKilledProxy(t *testing.T) {
+	for _, last := range []string{"a2", "fail"} {
+		t.Run(last, func(t *testing.T) {
+			ctx := context.Background()
+			db := filepath.Join(t.TempDir(), "sb.db")
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=1", "SB_DB="+db, "SB_LAST="+last)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			if line, _ := bufio.NewReader(out).ReadString('\n'); line != "recorded\n" {
+				cmd.Process.Kill()
+				t.Fatalf("child said %q", line)
+			}
+			s, err := storage.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Its owner is alive: left alone.
+			if _, err := New(ctx, Options{Store: s}); err != nil {
+				t.Fatal(err)
+			}
+			if ps, _ := s.PendingTurns(ctx); len(ps) != 1 || ps[0].Status != trace.StatusRunning || len(ps[0].Calls) != 2 {
+				t.Fatalf("the live proxy's open turn: %+v", ps)
+			}
+			cmd.Process.Kill()
+			cmd.Wait()
+			var told []string
+			n, err := Recover(ctx, s, func(_ context.Context, conv, key string) { told = append(told, conv) })
+			if err != nil || n != 1 || len(told) != 1 {
+				t.Fatalf("recovered %d (%v), told %v", n, err, told)
+			}
+			c := onlyConversation(t, s)
+			turns, _ := s.LoadBranch(ctx, c.ID, storage.MainBranch)
+			kept, _ := s.KeptTurns(ctx, c.ID, storage.MainBranch)
+			if ps, _ := s.PendingTurns(ctx); len(ps) != 0 {
+				t.Errorf("%d turns still pending", len(ps))
+			}
+			if last == "fail" {
+				if len(turns) != 0 || len(kept) != 1 || kept[0].Status != trace.StatusFailed || !strings.Contains(kept[0].Error, "500") {
+					t.Fatalf("failed turn: %d on the branch, kept %+v", len(turns), kept)
+				}
+				return
+			}
+			if len(turns) != 1 || len(turns[0].Calls) != 2 || turns[0].Outputs.String("answer") != "a2" || len(kept) != 0 {
+				t.Fatalf("after recovery: %d turns, %d kept", len(turns), len(kept))
+			}
+		})
+	}
+}
+
+// TestTurnsEndingInAFailedCall: a turn whose last call failed (the program gave up
+// there) is kept beside the branch as failed, or cancelled when the program hung up;
+// a failure followed by an answer (a retry) leaves the turn completed.
+func TestTurnsEndingInAFailedCall(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
-	dead := newRecorder(t, s, never)
-	calls := []*trace.Call{call("A", "q1", "a1", 0, time.Second), call("A", "q2", "a2", time.Second, time.Second)}
-	run(t, dead, []string{"", ""}, []string{"", ""}, calls, "b 0", "f 0", "b 1", "f 1")
-	// No Close: the process "dies" with the turn open.
+	r := newRecorder(t, s, time.Second)
+	failed := func(at time.Duration, status int) *trace.Call {
+		c := call("A", "q", "", at, time.Millisecond)
+		c.Outputs, c.Error, c.Tries = nil, "upstream answered 429 Too Many Requests", []lm.Try{{N: 1, Status: status}}
+		return c
+	}
+	calls := []*trace.Call{
+		failed(0, 429), call("A", "q1", "a1", time.Second, time.Millisecond), // retried: completed
+		call("A", "q2", "a2", time.Minute, time.Millisecond), failed(time.Minute+time.Second, 429), // gave up: failed
+		failed(2*time.Minute, 499), // hung up: cancelled
+	}
+	none := make([]string, len(calls))
+	run(t, r, none, none, calls, "b 0", "f 0", "b 1", "f 1", "b 2", "f 2", "b 3", "f 3", "b 4", "f 4")
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	c := onlyConversation(t, s)
-	if c.Pending != 1 {
-		t.Fatalf("pending %d, want the open turn", c.Pending)
-	}
-
-	// Owned by a live process: left alone.
-	host, _ := os.Hostname()
-	if err := s.SetMetadata(ctx, c.ID, map[string]any{ownerKey: map[string]any{"pid": os.Getppid(), "host": host}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(ctx, Options{Store: s}); err != nil {
-		t.Fatal(err)
-	}
-	if onlyConversation(t, s).Pending != 1 {
-		t.Fatal("a live proxy's open turn was committed")
-	}
-
-	// Owned by this process's pid (a process that is not the recorder): recovered.
-	if err := s.SetMetadata(ctx, c.ID, map[string]any{ownerKey: map[string]any{"pid": os.Getpid(), "host": host}}); err != nil {
-		t.Fatal(err)
-	}
-	var told []string
-	if _, err := New(ctx, Options{Store: s, OnTurn: func(_ context.Context, conv, key string) { told = append(told, conv) }}); err != nil {
-		t.Fatal(err)
-	}
-	c = onlyConversation(t, s)
 	turns, _ := s.LoadBranch(ctx, c.ID, storage.MainBranch)
-	if c.Pending != 0 || len(turns) != 1 || len(turns[0].Calls) != 2 || turns[0].Outputs.String("answer") != "a2" || len(told) != 1 {
-		t.Fatalf("after recovery: pending %d turns %d told %v", c.Pending, len(turns), told)
+	kept, _ := s.KeptTurns(ctx, c.ID, storage.MainBranch)
+	if len(turns) != 1 || turns[0].Outputs.String("answer") != "a1" || len(turns[0].Calls) != 2 {
+		t.Fatalf("%d turns on the branch", len(turns))
+	}
+	if len(kept) != 2 || kept[0].Status != trace.StatusFailed || kept[1].Status != trace.StatusCancelled ||
+		!strings.Contains(kept[0].Error, "429") {
+		t.Fatalf("kept %+v", kept)
 	}
 }

@@ -2,23 +2,19 @@ package capture
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"runtime"
-	"syscall"
 	"time"
 
-	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// Recover commits the turns a proxy left open when it was killed: every call it stored
-// is kept, the turn's outputs are its last successful call's. Turns of a proxy still
-// running (its process is alive on this host) are left alone, as are turns whose branch
-// moved since. New runs it; the workbench runs it at start. onTurn, when set, is told
-// about each committed turn.
+// Recover ends the turns a proxy left open when it was killed (their owner is gone:
+// storage reports them interrupted): every call it stored is kept, and the turn is
+// completed with its last successful call's outputs, or kept as failed when its last call
+// failed. Turns of a proxy still running, and turns whose branch moved since, are left
+// alone. New runs it; the workbench runs it at start. onTurn, when set, is told about
+// each turn it ends.
 func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Context, convID, turnKey string)) (int, error) {
 	pending, err := st.PendingTurns(ctx)
 	if err != nil {
@@ -26,11 +22,14 @@ func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Con
 	}
 	n := 0
 	for _, p := range pending {
+		if !p.Resumable() {
+			continue
+		}
 		c, err := st.Conversation(ctx, p.ConvID)
 		if err != nil {
 			return n, fmt.Errorf("capture: %w", err)
 		}
-		if c.Agent != Agent || p.Stale || p.Branch == "" || ownerAlive(c.Metadata[ownerKey]) {
+		if c.Agent != Agent {
 			continue
 		}
 		sink := st.Sink(p.ConvID, p.Branch)
@@ -41,18 +40,25 @@ func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Con
 		if err != nil {
 			return n, fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
 		}
-		t := &trace.Turn{Inputs: p.Inputs, Outputs: sig.NewMap(), Started: p.Started, Ended: p.Started}
-		var last time.Time
+		t := &trace.Turn{Inputs: p.Inputs, Started: p.Started, Ended: p.Started}
+		var lastEnd, lastOut time.Time
+		var failed *trace.Call
 		trace.WalkCalls(p.Calls, func(c *trace.Call, _ int) {
 			end := c.Started.Add(c.Latency)
 			if end.After(t.Ended) {
 				t.Ended = end
 			}
-			if c.Error == "" && c.Outputs != nil && !end.Before(last) {
-				t.Outputs, last = c.Outputs, end
+			if !end.Before(lastEnd) {
+				lastEnd, failed = end, nil
+				if c.Error != "" {
+					failed = c
+				}
+			}
+			if c.Error == "" && c.Outputs != nil && !end.Before(lastOut) {
+				t.Outputs, lastOut = c.Outputs, end
 			}
 		})
-		if err := sink.CommitTurn(ctx, key, t); err != nil {
+		if err := end(ctx, sink, key, t, failed); err != nil {
 			return n, fmt.Errorf("capture: recover turn %s of %s: %w", p.Key, p.ConvID, err)
 		}
 		n++
@@ -61,31 +67,4 @@ func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Con
 		}
 	}
 	return n, nil
-}
-
-// ownerAlive reports whether the process that recorded into a conversation (its owner
-// metadata) may still be running: it is, when it is another live process on this host,
-// or on another host (which cannot be checked from here).
-func ownerAlive(v any) bool {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	host, _ := os.Hostname()
-	if h, _ := m["host"].(string); h != host {
-		return true
-	}
-	pid, _ := m["pid"].(float64)
-	if int(pid) <= 0 || int(pid) == os.Getpid() {
-		return false
-	}
-	proc, err := os.FindProcess(int(pid))
-	if err != nil {
-		return false
-	}
-	if runtime.GOOS == "windows" {
-		return true // FindProcess found it; Windows has no signal 0
-	}
-	err = proc.Signal(syscall.Signal(0))
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -222,6 +223,10 @@ func (e *Exporter) turnSpans(tr oteltrace.Tracer, t Turn) {
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal), oteltrace.WithAttributes(attrs...))
 	for _, c := range tu.Calls {
 		e.callSpan(ctx, tr, t.Conversation, key, root.trace, c)
+	}
+	if !tu.Completed() {
+		span.SetAttributes(attribute.String("sessionbench.turn.status", string(tu.Status)))
+		span.SetStatus(codes.Error, tu.Error)
 	}
 	span.End(oteltrace.WithTimestamp(end))
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
-	"github.com/sessionbench/sessionbench/ui/termtext"
 	"github.com/sessionbench/sessionbench/storage/otlp"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/llm/proxy"
@@ -173,7 +174,7 @@ func TestProxyCommand(t *testing.T) {
 	for i, tr := range turns {
 		if len(tr.Calls) != 2 || tr.Calls[0].Path != "question -> intent" || tr.Calls[1].Path != "question, intent -> reply" ||
 			tr.Calls[1].Adapter != "json" || tr.Calls[0].Recovered != "exact" || tr.Outputs.Len() != 1 {
-			t.Errorf("turn %d: %d calls, outputs %s", i, len(tr.Calls), sig.JSON(tr.Outputs))
+			t.Errorf("turn %d: %d calls, outputs %s", i, len(tr.Calls), py.CompactJSON(tr.Outputs))
 		}
 	}
 	convs, _ := s.ListConversations(ctx)

@@ -123,24 +123,3 @@ func TestPreviewRecordedCalls(t *testing.T) {
 		t.Errorf("send on a recorded conversation: %v", err)
 	}
 }
-
-// TestPendingSkipsRecordedTurns: a proxy's open turn is not offered for resume.
-func TestPendingSkipsRecordedTurns(t *testing.T) {
-	ctx := context.Background()
-	a, st, _, _ := newWorkbench(t)
-	rec, err := capture.New(ctx, capture.Options{Store: st, IdleGap: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Close(ctx)
-	c := recordedCall(t, "q", "technical", sig.History{}, time.Now())
-	if err := rec.Begin("", "", c.Started)(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if ps, _ := st.PendingTurns(ctx); len(ps) != 1 {
-		t.Fatalf("the open turn is not pending: %d", len(ps))
-	}
-	if ps, err := a.Pending(ctx, ""); err != nil || len(ps) != 0 {
-		t.Errorf("pending offered: %v %v", ps, err)
-	}
-}

@@ -8,7 +8,6 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
-	"github.com/sessionbench/sessionbench/storage/capture"
 )
 
 // Pending lists the turns a crash, kill or signal left interrupted (in conv, or
@@ -20,7 +19,6 @@ func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, erro
 		return nil, err
 	}
 	titles := map[string]string{}
-	proxied := map[string]bool{}
 	var out []PendingInfo
 	for _, p := range ps {
 		if (conv != "" && p.ConvID != conv) || p.Status != trace.StatusInterrupted {
@@ -29,12 +27,9 @@ func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, erro
 		title, ok := titles[p.ConvID]
 		if !ok {
 			if c, err := a.store.Conversation(ctx, p.ConvID); err == nil {
-				title, proxied[p.ConvID] = c.Title, c.Agent == capture.Agent
+				title = c.Title
 			}
 			titles[p.ConvID] = title
-		}
-		if proxied[p.ConvID] {
-			continue // a running proxy's open turn, or a killed one's, which capture.Recover commits
 		}
 		out = append(out, PendingInfo{Conv: p.ConvID, ConvTitle: title, Branch: p.Branch, TurnKey: p.Key,
 			Index: p.Index, Inputs: p.Inputs, Started: p.Started, CallsDone: requests(p.Calls),
