@@ -85,10 +85,10 @@ func New(ctx context.Context, opts Options) (*Recorder, error) {
 
 // conv is one conversation being recorded into.
 type conv struct {
-	id    string
-	sink  *storage.BranchSink
-	turns []*turn           // open turns, oldest first; only the first is begun in storage
-	paths map[string]string // predictor identity (its system message) -> call path
+	id     string
+	sink   *storage.BranchSink
+	turns  []*turn           // open turns, oldest first; only the first is begun in storage
+	paths  map[string]string // predictor identity (its system message) -> call path
 	byPath map[string]string // call path -> identity
 }
 
