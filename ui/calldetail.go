@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -92,5 +94,33 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 		sec("HTTP response body")
 		out = append(out, wrapLines(termtext.Sanitize(c.RawResponse), w)...)
 	}
+	return out
+}
+
+// attemptDetail is an attempt's full record (seed 003): score, whether it is its run's
+// best, when it was scored, its summary, the fields it produced and its calls.
+func attemptDetail(st *stylesheet, a *trace.Attempt, w int) []string {
+	s := st.s
+	var out []string
+	kv := func(k, v string) {
+		out = append(out, wrapLines(s.Muted.Render(k+": ")+termtext.Sanitize(v), w)...)
+	}
+	head := s.Title.Render(attemptTitle(a))
+	if a.Best {
+		head += s.Success.Render("  ★ best of its run")
+	}
+	out = append(out, head)
+	kv("score", strconv.FormatFloat(a.Score, 'g', -1, 64))
+	kv("scored at", a.Time.Local().Format("2006-01-02 15:04:05"))
+	if a.Error != "" {
+		out = append(out, wrapLines(s.Error.Render("error: ")+termtext.Sanitize(a.Error), w)...)
+	}
+	kv("summary", a.Summary)
+	kv("calls", strings.Join(a.Calls, ", "))
+	out = append(out, "", s.Title.Render("Produced"))
+	if a.Details == nil {
+		out = append(out, s.Muted.Render("(nothing: the attempt failed)"))
+	}
+	a.Details.Range(func(k string, v any) bool { kv(k, py.Text(v)); return true })
 	return out
 }

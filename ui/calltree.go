@@ -2,6 +2,8 @@ package ui
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/lm"
@@ -10,21 +12,27 @@ import (
 )
 
 // callTree shows one turn's CallRecords as a collapsible tree drawn with lipgloss/tree's
-// glyphs. The visible rows are flattened once per change (expand, collapse, new turn);
-// a frame then formats only the rows on screen.
+// glyphs. The calls made in one scored attempt of a retrying step (seed 003) hang under a
+// row of that attempt, the best one marked. The visible rows are flattened once per
+// change (expand, collapse, new turn); a frame then formats only the rows on screen.
 type callTree struct {
 	e         *env
 	w, h      int
 	turnID    string
 	index     int // the turn's Index
 	roots     []*trace.Call
-	collapsed map[string]bool // by call ID
+	attempts  map[string][]*trace.Attempt // by call ID: the attempts it was made in, outermost first
+	nAttempts int
+	collapsed map[string]bool // by row key
 	rows      []treeRow
 	sel, top  int
 }
 
+// treeRow is a call, or an attempt (c nil) whose calls follow one level deeper.
 type treeRow struct {
 	c      *trace.Call
+	att    *trace.Attempt
+	key    string // the call's ID, or the attempt's attemptKey
 	prefix string // "│   ├── " etc.
 	kids   bool
 }
@@ -43,11 +51,37 @@ func (t *callTree) set(turnID string, turn *trace.Turn) {
 		t.collapsed = map[string]bool{}
 		t.sel, t.top = 0, 0
 	}
-	t.turnID, t.roots, t.index = turnID, nil, 0
+	t.turnID, t.roots, t.index, t.attempts, t.nAttempts = turnID, nil, 0, nil, 0
 	if turn != nil {
 		t.roots, t.index = turn.Calls, turn.Index
+		t.indexAttempts(turn.Attempts)
 	}
 	t.flatten()
+}
+
+// indexAttempts maps each call to the attempts it was made in. An attempt of a step
+// nested in another retrying step lists a subset of the outer attempt's calls, so the
+// outer one (more calls; recorded later on a tie) comes first.
+func (t *callTree) indexAttempts(as []*trace.Attempt) {
+	order := map[*trace.Attempt]int{}
+	for i, a := range as {
+		order[a] = i
+		for _, id := range a.Calls {
+			if t.attempts == nil {
+				t.attempts = map[string][]*trace.Attempt{}
+			}
+			t.attempts[id] = append(t.attempts[id], a)
+		}
+	}
+	t.nAttempts = len(as)
+	for _, chain := range t.attempts {
+		sort.SliceStable(chain, func(i, j int) bool {
+			if len(chain[i].Calls) != len(chain[j].Calls) {
+				return len(chain[i].Calls) > len(chain[j].Calls)
+			}
+			return order[chain[i]] > order[chain[j]]
+		})
+	}
 }
 
 // bindings is the tree's key table.
@@ -82,8 +116,13 @@ func (t *callTree) click(y int) {
 	}
 }
 
-// detail opens the selected call's full record.
+// detail opens the selected call's full record, or the selected attempt's.
 func (t *callTree) detail() tea.Cmd {
+	if a := t.selectedAttempt(); a != nil {
+		st := t.e.st
+		t.e.emit(openModalMsg{newTextView(t.e, attemptTitle(a), func(w int) []string { return attemptDetail(st, a, w) })})
+		return nil
+	}
 	c := t.selected()
 	if c == nil {
 		return nil
@@ -100,30 +139,74 @@ func (t *callTree) detail() tea.Cmd {
 
 func (t *callTree) flatten() {
 	t.rows = t.rows[:0]
-	var rec func(cs []*trace.Call, pre string)
-	rec = func(cs []*trace.Call, pre string) {
-		for i, c := range cs {
-			last := i == len(cs)-1
-			branch, cont := "├── ", "│   "
-			if last {
-				branch, cont = "└── ", "    "
-			}
-			t.rows = append(t.rows, treeRow{c: c, prefix: pre + branch, kids: len(c.Children) > 0})
-			if len(c.Children) > 0 && !t.collapsed[c.ID] {
-				rec(c.Children, pre+cont)
-			}
-		}
-	}
-	rec(t.roots, "")
+	t.emit(t.roots, "", 0)
 	t.sel = max(0, min(t.sel, len(t.rows)-1))
 }
 
-// selected is the call under the cursor (nil when the tree is empty).
+// emit appends the rows of sibling calls; runs of them made in the same attempt (the
+// d-th of their attempts, outermost first) go under one attempt row.
+func (t *callTree) emit(cs []*trace.Call, pre string, d int) {
+	type item struct {
+		att   *trace.Attempt
+		calls []*trace.Call
+	}
+	var items []item
+	for _, c := range cs {
+		var a *trace.Attempt
+		if chain := t.attempts[c.ID]; d < len(chain) {
+			a = chain[d]
+		}
+		if n := len(items); a != nil && n > 0 && items[n-1].att == a {
+			items[n-1].calls = append(items[n-1].calls, c)
+			continue
+		}
+		items = append(items, item{a, []*trace.Call{c}})
+	}
+	for i, it := range items {
+		branch, cont := "├── ", "│   "
+		if i == len(items)-1 {
+			branch, cont = "└── ", "    "
+		}
+		if it.att != nil {
+			key := attemptKey(it.att)
+			t.rows = append(t.rows, treeRow{att: it.att, key: key, prefix: pre + branch, kids: true})
+			if !t.collapsed[key] {
+				t.emit(it.calls, pre+cont, d+1)
+			}
+			continue
+		}
+		c := it.calls[0]
+		t.rows = append(t.rows, treeRow{c: c, key: c.ID, prefix: pre + branch, kids: len(c.Children) > 0})
+		if len(c.Children) > 0 && !t.collapsed[c.ID] {
+			t.emit(c.Children, pre+cont, 0)
+		}
+	}
+}
+
+// attemptKey names an attempt's row for folding.
+func attemptKey(a *trace.Attempt) string {
+	first := ""
+	if len(a.Calls) > 0 {
+		first = a.Calls[0]
+	}
+	return "attempt " + a.Step + " #" + strconv.Itoa(a.N) + " " + first
+}
+
+// selected is the call under the cursor (nil when the tree is empty or an attempt is
+// selected).
 func (t *callTree) selected() *trace.Call {
 	if t.sel < 0 || t.sel >= len(t.rows) {
 		return nil
 	}
 	return t.rows[t.sel].c
+}
+
+// selectedAttempt is the attempt under the cursor (nil when a call is selected).
+func (t *callTree) selectedAttempt() *trace.Attempt {
+	if t.sel < 0 || t.sel >= len(t.rows) {
+		return nil
+	}
+	return t.rows[t.sel].att
 }
 
 func (t *callTree) move(delta int) {
@@ -144,35 +227,42 @@ func (t *callTree) scrollTo(h int) {
 	t.top = max(0, min(t.top, len(t.rows)-1))
 }
 
-// toggle expands or collapses the selected call; open forces the direction when set.
+// toggle expands or collapses the selected call or attempt; open forces the direction
+// when set.
 func (t *callTree) toggle(open *bool) {
-	c := t.selected()
-	if c == nil || len(c.Children) == 0 {
+	if t.sel < 0 || t.sel >= len(t.rows) || !t.rows[t.sel].kids {
 		return
 	}
-	want := !t.collapsed[c.ID]
+	key := t.rows[t.sel].key
+	want := !t.collapsed[key]
 	if open != nil {
 		want = !*open
 	}
-	t.collapsed[c.ID] = want
+	t.collapsed[key] = want
 	t.flatten()
 }
 
-// setAll expands (open) or collapses every call.
+// setAll expands (open) or collapses every call and attempt.
 func (t *callTree) setAll(open bool) {
-	cur := t.selected()
+	cur := ""
+	if t.sel >= 0 && t.sel < len(t.rows) {
+		cur = t.rows[t.sel].key
+	}
 	t.collapsed = map[string]bool{}
 	if !open {
 		trace.WalkCalls(t.roots, func(c *trace.Call, _ int) {
 			if len(c.Children) > 0 {
 				t.collapsed[c.ID] = true
 			}
+			for _, a := range t.attempts[c.ID] {
+				t.collapsed[attemptKey(a)] = true
+			}
 		})
 	}
 	t.flatten()
-	// keep the cursor on the same call when it is still visible, else on its root
+	// keep the cursor on the same row when it is still visible, else on its root
 	for i, r := range t.rows {
-		if r.c == cur {
+		if r.key == cur {
 			t.sel = i
 			return
 		}
@@ -201,6 +291,10 @@ func (t *callTree) body(w, h int, focused bool) []string {
 	out := make([]string, 0, h)
 	for i := t.top; i < len(t.rows) && len(out) < h; i++ {
 		r := t.rows[i]
+		if r.att != nil {
+			out = append(out, t.attemptRow(r, w, i == t.sel, focused))
+			continue
+		}
 		c := r.c
 		mark := "  "
 		if r.kids {
@@ -234,6 +328,38 @@ func (t *callTree) body(w, h int, focused bool) []string {
 	return out
 }
 
+// attemptRow draws an attempt's row: its number and step, score, and the best mark or
+// the failure.
+func (t *callTree) attemptRow(r treeRow, w int, sel, focused bool) string {
+	s, a := t.e.st.s, r.att
+	mark := "▾ "
+	if t.collapsed[r.key] {
+		mark = "▸ "
+	}
+	name := "attempt " + strconv.Itoa(a.N) + " · " + termtext.OneLine(a.Step)
+	meta := "  score " + strconv.FormatFloat(a.Score, 'g', -1, 64)
+	flag, flagStyle := "", s.Success
+	switch {
+	case a.Error != "":
+		meta, flag, flagStyle = "", "  ✗ failed", s.Error
+	case a.Best:
+		flag = "  ★ best"
+	}
+	if sel {
+		plain := fit(r.prefix+mark+name+meta+flag, w)
+		if focused {
+			return s.Selected.Render(plain)
+		}
+		return s.Cursor.Render(plain)
+	}
+	return s.TreeBranch.Render(r.prefix+mark) + s.TreePath.Render(name) + s.TreeMeta.Render(meta) + flagStyle.Render(flag)
+}
+
+// attemptTitle names an attempt in the detail page's title.
+func attemptTitle(a *trace.Attempt) string {
+	return "attempt " + strconv.Itoa(a.N) + " of " + termtext.OneLine(a.Step)
+}
+
 // isModuleRecord: the engine's record of a nested module, which holds its inner calls
 // and sends no request itself (no adapter), unlike a predictor call.
 func isModuleRecord(c *trace.Call) bool { return len(c.Children) > 0 && c.Adapter == "" }
@@ -257,6 +383,9 @@ func (t *callTree) footer() string {
 	trace.WalkCalls(t.roots, func(*trace.Call, int) { n++ })
 	if n == 0 {
 		return ""
+	}
+	if t.nAttempts > 0 {
+		return fmt.Sprintf(" %d/%d · %d calls · %d attempts ", t.sel+1, len(t.rows), n, t.nAttempts)
 	}
 	return fmt.Sprintf(" %d/%d · %d calls ", t.sel+1, len(t.rows), n)
 }

@@ -373,6 +373,8 @@ func (m *Model) wireTarget() wireTarget {
 	}
 	c := m.tree.selected()
 	switch {
+	case m.tree.selectedAttempt() != nil:
+		return wireTarget{empty: attemptTitle(m.tree.selectedAttempt()) + " is a try of a retrying step; select one of its calls in the call tree"}
 	case c == nil:
 		return wireTarget{empty: fmt.Sprintf("%s made no model calls: nothing was sent", turnLabel(t.Index))}
 	case isModuleRecord(c):
