@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -21,7 +22,7 @@ type Backend interface {
 	// Agents lists the agents a conversation can be started with.
 	Agents() []sessions.AgentInfo
 	// Strategies lists the history strategies the wire pane can preview (1-5 in the seed).
-	Strategies() []sessions.Strategy
+	Strategies() []core.StrategyInfo
 
 	Conversations(ctx context.Context) ([]sessions.ConversationInfo, error)
 	NewConversation(ctx context.Context, agent, title string) (sessions.ConversationInfo, error)

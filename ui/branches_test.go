@@ -89,7 +89,7 @@ func TestCompareRunsReplay(t *testing.T) {
 	hs.press("shift+tab", "shift+tab", "shift+tab", "shift+tab", "shift+tab", "shift+tab", "shift+tab")
 	assertContains(t, hs.screen(), "agent (shift+tab):   unchanged (SupportAgent)")
 	hs.press("tab", "tab") // strategy 2
-	assertContains(t, hs.screen(), "strategy (tab):      2 inherit")
+	assertContains(t, hs.screen(), "strategy (tab):      2 outer, signature-filtered")
 	hs.press("enter")
 	s := hs.screen()
 	assertContains(t, s, "main · 2 turns", "replay-1 · 2 turns", "compare runs")

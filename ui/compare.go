@@ -422,8 +422,10 @@ func (v *compareView) View() []string {
 		colW := (w - 3) / 2
 		head = append(head, fit(label(0), colW)+s.TreeBranch.Render(" │ ")+fit(label(1), colW))
 	} else {
-		head = append(head, fit(label(0)+s.Muted.Render("   ")+label(1), w))
+		// one column: a line per side, so neither label is cut
+		head = append(head, fit(label(0), w), fit(label(1), w))
 	}
+	v.vp.SetHeight(max(v.h-2-len(head)-1, 1)) // frame, the labels and the summary
 	var body []string
 	var problem string
 	for i, r := range res {

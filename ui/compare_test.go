@@ -26,7 +26,7 @@ func openCompare(t *testing.T, w, h int) (*harness, *real) {
 func TestCompareKeepAgainstInherit(t *testing.T) {
 	hs, _ := openCompare(t, 160, 45)
 	s := hs.screen()
-	assertContains(t, s, "compare · turn 1 · respond", "▸ 1 keep · 4 messages", "2 inherit · 4 messages",
+	assertContains(t, s, "compare · turn 1 · respond", "▸ 1 per-predictor · 4 messages", "2 outer, signature-filtered · 4 messages",
 		"1 message differs (2 lines)", "identical lines", "missing-output", "-The customer has a technical question", "+None",
 		"side by side", "1 difference (n jumps)")
 	// the bottom line lists the view's keys
@@ -45,7 +45,7 @@ func TestCompareKeepAgainstInherit(t *testing.T) {
 	assertContains(t, hs.screen(), "▸ actual · 4 messages", "1 message differs")
 	// the right side: strategy 3 (inline) renders another shape altogether
 	hs.press("tab", "s")
-	assertContains(t, hs.screen(), "▸ 3 inline")
+	assertContains(t, hs.screen(), "▸ 3 outer inline")
 	// ? lists the view's keys
 	hs.press("?")
 	assertContains(t, hs.screen(), "next difference", "copy as JSON", "save as text file", "branch on the right")
@@ -60,7 +60,7 @@ func TestCompareKeepAgainstInherit(t *testing.T) {
 func TestCompareNarrowStacks(t *testing.T) {
 	hs, _ := openCompare(t, 80, 24)
 	s := hs.screen()
-	assertContains(t, s, "stacked", "- 1 keep", "+ 2 inherit", "-The customer has", "+None", "+⚠ missing-output")
+	assertContains(t, s, "stacked", "- 1 per-predictor", "+ 2 outer, signature-filtered", "-The customer has", "+None", "+⚠ missing-output")
 	for _, l := range strings.Split(s, "\n") {
 		if len([]rune(l)) > 80 {
 			t.Errorf("a line is wider than 80: %q", l)
@@ -90,7 +90,7 @@ func TestCompareAnotherBranch(t *testing.T) {
 	assertContains(t, hs.screen(), "compare · turn 1 · respond")
 	hs.press("tab", "s", "s", "s", "s", "s", "B") // the right side: keep again, on the next branch
 	s := hs.screen()
-	assertContains(t, s, "▸ 1 keep on edit-1", "-The reset email never arrives", "+The reset email never arrives at all")
+	assertContains(t, s, "▸ 1 per-predictor on edit-1", "-The reset email never arrives", "+The reset email never arrives at all")
 }
 
 // y copies the side in use to the clipboard (OSC 52), o and O save it to a file.
@@ -99,7 +99,7 @@ func TestCompareCopyAndSave(t *testing.T) {
 	dir := t.TempDir()
 	hs.m.SetSaveDir(dir)
 	hs.press("y")
-	assertContains(t, hs.screen(), "copied the 1 keep request as text")
+	assertContains(t, hs.screen(), "copied the 1 per-predictor request as text")
 	hs.press("tab", "O")
 	assertContains(t, hs.screen(), "saved "+dir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -116,7 +116,7 @@ func TestCompareCopyAndSave(t *testing.T) {
 			Role, Content string
 		} `json:"messages"`
 	}
-	if err := json.Unmarshal(data, &req); err != nil || req.Strategy != "2 inherit" || len(req.Messages) != 4 ||
+	if err := json.Unmarshal(data, &req); err != nil || req.Strategy != "2 outer, signature-filtered" || len(req.Messages) != 4 ||
 		!strings.Contains(req.Messages[2].Content, "None") {
 		t.Errorf("saved request: %s (%v)", data, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -23,7 +24,7 @@ type env struct {
 	// styleGen counts theme changes: components drop lines rendered in an old theme.
 	styleGen int
 
-	strats []sessions.Strategy
+	strats []core.StrategyInfo
 	agents []sessions.AgentInfo
 	model  string
 

@@ -32,7 +32,7 @@ type KeyMap struct {
 	HistoryPrev, HistoryNext key.Binding
 	New, Rename, Delete      key.Binding
 	Filter, Confirm          key.Binding
-	Mouse                    key.Binding
+	Mouse, Models            key.Binding
 	// the compare view
 	NextDiff, PrevDiff key.Binding
 	Fold, Side, Layout key.Binding
@@ -94,6 +94,7 @@ func DefaultKeys() KeyMap {
 		Filter:         b("filter", "/"),
 		Confirm:        b("confirm", "y"),
 		Mouse:          b("mouse capture on/off", "M"),
+		Models:         b("choose another model", "m"),
 		NextDiff:       b("next difference", "n"),
 		PrevDiff:       b("previous difference", "N"),
 		Fold:           b("unfold / fold identical lines", "z"),
@@ -127,7 +128,7 @@ func (k *KeyMap) bindingNames() map[string]*key.Binding {
 		"expand_all": &k.ExpandAll, "collapse_all": &k.CollapseAll, "actual": &k.Actual,
 		"error_detail": &k.ErrorDetail, "history_prev": &k.HistoryPrev,
 		"history_next": &k.HistoryNext, "new": &k.New, "rename": &k.Rename, "delete": &k.Delete,
-		"filter": &k.Filter, "confirm": &k.Confirm, "mouse": &k.Mouse,
+		"filter": &k.Filter, "confirm": &k.Confirm, "mouse": &k.Mouse, "models": &k.Models,
 		"next_difference": &k.NextDiff, "previous_difference": &k.PrevDiff, "fold": &k.Fold,
 		"side": &k.Side, "layout": &k.Layout, "other_branch": &k.OtherBranch,
 		"copy_text": &k.CopyText, "copy_json": &k.CopyJSON, "save_text": &k.SaveText,

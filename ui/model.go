@@ -286,6 +286,7 @@ func (m *Model) globals() []binding {
 		})),
 		bind(k.ErrorDetail, "error log", false, do(m.openErrorLog)),
 		bind(k.Mouse, "mouse capture on/off", false, do(m.toggleMouse)),
+		bind(k.Models, "choose another model", false, do(m.reopenModels)).only(func() bool { return m.picker != nil }),
 		bind(k.Help, "help", true, func() tea.Cmd { m.openHelp(); return nil }),
 	}
 }
@@ -417,8 +418,15 @@ func (m *Model) place() {
 }
 
 // OfferModels opens the workbench on the model picker (Run does this when no model was
-// named and the server lists several).
+// named and the server lists several); the models key opens it again later.
 func (m *Model) OfferModels(c ModelChoice) {
 	m.picker = NewModelPicker(c)
 	m.picker.SetSize(m.w, m.h-2)
+}
+
+// reopenModels shows the model picker again, on the model in use.
+func (m *Model) reopenModels() {
+	c := m.picker.choice
+	c.Current = m.picker.Chosen()
+	m.OfferModels(c)
 }

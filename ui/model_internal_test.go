@@ -2,10 +2,12 @@ package ui
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 )
@@ -31,6 +33,29 @@ func TestNoColourSelectionCue(t *testing.T) {
 // nilBackend answers only what New asks; the tests using it make no other calls.
 type nilBackend struct{ Backend }
 
-func (nilBackend) Strategies() []sessions.Strategy { return nil }
+func (nilBackend) Strategies() []core.StrategyInfo { return nil }
 func (nilBackend) Agents() []sessions.AgentInfo    { return nil }
 func (nilBackend) ModelName() string               { return "nil" }
+
+// The models key opens the model picker again, on the model in use.
+func TestModelsKeyReopensThePicker(t *testing.T) {
+	m := New(context.Background(), namedBackend{}, themes.Dark(), DefaultKeys())
+	m.Update(tea.WindowSizeMsg{Width: 90, Height: 24})
+	m.OfferModels(ModelChoice{Models: []string{"a-model", "b-model"}, Current: "a-model",
+		Choose: func(string) error { return nil }})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	_, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	for _, msg := range drain(cmd) {
+		if _, ok := msg.(modelChosenMsg); ok {
+			m.Update(msg)
+		}
+	}
+	if m.picker.Active() {
+		t.Fatal("the picker is still up after a pick")
+	}
+	m.setFocus(focusChat, 0) // the key works where letters are commands
+	m.Update(tea.KeyPressMsg{Code: 'm', Text: "m"})
+	if s := stripANSI(m.render()); !m.picker.Active() || !strings.Contains(s, "▸ b-model") {
+		t.Fatalf("m did not reopen the picker on b-model:\n%s", s)
+	}
+}

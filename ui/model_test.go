@@ -190,7 +190,7 @@ func TestWireStrategiesAndDryRun(t *testing.T) {
 	hs.press("esc", "enter", "down") // the tree: respond
 	assertContains(t, hs.screen(), "wire · actual", "actual · respond", "── system ·")
 	hs.press("s", "s")
-	assertContains(t, hs.screen(), "wire · 2 inherit", "2 inherit · respond", "[[ ## reasoning ## ]]")
+	assertContains(t, hs.screen(), "wire · 2 outer, signature-filtered", "2 outer, signature-filtered · respond", "[[ ## reasoning ## ]]")
 	hs.press("s", "s", "s", "s") // 3, 4, 5, actual
 	assertContains(t, hs.screen(), "wire · actual")
 	// typing shows the dry run of the text being typed

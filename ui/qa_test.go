@@ -171,7 +171,7 @@ func TestReplayFormLabels(t *testing.T) {
 	assertContains(t, s, "strategy (tab):      unchanged", "agent (shift+tab):   unchanged (SupportAgent)", "model: > model (empty keeps")
 	assertLacks(t, s, "(tab):      keep", "…│")
 	hs.press("tab")
-	assertContains(t, hs.screen(), "strategy (tab):      1 keep")
+	assertContains(t, hs.screen(), "strategy (tab):      1 per-predictor")
 }
 
 // Before sending, the wire pane's dry run under strategy 0 is titled by what it shows
@@ -187,9 +187,9 @@ func TestDryRunTitle(t *testing.T) {
 	hs.press("esc", "s", "esc") // leave the editor, next strategy, back
 	hs.typeText("x")
 	hs.pump(func() bool {
-		return strings.Contains(hs.screen(), "draftx") && strings.Contains(hs.screen(), "dry run · 1 keep")
+		return strings.Contains(hs.screen(), "draftx") && strings.Contains(hs.screen(), "dry run · 1 per-predictor")
 	})
-	assertContains(t, hs.screen(), "wire · dry run · 1 keep")
+	assertContains(t, hs.screen(), "wire · dry run · 1 per-predictor")
 }
 
 // A module record (a nested session around several predictors) sends nothing itself: the

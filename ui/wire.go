@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -186,12 +187,12 @@ func (p *wirePane) View(focused bool, inputVersion int) []string {
 	return frame(fs, ts, title, footer, body, p.w, p.h)
 }
 
-func strategyLabel(strats []sessions.Strategy, n int) string {
+func strategyLabel(strats []core.StrategyInfo, n int) string {
 	if n == 0 {
 		return "actual"
 	}
 	for _, s := range strats {
-		if s.N == n {
+		if s.Number == n {
 			return fmt.Sprintf("%d %s", n, s.Name)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 )
 
 // wireSummary is the wire pane's first line: "<strategy> · <call> · N messages · T tok".
-var wireSummary = regexp.MustCompile(`(actual|\d \w+) · (\w+) · (\d+) messages · ([\d.]+k?) tok`)
+var wireSummary = regexp.MustCompile(`(actual|\d [\w ,-]+?) · (\w+) · (\d+) messages · ([\d.]+k?) tok`)
 
-// wireLine returns the wire pane's summary for strategy label (e.g. "1 keep").
+// wireLine returns the wire pane's summary for strategy label (e.g. "1 per-predictor").
 func wireLine(t *testing.T, screen, label string) []string {
 	t.Helper()
 	for _, m := range wireSummary.FindAllStringSubmatch(screen, -1) {
@@ -83,13 +83,13 @@ func TestStory(t *testing.T) {
 	s = tm.waitFor("wire · actual", "actual · respond")
 	actual := wireLine(t, s, "actual")
 	tm.press("s")
-	s = tm.waitFor("wire: 1 keep", "wire · 1 keep", "1 keep · respond")
-	keep := wireLine(t, s, "1 keep")
+	s = tm.waitFor("wire: 1 per-predictor", "wire · 1 per-predictor", "1 per-predictor · respond")
+	keep := wireLine(t, s, "1 per-predictor")
 	tm.press("s")
-	tm.waitFor("wire: 2 inherit", "2 inherit · respond")
+	tm.waitFor("wire: 2 outer, signature-filtered", "2 outer, signature-filtered · respond")
 	tm.press("s")
-	s = tm.waitFor("wire: 3 inline", "3 inline · respond")
-	inline := wireLine(t, s, "3 inline")
+	s = tm.waitFor("wire: 3 outer inline", "3 outer inline · respond")
+	inline := wireLine(t, s, "3 outer inline")
 	if keep[3] != actual[3] || keep[4] != actual[4] {
 		t.Errorf("the recorded turn ran under keep, yet keep's request differs from the actual one: %q vs %q", keep[0], actual[0])
 	}
@@ -100,7 +100,7 @@ func TestStory(t *testing.T) {
 	// reasoning is in its own history only, so inherit shows None; esc goes back, a
 	// shows the actual request again.
 	tm.press("c")
-	tm.waitFor("compare · turn 1 · respond", "1 keep", "2 inherit", "1 message differs", "+None")
+	tm.waitFor("compare · turn 1 · respond", "1 per-predictor", "2 outer, signature-filtered", "1 message differs", "+None")
 	tm.press("Escape")
 	tm.waitGone("compare · turn 1")
 	tm.press("a")

@@ -75,16 +75,9 @@ func agentInfo(ag demo.Agent) AgentInfo {
 	return AgentInfo{Name: ag.Name, Description: ag.Description, Signature: sig.New(ag.Name, ag.Description, ins, outs)}
 }
 
-// Strategies are the five history strategies of seed 000 §6.
-func (a *Service) Strategies() []Strategy {
-	return []Strategy{
-		{N: 1, Name: "keep", Desc: "each predictor sees its own calls (ChatAdapter)"},
-		{N: 2, Name: "inherit", Desc: "outer history, filtered by the signature (ChatAdapter)"},
-		{N: 3, Name: "inline", Desc: "outer history as YAML in the system message"},
-		{N: 4, Name: "mapping", Desc: "outer history mapped to user/assistant turns"},
-		{N: 5, Name: "hybrid", Desc: "outer context in system + own turns"},
-	}
-}
+// Strategies are the five history strategies of seed 000 §6 (core.Strategies: the one
+// source of their names).
+func (a *Service) Strategies() []core.StrategyInfo { return core.Strategies }
 
 // Conversations lists stored conversations.
 func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error) {

@@ -33,13 +33,6 @@ type AgentInfo struct {
 	Signature   *sig.Signature
 }
 
-// Strategy is one way of giving inner predictors their history (seed 000 §5).
-type Strategy struct {
-	N    int    // 1-5
-	Name string // short, e.g. "keep", "inherit", "inline", "directive", "hybrid"
-	Desc string
-}
-
 // ConversationInfo is one row of the conversation list.
 type ConversationInfo struct {
 	ID       string

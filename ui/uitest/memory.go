@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -88,15 +89,7 @@ func (m *Memory) tick() time.Time {
 
 func (m *Memory) ModelName() string               { return m.model }
 func (m *Memory) Agents() []sessions.AgentInfo    { return slices.Clone(m.agents) }
-func (m *Memory) Strategies() []sessions.Strategy { return strategies }
-
-var strategies = []sessions.Strategy{
-	{N: 1, Name: "keep", Desc: "each predictor keeps its own history"},
-	{N: 2, Name: "inherit", Desc: "outer history, signature-filtered"},
-	{N: 3, Name: "inline", Desc: "outer history as inline context"},
-	{N: 4, Name: "directive", Desc: "history directive with a field mapping"},
-	{N: 5, Name: "hybrid", Desc: "outer context plus own turns"},
-}
+func (m *Memory) Strategies() []core.StrategyInfo { return core.Strategies }
 
 func (m *Memory) Conversations(ctx context.Context) ([]sessions.ConversationInfo, error) {
 	m.mu.Lock()
