@@ -2,13 +2,16 @@ package ui_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
@@ -93,4 +96,46 @@ func BenchmarkFirstFrame100kTurns(b *testing.B) {
 		hs.press("enter")
 		_ = hs.m.View()
 	}
+}
+
+// The compare view on a call whose history holds 1,000 turns (2,001 messages a side, a
+// difference in every reply): scrolling, paging and jumping between differences. The
+// diff and the layout are made once, off the frame; a frame draws what is on screen.
+func BenchmarkCompareView1000TurnHistory(b *testing.B) {
+	mb := uitest.New()
+	ctx := context.Background()
+	conv, err := mb.NewConversation(ctx, "support", "long")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := make(chan sessions.Event, 64)
+	go func() {
+		for range ev {
+		}
+	}()
+	for i := 0; i <= 1000; i++ {
+		if _, err := mb.Send(ctx, sessions.SendRequest{Conv: conv.ID, Branch: "main", Inputs: sig.NewMap("question", fmt.Sprintf("question %d", i))}, ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	close(ev)
+	hs := newHarness(b, mb, 160, 45)
+	hs.press("enter")
+	hs.press("esc", "enter", "down", "c") // the last turn's respond call
+	if s := hs.screen(); !strings.Contains(s, "differ") {
+		b.Fatalf("the compare view is not ready:\n%s", s)
+	}
+	keys := []string{"n", "n", "down", "pgdown", "N", "up"}
+	var ds []time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		hs.send(keyMsg(keys[i%len(keys)]))
+		_ = hs.m.View()
+		ds = append(ds, time.Since(start))
+		b.StopTimer()
+		hs.settle()
+		b.StartTimer()
+	}
+	reportP99(b, ds)
 }

@@ -337,10 +337,15 @@ func (p *chatPane) itemAtRow(y int) (int, bool) {
 	return 0, false
 }
 
-// visibleRange is the first and last item on screen (valid after View).
+// visibleRange is the first and last item on screen. A pane following its end is
+// anchored first, as View would: before the first frame of a long branch the offset
+// still says the top, and the pages asked for would be the wrong ones.
 func (p *chatPane) visibleRange() (int, int) {
 	n := p.count()
 	lf := p.linesFunc()
+	if p.list.follow && n > 0 {
+		p.list.anchorBottom(n, p.bodyH(), lf)
+	}
 	first := p.list.idx
 	rows := -p.list.line
 	last := first

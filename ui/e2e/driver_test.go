@@ -185,7 +185,8 @@ func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 		_, _ = tm.tmux("kill-server")
 		os.RemoveAll(sockDir)
 	})
-	if _, err := tm.tmux("-f", conf, "new-session", "-d", "-s", tm.target, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), tm.commandLine()); err != nil {
+	// the workspace is the working directory: files the workbench saves land there
+	if _, err := tm.tmux("-f", conf, "new-session", "-d", "-s", tm.target, "-c", ws.dir, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), tm.commandLine()); err != nil {
 		t.Fatal(err)
 	}
 	return tm

@@ -210,6 +210,11 @@ func (a *Service) session(ctx context.Context, conv, branch, agentOverride strin
 
 // sessionFrom restores the session from the branch's path turns (shared, not changed).
 func (a *Service) sessionFrom(ctx context.Context, conv, branch, agentOverride string, turns []*trace.Turn) (*turnRun, error) {
+	return a.restore(ctx, conv, branch, agentOverride, 0, turns)
+}
+
+// restore is sessionFrom with the agent run under strategy (0: as configured).
+func (a *Service) restore(ctx context.Context, conv, branch, agentOverride string, strategy int, turns []*trace.Turn) (*turnRun, error) {
 	ag, err := a.conversationAgent(ctx, conv, agentOverride)
 	if err != nil {
 		return nil, err
@@ -217,6 +222,11 @@ func (a *Service) sessionFrom(ctx context.Context, conv, branch, agentOverride s
 	mod, opts, err := ag.Build()
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+	}
+	if strategy > 0 {
+		if err := applyStrategy(mod, &opts, strategy, agentInfo(ag).Signature); err != nil {
+			return nil, fmt.Errorf("agent %s under strategy %d: %w", ag.Name, strategy, err)
+		}
 	}
 	sink := a.store.Sink(conv, branch)
 	opts.Record = core.RecordAll
@@ -358,12 +368,25 @@ func (a *Service) Replay(ctx context.Context, req ReplayRequest, events chan<- E
 			start = i
 		}
 	}
+	model := a.model
+	if req.Model != "" {
+		if a.resolver == nil {
+			return name, fmt.Errorf("replay with model %q: no model resolver is set", req.Model)
+		}
+		if model, err = a.resolver(req.Model); err != nil {
+			return name, fmt.Errorf("replay with model %q: %w", req.Model, err)
+		}
+	}
 	for _, t := range turns[start:] {
 		l := a.branchLock(req.Conv, name)
 		l.Lock()
-		r, err := a.session(ctx, req.Conv, name, req.Agent)
+		var r *turnRun
+		p, err := a.branchPath(ctx, req.Conv, name)
 		if err == nil {
-			_, err = a.run(ctx, r, a.model, a.resolver, t.Inputs, events)
+			r, err = a.restore(ctx, req.Conv, name, req.Agent, req.Strategy, p.turns)
+		}
+		if err == nil {
+			_, err = a.run(ctx, r, model, a.resolver, t.Inputs, events)
 		}
 		l.Unlock()
 		if err != nil {

@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestTurnFromAnotherProcessAppears: a turn a headless `run` writes into the open
+// conversation shows in the workbench without anything being sent there.
+func TestTurnFromAnotherProcessAppears(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t)
+	tm := startTerm(t, ws, 140, 40)
+	tm.waitFor("no turns yet")
+	tm.typeText("I can't log in")
+	tm.press("Enter")
+	tm.waitFor("turn recorded on main", "╰─ 1 turn ")
+
+	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
+	if err != nil {
+		t.Fatalf("session ls: %v\n%s", err, out)
+	}
+	var convs []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(out, &convs); err != nil || len(convs) != 1 {
+		t.Fatalf("session ls --json: %v\n%s", err, out)
+	}
+	out, err = runBinary(t, ws, "run", "--db", ws.db, "--config", ws.config, "--model", "demo",
+		"--conversation", convs[0].ID, "--input", "question=The reset email never arrives")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	tm.waitFor("╰─ 2 turns", "The reset email never arrives", "Let's check your spam folder")
+}
