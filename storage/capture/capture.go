@@ -111,6 +111,18 @@ type turn struct {
 	timer    *time.Timer
 }
 
+// Conversation creates the run's own conversation now rather than at its first call
+// (proxy --open lists it from the start) and returns its ID.
+func (r *Recorder) Conversation() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cv, err := r.conversation("")
+	if err != nil {
+		return "", err
+	}
+	return cv.id, nil
+}
+
 // Begin registers a call that started; the returned function records it when it ends.
 func (r *Recorder) Begin(session, turnHeader string, started time.Time) func(ctx context.Context, c *trace.Call) error {
 	r.mu.Lock()

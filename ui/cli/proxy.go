@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
@@ -89,8 +88,8 @@ func runProxy(ctx context.Context, env Env) int {
 	case o.open && env.Workbench == nil:
 		return usage("--open: this build has no workbench")
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
-	defer stop()
+	// main cancels ctx on SIGINT, SIGTERM and SIGHUP: the proxy then stops taking
+	// requests, lets those in flight finish, ends its open turns and exits 0.
 	if err := serveProxy(ctx, env, o); err != nil {
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -251,6 +250,9 @@ func serveProxy(ctx context.Context, env Env, o proxyOptions) error {
 
 	var runErr error
 	if o.open {
+		if _, err := rec.Conversation(); err != nil { // listed in the workbench from the start
+			return err
+		}
 		runErr = env.Workbench(ctx, dbPath, o.model.ConfigPath)
 	} else {
 		select {

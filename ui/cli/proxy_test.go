@@ -319,3 +319,54 @@ func TestSameEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyOpen: --open runs the workbench on the proxy's database, its run's
+// conversation already there, while the proxy forwards and records; quitting the
+// workbench stops the proxy.
+func TestProxyOpen(t *testing.T) {
+	isolate(t)
+	db := filepath.Join(t.TempDir(), "px.db")
+	var seen []string
+	var errs lockedBuffer
+	pr, pw := io.Pipe()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		if sc.Scan() {
+			urls <- sc.Text()
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	wb := func(ctx context.Context, gotDB, _ string) error {
+		s, err := storage.Open(ctx, gotDB)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		cs, _ := s.ListConversations(ctx)
+		for _, c := range cs {
+			seen = append(seen, c.Title)
+		}
+		resp, err := http.Post(<-urls+"/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil // the user quits
+	}
+	code := Main(context.Background(), Env{Args: []string{"proxy", "--open", "--port", "0", "--db", db, "--model", "demo", "--title", "live"},
+		Stdin: strings.NewReader(""), Stdout: pw, Stderr: &errs, Workbench: wb})
+	pw.Close()
+	if code != 0 || len(seen) != 1 || seen[0] != "live" {
+		t.Fatalf("exit %d, the workbench saw %v: %s", code, seen, errs.String())
+	}
+	if strings.Contains(errs.String(), "POST /v1/chat/completions") {
+		t.Errorf("the call log went to the terminal the workbench owns: %s", errs.String())
+	}
+	s, _ := storage.Open(context.Background(), db)
+	defer s.Close()
+	cs, _ := s.ListConversations(context.Background())
+	if len(cs) != 1 || cs[0].Turns != 1 {
+		t.Errorf("conversations %+v", cs)
+	}
+}
