@@ -73,8 +73,9 @@ func newInputPane(e *env, agent sessions.AgentInfo) *inputPane {
 		sty.Cursor.Blink = false
 		ta.SetStyles(sty)
 		ta.KeyMap.InsertNewline = e.keys.Newline
-		ta.KeyMap.LineNext = key.NewBinding(key.WithKeys("down"))
-		ta.KeyMap.LinePrevious = key.NewBinding(key.WithKeys("up"))
+		// the up and down keys that type nothing (not k and j): they move between lines
+		ta.KeyMap.LineNext = key.NewBinding(key.WithKeys(nonPrintable(e.keys.Down.Keys())...))
+		ta.KeyMap.LinePrevious = key.NewBinding(key.WithKeys(nonPrintable(e.keys.Up.Keys())...))
 		p.areas = append(p.areas, ta)
 	}
 	return p
@@ -95,7 +96,9 @@ func (p *inputPane) height() int {
 func (p *inputPane) bindings() []binding {
 	k := p.e.keys
 	multi := func() bool { return len(p.areas) > 1 }
-	up, down := key.NewBinding(key.WithKeys("up")), key.NewBinding(key.WithKeys("down"))
+	// at the first or last line the arrows step through the history, as in a shell
+	up := key.NewBinding(key.WithKeys(nonPrintable(k.Up.Keys())...), key.WithHelp("up", "older input"))
+	down := key.NewBinding(key.WithKeys(nonPrintable(k.Down.Keys())...), key.WithHelp("down", "newer input"))
 	return []binding{
 		bind(k.Send, "send", true, p.submit),
 		bind(k.Newline, "new line", true, nil), // the textarea's own (its InsertNewline)
