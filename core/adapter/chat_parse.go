@@ -5,11 +5,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// ParseError is DSPy's AdapterParseError; Error() is DSPy's text, byte for byte.
+// ParseError is DSPy's AdapterParseError; Error() is DSPy's text, byte for byte, except
+// that a response longer than quotedResponse bytes is quoted as its beginning and a byte
+// count (limits.Excerpt): the message is shown, logged and stored, the response itself
+// is kept whole with the call.
 type ParseError struct {
 	Adapter  string   // "ChatAdapter" or "JSONAdapter"
 	Response string   // the LM response as DSPy quotes it
@@ -36,7 +40,7 @@ func (e *ParseError) Error() string {
 		b.WriteString(e.Message + "\n\n")
 	}
 	b.WriteString("Adapter " + e.Adapter + " failed to parse the LM response. \n\n")
-	b.WriteString("LM Response: " + e.Response + " \n\n")
+	b.WriteString("LM Response: " + limits.Excerpt(e.Response, quotedResponse) + " \n\n")
 	b.WriteString("Expected to find output fields in the LM response: [" + strings.Join(e.Expected, ", ") + "] \n\n")
 	if e.Parsed != nil {
 		b.WriteString("Actual output fields parsed from the LM response: [" + strings.Join(e.Parsed, ", ") + "] \n\n")
@@ -45,6 +49,9 @@ func (e *ParseError) Error() string {
 }
 
 func (e *ParseError) Unwrap() error { return e.Err }
+
+// quotedResponse is how much of a response a parse error quotes.
+const quotedResponse = 4 << 10
 
 func outputNames(s *sig.Signature) []string {
 	names := make([]string, len(s.Outputs))
@@ -125,7 +132,7 @@ func ParseChat(s *sig.Signature, completion string) (*sig.Map, error) {
 		if err != nil {
 			return nil, &ParseError{
 				Adapter: "ChatAdapter", Response: completion, Expected: outputNames(s),
-				Message: "Failed to parse field " + f.Name + " with value " + text +
+				Message: "Failed to parse field " + f.Name + " with value " + limits.Excerpt(text, quotedResponse) +
 					" from the LM response. Error message: " + err.Error(),
 				Field: f.Name, Err: err,
 			}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -102,7 +103,10 @@ type LineError struct {
 const pydanticVersion = "2.13"
 
 // Error is pydantic's text: the count, then per error its location, message and the
-// "For further information visit" link.
+// "For further information visit" link; input values longer than 50 bytes are cut as
+// pydantic-core cuts them. Past shownErrors errors the rest are counted, not listed
+// (pydantic lists them all: a reply of a million bad items would make a message of
+// hundreds of megabytes).
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	plural := "s"
@@ -110,14 +114,39 @@ func (e *ValidationError) Error() string {
 		plural = ""
 	}
 	fmt.Fprintf(&b, "%d validation error%s for %s", len(e.Errors), plural, e.Title)
-	for _, le := range e.Errors {
+	for i, le := range e.Errors {
+		if i == shownErrors {
+			fmt.Fprintf(&b, "\n(%d more errors not shown)", len(e.Errors)-shownErrors)
+			break
+		}
 		if len(le.Loc) > 0 {
 			b.WriteString("\n" + strings.Join(le.Loc, "."))
 		}
-		fmt.Fprintf(&b, "\n  %s [type=%s, input_value=%s, input_type=%s]", le.Msg, le.Kind, py.Repr(le.Input), py.TypeName(le.Input))
+		fmt.Fprintf(&b, "\n  %s [type=%s, input_value=%s, input_type=%s]", le.Msg, le.Kind, truncateInput(py.Repr(le.Input)), py.TypeName(le.Input))
 		fmt.Fprintf(&b, "\n    For further information visit https://errors.pydantic.dev/%s/v/%s", pydanticVersion, le.Kind)
 	}
 	return b.String()
+}
+
+// shownErrors is how many line errors a ValidationError lists.
+const shownErrors = 20
+
+// truncateInput is pydantic-core's truncate_input_value: a repr longer than 50 bytes
+// becomes its first 25 bytes, "...", and its last 24, each cut moved off the middle of a
+// UTF-8 sequence (the head's end down, the tail's start up).
+func truncateInput(r string) string {
+	if len(r) <= 50 {
+		return r
+	}
+	head := 25
+	for head > 0 && !utf8.RuneStart(r[head]) {
+		head--
+	}
+	tail := len(r) - 24
+	for tail < len(r) && !utf8.RuneStart(r[tail]) {
+		tail++
+	}
+	return r[:head] + "..." + r[tail:]
 }
 
 // Validate checks and coerces v against t like pydantic's TypeAdapter(t).validate_python

@@ -91,12 +91,15 @@ func (jsonStyle) assistant(s *sig.Signature, values *sig.Map, missing any) strin
 // (apply_output_field_defaults), any other missing field an AdapterParseError naming
 // JSONAdapter.
 func ParseJSON(s *sig.Signature, completion string) (*sig.Map, error) {
-	parsed := RepairLoads(completion)
-	if _, ok := parsed.(*sig.Map); !ok {
+	parsed, err := repairLoads(completion)
+	if _, ok := parsed.(*sig.Map); !ok && err == nil {
 		if obj, found := FirstBalancedObject(completion); found {
 			completion = obj
-			parsed = RepairLoads(completion)
+			parsed, err = repairLoads(completion)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	obj, ok := parsed.(*sig.Map)
 	if !ok {

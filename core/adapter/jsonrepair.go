@@ -3,6 +3,7 @@ package adapter
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -22,7 +23,10 @@ var ErrNoJSON = errors.New("no JSON object or array found")
 // Values come back as sig values (*sig.Map, []any, string, int64, float64, bool, nil).
 // It returns ErrNoJSON when nothing structured is found (json_repair would return "").
 func RepairJSON(text string) (any, error) {
-	v := RepairLoads(text)
+	v, err := repairLoads(text)
+	if err != nil {
+		return nil, err
+	}
 	if s, ok := v.(string); ok && s == "" {
 		return nil, ErrNoJSON
 	}
@@ -37,10 +41,28 @@ func RepairJSON(text string) (any, error) {
 // false, null), and a value that repeats the previous one's shape replaces it unless a
 // comma separates them.
 func RepairLoads(text string) any {
+	v, _ := repairLoads(text)
+	return v
+}
+
+// repairDepth is about where json_repair, recursing once per nesting level in Python,
+// hits Python's recursion limit (RecursionError).
+const repairDepth = 400
+
+// ErrTooDeep is a reply nested deeper than json_repair can follow: in Python it raises
+// RecursionError, which fails the call (DSPy does not catch it as a parse error).
+var ErrTooDeep = fmt.Errorf("LM response is nested deeper than %d levels (json_repair fails there with RecursionError)", repairDepth)
+
+// repairLoads is RepairLoads reporting ErrTooDeep when the text nests deeper than
+// repairDepth (what it read before is returned as RepairLoads would).
+func repairLoads(text string) (any, error) {
 	p := &repairParser{src: []rune(text)}
 	v := p.value()
+	if p.tooDeep {
+		return v, ErrTooDeep
+	}
 	if p.pos >= len(p.src) {
-		return v
+		return v, nil
 	}
 	all := []any{v}
 	for p.pos < len(p.src) {
@@ -56,10 +78,13 @@ func RepairLoads(text string) any {
 		}
 		all = append(all, j)
 	}
-	if len(all) == 1 {
-		return all[0]
+	if p.tooDeep {
+		return all[0], ErrTooDeep
 	}
-	return all
+	if len(all) == 1 {
+		return all[0], nil
+	}
+	return all, nil
 }
 
 // commaSeparated reports a comma between the value just read and the next one.
@@ -141,10 +166,11 @@ const (
 )
 
 type repairParser struct {
-	src   []rune
-	pos   int
-	ctx   []repairCtx
-	depth int
+	src     []rune
+	pos     int
+	ctx     []repairCtx
+	depth   int
+	tooDeep bool
 }
 
 func (p *repairParser) at(off int) rune {
@@ -209,7 +235,8 @@ func (p *repairParser) skipComment() bool {
 func (p *repairParser) value() any {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > 400 {
+	if p.depth > repairDepth {
+		p.tooDeep = true
 		p.pos = len(p.src)
 		return ""
 	}

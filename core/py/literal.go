@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sessionbench/sessionbench/core/limits"
 )
 
 // ErrNotLiteral is returned when text is not a Python literal (ast.literal_eval would raise
@@ -104,7 +106,7 @@ func (p *litParser) expr(in bool) (any, error) {
 func (p *litParser) unary(in bool) (any, error) {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > 200 {
+	if p.depth > limits.PythonDepth { // Python: "too many nested parentheses"
 		return nil, ErrNotLiteral
 	}
 	p.skip(in)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -81,6 +82,9 @@ func DecodeValue(doc *sig.Map, at string) (*File, error) {
 
 // syntaxError locates a JSON decoding error by line and column.
 func syntaxError(data []byte, err error) error {
+	if de := (*limits.DepthError)(nil); errors.As(err, &de) {
+		return &ParseError{Line: de.Line, Column: de.Column, Msg: fmt.Sprintf("nested deeper than %d levels (the limit for any input)", limits.Depth)}
+	}
 	var probe any
 	jerr := json.Unmarshal(data, &probe)
 	var se *json.SyntaxError

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
 )
 
@@ -392,8 +393,12 @@ func KindName(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// DecodeJSON decodes one JSON value keeping object key order and number kinds.
+// DecodeJSON decodes one JSON value keeping object key order and number kinds. Input
+// nested deeper than limits.Depth is refused (a *limits.DepthError) before decoding.
 func DecodeJSON(data []byte) (any, error) {
+	if err := limits.CheckJSON(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(dec)

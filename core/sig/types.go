@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
 )
 
@@ -158,7 +159,7 @@ type TypeError struct {
 }
 
 func (e *TypeError) Error() string {
-	return fmt.Sprintf("type %q, column %d: %s", e.Text, e.Column, e.Msg)
+	return fmt.Sprintf("type %q, column %d: %s", limits.Excerpt(e.Text, 200), e.Column, e.Msg)
 }
 
 // ParseType parses an annotation in Python spelling: str, int, float, bool, History,
@@ -188,8 +189,9 @@ func MustType(text string) *Type {
 }
 
 type typeParser struct {
-	src string
-	pos int
+	src   string
+	pos   int
+	depth int
 }
 
 func (p *typeParser) errf(format string, a ...any) error {
@@ -289,6 +291,11 @@ var simpleKinds = map[string]Kind{
 }
 
 func (p *typeParser) primary() (*Type, error) {
+	// Python's parser refuses annotations nested deeper (limits.PythonDepth).
+	if p.depth++; p.depth > limits.PythonDepth {
+		return nil, p.errf("nested deeper than %d levels", limits.PythonDepth)
+	}
+	defer func() { p.depth-- }()
 	start := p.pos
 	name := p.ident()
 	if name == "" {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -193,6 +194,9 @@ type jsonTemplate struct {
 // Load reads a template from JSON: {"messages":[{"role":..,"content":..}, ...],
 // "parse_mode":"json"}. Unknown keys are errors so that typos do not vanish.
 func Load(data []byte) (*Template, error) {
+	if err := limits.CheckJSON(data); err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
 	var jt jsonTemplate
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

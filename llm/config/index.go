@@ -180,8 +180,9 @@ func keyEnd(t string) int {
 
 // valueScanner follows a value across lines: open brackets and multi-line strings.
 type valueScanner struct {
-	depth int
-	multi string // `"""` or `'''` while inside a multi-line string
+	depth   int
+	deepest int    // the most brackets open at once since it was last reset
+	multi   string // `"""` or `'''` while inside a multi-line string
 }
 
 func (v *valueScanner) busy() bool { return v.depth > 0 || v.multi != "" }
@@ -215,6 +216,7 @@ func (v *valueScanner) scan(s string) {
 			}
 		case c == '[' || c == '{':
 			v.depth++
+			v.deepest = max(v.deepest, v.depth)
 		case c == ']' || c == '}':
 			v.depth--
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/sessionbench/sessionbench/core/limits"
 )
 
 // FileError is one problem in one of sessionbench's TOML files (config.toml, an agent
@@ -62,6 +63,9 @@ var tomlLineErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): 
 // Decode decodes data into v. A syntax error or a value of the wrong type comes back
 // as FileErrors naming the line and key; path names the file in every message.
 func Decode(path string, data []byte, v any) (*TOML, error) {
+	if err := checkInput(path, data); err != nil {
+		return nil, err
+	}
 	md, err := toml.Decode(string(data), v)
 	if err != nil {
 		var pe toml.ParseError
@@ -116,4 +120,47 @@ func DisplayKey(key string) string {
 		b.WriteString(s)
 	}
 	return b.String()
+}
+
+// MaxFileSize is the largest TOML file sessionbench reads (configuration, agent files,
+// themes): far more than any of them needs.
+const MaxFileSize = 4 << 20
+
+// checkInput refuses, before decoding, a file larger than MaxFileSize or nested deeper
+// than limits.Depth: tables within tables (headers and dotted keys) and arrays or inline
+// tables within values, counted together. The TOML decoder and what reads its result
+// recurse once per level, and a few megabytes of nesting would take gigabytes.
+func checkInput(path string, data []byte) error {
+	if len(data) > MaxFileSize {
+		return FileErrors{{File: path, Msg: (&limits.SizeError{What: "the file", Limit: MaxFileSize}).Error()}}
+	}
+	var sc valueScanner
+	base, table := 0, 0
+	for n, line := range strings.Split(string(data), "\n") {
+		if !sc.busy() {
+			t := strings.TrimSpace(line)
+			switch {
+			case t == "" || t[0] == '#':
+				continue
+			case strings.HasPrefix(t, "[["):
+				table = len(splitKey(headerName(t, 2))) + 1 // the array, then its table
+				base, line = table, ""
+			case t[0] == '[':
+				table = len(splitKey(headerName(t, 1)))
+				base, line = table, ""
+			default:
+				eq := keyEnd(t)
+				if eq < 0 {
+					continue
+				}
+				base, line = table+len(splitKey(t[:eq])), t[eq+1:]
+			}
+			sc.deepest = 0
+		}
+		sc.scan(line)
+		if base+sc.deepest > limits.Depth {
+			return FileErrors{{File: path, Line: n + 1, Msg: fmt.Sprintf("nested deeper than %d levels (tables, arrays and inline tables together; the limit for any input)", limits.Depth)}}
+		}
+	}
+	return nil
 }

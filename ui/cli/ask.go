@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/llm"
 )
@@ -93,12 +94,15 @@ func runAsk(ctx context.Context, env Env) int {
 	f.Temperature, f.MaxTokens = temp.v, maxTok.v
 	text := strings.Join(args, " ")
 	if text == "-" {
-		b, err := io.ReadAll(env.Stdin)
+		b, err := readInput(env.Stdin, "standard input", maxMessage)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "ask: reading standard input: %v\n", err)
+			fmt.Fprintf(env.Stderr, "ask: %v\n", err)
 			return askUsage
 		}
 		text = string(b)
+	} else if err := limits.CheckUTF8([]byte(text)); err != nil {
+		fmt.Fprintf(env.Stderr, "ask: the message: %v\n", err)
+		return askUsage
 	}
 	if strings.TrimSpace(text) == "" {
 		fmt.Fprintln(env.Stderr, "ask: nothing to ask (give the message as arguments, or '-' to read standard input)")

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -54,7 +53,7 @@ func runImportCommand(ctx context.Context, env Env) int {
 		return storeUsage
 	}
 	file := pos[0]
-	data, err := os.ReadFile(file)
+	data, err := readFile(file, maxSaveFile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench import: %v\n", err)
 		return storeUsage

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -283,7 +284,7 @@ func runCollectInputs(ag demo.Agent, o runOptions) ([]runTurnInput, error) {
 		}
 		return []runTurnInput{{inputs: runOrder(fields, m), where: "--input"}}, nil
 	}
-	data, err := os.ReadFile(o.script)
+	data, err := readFile(o.script, maxScript)
 	if err != nil {
 		return nil, fmt.Errorf("--script: %w", err)
 	}
@@ -307,6 +308,9 @@ func runCollectInputs(ag demo.Agent, o runOptions) ([]runTurnInput, error) {
 
 func runScriptLine(ag demo.Agent, fields []sig.Field, line string) (*sig.Map, error) {
 	v, err := sig.DecodeJSON([]byte(line))
+	if de := (*limits.DepthError)(nil); errors.As(err, &de) {
+		return nil, fmt.Errorf("column %d: nested deeper than %d levels (the limit for any input)", de.Column, limits.Depth)
+	}
 	if err != nil {
 		var se *json.SyntaxError
 		var probe any

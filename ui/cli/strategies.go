@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -185,11 +184,11 @@ func runWireStrategies(ctx context.Context, env Env) int {
 		where string
 	)
 	if len(pos) == 0 || pos[0] == "-" {
-		if data, err = io.ReadAll(env.Stdin); err != nil {
-			return bad(fmt.Errorf("reading stdin: %w", err))
+		if data, err = readInput(env.Stdin, "standard input", maxRequest); err != nil {
+			return bad(err)
 		}
 	} else {
-		if data, err = os.ReadFile(pos[0]); err != nil {
+		if data, err = readFile(pos[0], maxRequest); err != nil {
 			return bad(fmt.Errorf("reading the scenario: %w", err))
 		}
 		where = pos[0] + ": "

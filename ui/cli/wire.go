@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
@@ -65,9 +64,9 @@ func runWire(ctx context.Context, env Env) int {
 		fmt.Fprintf(env.Stderr, "wire %s: %s\n", sub, strings.ReplaceAll(err.Error(), "\n", " "))
 		return wireBadInput
 	}
-	data, err := io.ReadAll(env.Stdin)
+	data, err := readInput(env.Stdin, "standard input", maxRequest)
 	if err != nil {
-		return bad(fmt.Errorf("reading stdin: %w", err))
+		return bad(err)
 	}
 	req, err := adapter.DecodeWireRequest(data)
 	if err != nil {
