@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,13 +48,4 @@ func readFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is a directory, not a file", path)
 	}
 	return readInput(f, path, limit)
-}
-
-// isInputLimit reports an input refused by a limit (size, depth, encoding): bad input,
-// exit 2.
-func isInputLimit(err error) bool {
-	var se *limits.SizeError
-	var de *limits.DepthError
-	var ue *limits.UTF8Error
-	return errors.As(err, &se) || errors.As(err, &de) || errors.As(err, &ue)
 }
