@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -84,8 +85,9 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 		}
 		return err
 	}
+	// The chat pane's page, read as the workbench reads it (workbenchLastPage).
 	lastPage := func() error {
-		p, err := a.LoadTurns(ctx, "big", storage.MainBranch, total-50, 50)
+		p, err := workbenchLastPage(ctx, a, "big", storage.MainBranch)
 		if err == nil && (len(p.Turns) != 50 || p.Total != total || p.Turns[49].Calls == nil) {
 			err = fmt.Errorf("page of %d turns of %d", len(p.Turns), p.Total)
 		}
@@ -106,7 +108,7 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 	run("frame", conversations, branches, lastPage)
 	run("Conversations", conversations)
 	run("Branches", branches)
-	run("LoadTurns-last-50", lastPage)
+	run("last-page", lastPage)
 	run("TurnTree", func() error {
 		nodes, err := a.TurnTree(ctx, "big")
 		if err == nil && len(nodes) != total {
@@ -121,6 +123,11 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 // copied from one real Send; call histories and requests are kept to the last 4 turns so
 // the fixture builds in linear time (restoring a branch reads the values, not the texts).
 func sendFixture(b *testing.B, n int) (*storage.Store, string) {
+	return sendFixtureOf(b, "SupportAgent", n)
+}
+
+// sendFixtureOf is sendFixture for another agent with SupportAgent's fields.
+func sendFixtureOf(b *testing.B, agent string, n int) (*storage.Store, string) {
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(b.TempDir(), "send.db"))
 	if err != nil {
@@ -129,7 +136,7 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 	b.Cleanup(func() { st.Close() })
 	a := New(st, demoModel(0))
 	a.SetAgentDirs()
-	c, err := a.NewConversation(ctx, "SupportAgent", "long support session")
+	c, err := a.NewConversation(ctx, agent, "long support session")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -226,7 +233,10 @@ func BenchmarkSendAt10k(b *testing.B) {
 
 // loopCPU runs f in b.Loop and reports CPU milliseconds per call beside wall time: on a
 // shared machine CPU time varies far less than wall time.
+// It also reports the megabytes allocated per call.
 func loopCPU(b *testing.B, f func() error) {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	c0, n := cpuTime(), 0
 	for b.Loop() {
 		if err := f(); err != nil {
@@ -234,7 +244,10 @@ func loopCPU(b *testing.B, f func() error) {
 		}
 		n++
 	}
-	if c := cpuTime() - c0; c > 0 && n > 0 {
+	c := cpuTime() - c0
+	runtime.ReadMemStats(&m1)
+	if c > 0 && n > 0 {
 		b.ReportMetric(float64(c.Microseconds())/1000/float64(n), "cpu-ms/op")
+		b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/1e6/float64(n), "MB-alloc/op")
 	}
 }

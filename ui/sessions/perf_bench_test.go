@@ -1,0 +1,353 @@
+package sessions
+
+// Benchmarks of issue 19 on the paths the workbench and the CLI take: every one goes
+// through the Service on a real SQLite file, as ui (cmds.go) and ui/cli call it.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+// instantLM answers every request at once with a reply that names the question, so a
+// benchmark over it measures the engine and storage, not a model. Every output field
+// the SupportAgent predictors ask for is in the one completion (the ChatAdapter skips
+// the sections a signature does not have).
+type instantLM struct{}
+
+func (instantLM) Name() string { return "instant" }
+func (instantLM) Call(_ context.Context, req lm.Request) (lm.Response, error) {
+	q := req.Meta.Inputs.String("question")
+	text := "[[ ## intent ## ]]\ntechnical\n\n[[ ## reply ## ]]\nAbout \"" + q +
+		"\": clear the cookies, reset the password again and tell us the time of the failure.\n\n[[ ## completed ## ]]"
+	if req.OnDelta != nil {
+		req.OnDelta(text)
+	}
+	return lm.Response{Text: text, Model: "instant", Tries: []lm.Try{{N: 1}},
+		Usage: lm.Usage{PromptTokens: 100, CompletionTokens: 30, TotalTokens: 130}}, nil
+}
+
+// recordingLM remembers a digest of every request it answered, to check that the store
+// gives back each exact request.
+type recordingLM struct {
+	lm.LM
+	mu   sync.Mutex
+	sent map[[32]byte]bool
+}
+
+func (r *recordingLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	resp, err := r.LM.Call(ctx, req)
+	r.mu.Lock()
+	r.sent[requestDigest(req.Messages)] = true
+	r.mu.Unlock()
+	return resp, err
+}
+
+func requestDigest(msgs []lm.Message) [32]byte {
+	h := sha256.New()
+	for _, m := range msgs {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(m.Role), m.Role, len(m.Content), m.Content)
+	}
+	var d [32]byte
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// sseServer is an OpenAI-compatible chat-completions server streaming the demo model's
+// answer in word-sized chunks, as a real server does: the client then records the exact
+// HTTP request and the SSE text of the response, which the store keeps.
+func sseServer(b *testing.B) string {
+	demoLM := llm.NewDemo(llm.DemoOptions{})
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []lm.Message `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		text, err := demoLM.Complete(lm.Meta{}, req.Messages)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta string) {
+			d, _ := json.Marshal(delta)
+			fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", d)
+		}
+		for len(text) > 0 {
+			n := strings.IndexByte(text[1:], ' ') + 1
+			if n <= 0 {
+				n = len(text)
+			}
+			chunk(text[:n])
+			text = text[n:]
+		}
+		fmt.Fprint(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":30,\"total_tokens\":130}}\n\ndata: [DONE]\n\n")
+	}))
+	b.Cleanup(s.Close)
+	return s.URL + "/v1"
+}
+
+// sentFixture runs n real Sends of agent (a built-in name or an agent file) through a
+// Service with model on a fresh database, as the workbench records them.
+func sentFixture(b *testing.B, agent string, n int, model lm.LM) (*Service, *storage.Store, string, string) {
+	ctx := context.Background()
+	db := filepath.Join(b.TempDir(), "sent.db")
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	a := New(st, model)
+	a.SetAgentDirs()
+	c, err := a.NewConversation(ctx, agent, "long support session")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		q := fmt.Sprintf("question %d: why was I charged twice in month %d?", i, i%12)
+		if _, err := a.Send(ctx, SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question(q)}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return a, st, c.ID, db
+}
+
+// BenchmarkSend is one Send (what enter in the workbench and `run` call) at 100, 1,000
+// and 10,000 turns, on SupportAgent (no window: requests grow with the branch) and on
+// the same agent with a 4-turn window (requests stay the same size, so any growth is
+// the engine's or storage's). first is a fresh Service per Send (the first Send of a
+// process); next is the Sends after it. demo answers with the demo model; instant with a
+// model that answers at once, so its time is the engine's and storage's overhead beyond
+// the model call. The fixtures keep stored call histories short (see sendFixture).
+func BenchmarkSend(b *testing.B) {
+	ctx := context.Background()
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, agent := range []string{"SupportAgent", window} {
+		name := "SupportAgent"
+		if agent == window {
+			name = "window4"
+		}
+		for _, n := range []int{100, 1000, 10000} {
+			st, conv := sendFixtureOf(b, agent, n)
+			for _, m := range []struct {
+				name  string
+				model func() lm.LM
+			}{{"demo", func() lm.LM { return demoModel(0) }}, {"instant", func() lm.LM { return instantLM{} }}} {
+				send := func(a *Service) error {
+					_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
+					return err
+				}
+				b.Run(fmt.Sprintf("%s/turns=%d/%s/first", name, n, m.name), func(b *testing.B) {
+					loopCPU(b, func() error {
+						a := New(st, m.model())
+						a.SetAgentDirs()
+						return send(a)
+					})
+				})
+				b.Run(fmt.Sprintf("%s/turns=%d/%s/next", name, n, m.name), func(b *testing.B) {
+					a := New(st, m.model())
+					a.SetAgentDirs()
+					if err := send(a); err != nil { // the first Send of this Service
+						b.Fatal(err)
+					}
+					loopCPU(b, func() error { return send(a) })
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPreview renders what the wire pane shows for a recorded call under all five
+// strategies (Service.Preview: messages, token counts and lint, as the pane draws them)
+// on a 1,000-turn SupportAgent branch recorded by real Sends. first is a fresh Service;
+// warm cycles over the last turns' respond calls on one Service.
+func BenchmarkPreview(b *testing.B) {
+	ctx := context.Background()
+	a, st, conv, _ := sentFixture(b, "SupportAgent", 1000, instantLM{})
+	page, err := a.LoadTurns(ctx, conv, storage.MainBranch, 990, 10)
+	if err != nil || len(page.Turns) != 10 {
+		b.Fatal(len(page.Turns), err)
+	}
+	all := func(a *Service, i int) error {
+		t := page.Turns[i%len(page.Turns)]
+		for s := 1; s <= 5; s++ {
+			r, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: storage.MainBranch, Turn: page.IDs[i%len(page.IDs)],
+				Call: t.Calls[1].ID, Strategy: s})
+			if err == nil && (r.Err != "" || len(r.Messages) < 2 || r.Tokens == 0) {
+				err = fmt.Errorf("strategy %d: %q, %d messages, %d tokens", s, r.Err, len(r.Messages), r.Tokens)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	b.Run("all5/first", func(b *testing.B) {
+		i := 0
+		loopCPU(b, func() error { i++; return all(New(st, instantLM{}), i) })
+	})
+	b.Run("all5/warm", func(b *testing.B) {
+		w := New(st, instantLM{})
+		if err := all(w, 0); err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		loopCPU(b, func() error { i++; return all(w, i) })
+	})
+}
+
+// BenchmarkBranchOps is undo (cascading), redo and fork as the workbench runs them, on a
+// 1,000-turn SupportAgent branch recorded by real Sends and on a 10,000-turn one: the
+// Service call alone, and with the reload the workbench does after it (the branches and
+// the last page of every pane).
+func BenchmarkBranchOps(b *testing.B) {
+	ctx := context.Background()
+	type fx struct {
+		name string
+		st   *storage.Store
+		conv string
+	}
+	_, st1, conv1, _ := sentFixture(b, "SupportAgent", 1000, instantLM{})
+	st10, conv10 := sendFixtureOf(b, "SupportAgent", 10000)
+	for _, f := range []fx{{"turns=1000", st1, conv1}, {"turns=10000", st10, conv10}} {
+		a := New(f.st, instantLM{})
+		a.SetAgentDirs()
+		reload := func() error {
+			if _, err := a.Branches(ctx, f.conv); err != nil {
+				return err
+			}
+			_, err := workbenchLastPage(ctx, a, f.conv, storage.MainBranch)
+			return err
+		}
+		undoRedo := func() error {
+			if _, err := a.Undo(ctx, f.conv, storage.MainBranch, 1, true); err != nil {
+				return err
+			}
+			return a.Redo(ctx, f.conv, storage.MainBranch, 1)
+		}
+		page, err := a.LoadTurns(ctx, f.conv, storage.MainBranch, 500, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		forks := 0
+		fork := func() error {
+			forks++
+			_, err := a.Fork(ctx, f.conv, page.IDs[0], fmt.Sprintf("bench-fork-%d", forks))
+			return err
+		}
+		b.Run(f.name+"/undo+redo", func(b *testing.B) { loopCPU(b, undoRedo) })
+		b.Run(f.name+"/fork", func(b *testing.B) { loopCPU(b, fork) })
+		b.Run(f.name+"/undo+redo+reload", func(b *testing.B) {
+			loopCPU(b, func() error {
+				if err := undoRedo(); err != nil {
+					return err
+				}
+				return reload()
+			})
+		})
+	}
+}
+
+// BenchmarkStorage records 1,000 turns of SupportAgent through Send and reports the
+// database's bytes against the unique content: the distinct texts of every request
+// message and every completion (what it takes to give back each exact request and
+// answer). Every request the model received is then loaded back and compared. demo has
+// no HTTP bodies; openai talks to an OpenAI-compatible server over HTTP, so each call
+// also keeps its exact request body and the SSE text of its response; window4 is the
+// same with a sliding window of 4 turns.
+func BenchmarkStorage(b *testing.B) {
+	ctx := context.Background()
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	url := sseServer(b)
+	openai := func() lm.LM {
+		m, err := llm.NewOpenAI(llm.OpenAIOptions{BaseURL: url, Model: "gpt-4o-mini", APIKey: "k"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name, agent string
+		model       func() lm.LM
+	}{
+		{"demo", "SupportAgent", func() lm.LM { return demoModel(0) }},
+		{"openai", "SupportAgent", openai},
+		{"openai-window4", window, openai},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				rec := &recordingLM{LM: c.model(), sent: map[[32]byte]bool{}}
+				_, st, conv, db := sentFixture(b, c.agent, 1000, rec)
+				turns, err := st.LoadBranch(ctx, conv, storage.MainBranch)
+				if err != nil || len(turns) != 1000 {
+					b.Fatal(len(turns), err)
+				}
+				unique := map[string]bool{}
+				var uniq, calls int64
+				add := func(x string) {
+					if !unique[x] {
+						unique[x] = true
+						uniq += int64(len(x))
+					}
+				}
+				for _, t := range turns {
+					trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+						calls++
+						if !rec.sent[requestDigest(c.Messages)] {
+							b.Fatalf("turn %d call %s: the stored request is not one the model received", t.Index, c.ID)
+						}
+						for _, m := range c.Messages {
+							add(m.Content)
+						}
+						add(c.Completion)
+					})
+				}
+				if int(calls) != len(rec.sent) {
+					b.Fatalf("%d calls stored, %d distinct requests sent", calls, len(rec.sent))
+				}
+				if err := st.Close(); err != nil { // checkpoints the WAL into the file
+					b.Fatal(err)
+				}
+				fi, err := os.Stat(db)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(fi.Size())/float64(uniq), "disk/unique")
+				b.ReportMetric(float64(fi.Size())/1e6, "MB-on-disk")
+				b.ReportMetric(float64(uniq)/1e6, "MB-unique")
+			}
+		})
+	}
+}
+
+// workbenchLastPage is what the workbench's chat pane loads when it opens a branch and
+// after every turn, undo, redo and fork (ui/cmds.go loadPage with from < 0).
+func workbenchLastPage(ctx context.Context, a *Service, conv, branch string) (TurnPage, error) {
+	head, err := a.LoadTurns(ctx, conv, branch, 0, 0)
+	if err != nil {
+		return TurnPage{}, err
+	}
+	return a.LoadTurns(ctx, conv, branch, max(0, head.Total-50), 50)
+}
