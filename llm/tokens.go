@@ -67,28 +67,99 @@ func encoder(name string) (*tiktoken.Tiktoken, error) {
 // CountText counts the tokens of a plain text for a model (no chat framing). Special
 // token spellings such as "<|endoftext|>" in the text count as ordinary text.
 func CountText(model, text string) (int, error) {
-	e, err := encoder(EncodingFor(model))
+	c, err := counterFor(EncodingFor(model))
 	if err != nil {
 		return 0, err
 	}
-	return len(e.EncodeOrdinary(text)), nil
+	return c.count(text), nil
 }
 
 // CountTokens counts a chat request: perMessage[i] is message i's tokens including its
 // framing (TokensPerMessage + role + content), and total adds the reply priming
 // (TokensReplyPrime), which is what OpenAI reports as prompt_tokens for plain messages.
 func CountTokens(model string, msgs []lm.Message) (perMessage []int, total int, err error) {
-	e, err := encoder(EncodingFor(model))
+	c, err := counterFor(EncodingFor(model))
 	if err != nil {
 		return nil, 0, err
 	}
 	perMessage = make([]int, len(msgs))
 	for i, m := range msgs {
-		n := TokensPerMessage + len(e.EncodeOrdinary(m.Role)) + len(e.EncodeOrdinary(m.Content))
+		n := TokensPerMessage + c.count(m.Role) + c.count(m.Content)
 		perMessage[i] = n
 		total += n
 	}
 	return perMessage, total + TokensReplyPrime, nil
+}
+
+// A conversation's requests repeat it: each request carries every earlier message again,
+// and the wire pane counts the same history under five strategies. Encoding is by far
+// the costly part of counting, so every encoding keeps the counts of the texts it saw.
+// The cache holds the texts themselves (Go strings are immutable, so this is a
+// reference, not a copy) and is bounded by their total size: when the newer generation
+// fills up, the older one is dropped, so what is still in use survives (it is promoted
+// on its next lookup) and a text nobody counts any more is released.
+type tokenCounter struct {
+	enc *tiktoken.Tiktoken
+
+	mu       sync.Mutex
+	cur, old map[string]int
+	curBytes int
+	limit    int // bytes per generation
+}
+
+// maxCountedBytes bounds the texts one generation of the cache references.
+const maxCountedBytes = 64 << 20
+
+var (
+	countersMu sync.Mutex
+	counters   = map[string]*tokenCounter{}
+)
+
+func counterFor(encoding string) (*tokenCounter, error) {
+	countersMu.Lock()
+	defer countersMu.Unlock()
+	if c, ok := counters[encoding]; ok {
+		return c, nil
+	}
+	e, err := encoder(encoding)
+	if err != nil {
+		return nil, err
+	}
+	c := &tokenCounter{enc: e, cur: map[string]int{}, limit: maxCountedBytes}
+	counters[encoding] = c
+	return c, nil
+}
+
+// count is len(EncodeOrdinary(text)), from the cache when text was counted before.
+func (c *tokenCounter) count(text string) int {
+	c.mu.Lock()
+	n, ok := c.cur[text]
+	if !ok {
+		if n, ok = c.old[text]; ok {
+			c.put(text, n)
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = len(c.enc.EncodeOrdinary(text))
+	c.mu.Lock()
+	c.put(text, n)
+	c.mu.Unlock()
+	return n
+}
+
+// put records a count (caller holds c.mu), starting a new generation when this one is full.
+func (c *tokenCounter) put(text string, n int) {
+	if _, ok := c.cur[text]; ok {
+		return
+	}
+	if c.curBytes+len(text) > c.limit {
+		c.old, c.cur, c.curBytes = c.cur, map[string]int{}, 0
+	}
+	c.cur[text] = n
+	c.curBytes += len(text)
 }
 
 // PreloadEncodings builds the encoders for these models in the background, so the first

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
@@ -53,6 +55,40 @@ func TestCountTokens(t *testing.T) {
 	}
 }
 
+// Counts from the cache are the encoder's, for every text and however often it is seen,
+// and a full generation gives way to a new one that keeps what is still counted.
+func TestTokenCounterCache(t *testing.T) {
+	c, err := counterFor("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := &tokenCounter{enc: c.enc, cur: map[string]int{}, limit: 10000}
+	texts := []string{"", "hello world", "tiktoken is great!", "<|endoftext|> is text", strings.Repeat("long text ", 500), "héllo wörld 你好"}
+	for round := 0; round < 3; round++ {
+		for _, x := range texts {
+			if got, want := fresh.count(x), len(c.enc.EncodeOrdinary(x)); got != want {
+				t.Fatalf("round %d: count(%.20q) = %d, want %d", round, x, got, want)
+			}
+		}
+	}
+	if len(fresh.cur) != len(texts) {
+		t.Fatalf("%d texts cached, want %d", len(fresh.cur), len(texts))
+	}
+	// A text bigger than what is left in the generation starts a new one; the old one is
+	// still looked up, and a text found there moves to the new generation.
+	big := strings.Repeat("x ", 5000)
+	fresh.count(big)
+	if _, ok := fresh.cur[big]; !ok || len(fresh.cur) != 1 || len(fresh.old) != len(texts) {
+		t.Fatalf("after a full generation: cur %d, old %d", len(fresh.cur), len(fresh.old))
+	}
+	if fresh.count("hello world") != 2 {
+		t.Fatal("a count from the old generation changed")
+	}
+	if _, ok := fresh.cur["hello world"]; !ok {
+		t.Fatal("a text counted again did not move to the new generation")
+	}
+}
+
 func BenchmarkCountTokens(b *testing.B) {
 	msgs := []lm.Message{{Role: "system", Content: "Your input fields are:\n1. `question` (str): \nYour output fields are:\n1. `intent` (str): One of: billing, technical, general"},
 		{Role: "user", Content: "[[ ## question ## ]]\nThe reset email never arrives\n\nRespond with the corresponding output fields."}}
@@ -63,4 +99,35 @@ func BenchmarkCountTokens(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		_, _, _ = CountTokens("gpt-4o", msgs)
 	}
+}
+
+// BenchmarkCountRequest counts the request a 1,000-turn conversation sends (2,001
+// messages), the way the wire pane and the demo model do on every turn: cold is a text
+// never counted (the cache is bypassed), warm a request whose messages were counted
+// before, as the next turn's request is: it repeats the conversation.
+func BenchmarkCountRequest(b *testing.B) {
+	msgs := []lm.Message{{Role: "system", Content: "Your input fields are:\n1. `question` (str)\n2. `history` (History)"}}
+	for i := range 1000 {
+		msgs = append(msgs, lm.Message{Role: "user", Content: fmt.Sprintf("[[ ## question ## ]]\nQuestion %d: my login does not work after the reset.", i)},
+			lm.Message{Role: "assistant", Content: fmt.Sprintf("[[ ## reply ## ]]\nReply %d: clear your cookies, then reset the password again.\n\n[[ ## completed ## ]]", i)})
+	}
+	b.Run("cold", func(b *testing.B) {
+		c, err := counterFor("o200k_base")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			for _, m := range msgs {
+				_ = len(c.enc.EncodeOrdinary(m.Role)) + len(c.enc.EncodeOrdinary(m.Content))
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		if _, _, err := CountTokens("gpt-4o", msgs); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			_, _, _ = CountTokens("gpt-4o", msgs)
+		}
+	})
 }
