@@ -21,15 +21,24 @@ import (
 
 // Map is an insertion-ordered string-keyed map, the Go form of a Python dict.
 // The zero value is not usable; use NewMap. A nil *Map behaves as empty for reads.
+//
+// Most maps hold a handful of fields (a turn's inputs, a call's outputs, a history
+// entry) and a long session keeps hundreds of thousands of them, so keys and values are
+// two parallel slices searched in order; only a map that grows past indexFrom keys gets
+// an index.
 type Map struct {
-	keys []string
-	vals map[string]any
+	keys  []string
+	vals  []any          // vals[i] is keys[i]'s value
+	index map[string]int // key -> position; nil while the map is small
 }
+
+// indexFrom is the size past which a map indexes its keys.
+const indexFrom = 16
 
 // NewMap builds a map from alternating key, value arguments: NewMap("q", "hi", "n", 3).
 // Go ints are normalised to int64 and float32 to float64 so values keep one representation.
 func NewMap(kv ...any) *Map {
-	m := &Map{vals: make(map[string]any, len(kv)/2)}
+	m := &Map{keys: make([]string, 0, len(kv)/2), vals: make([]any, 0, len(kv)/2)}
 	for i := 0; i+1 < len(kv); i += 2 {
 		k, ok := kv[i].(string)
 		if !ok {
@@ -38,6 +47,55 @@ func NewMap(kv ...any) *Map {
 		m.Set(k, Normalize(kv[i+1]))
 	}
 	return m
+}
+
+// NewMapOf builds a map of distinct keys and their values (already normalised), sized
+// exactly in one step: what a parse that found every field returns.
+func NewMapOf(keys []string, vals []any) *Map {
+	n := len(keys)
+	if n <= smallMap {
+		// One allocation for the map and its arrays (full: an added key reallocates).
+		b := &struct {
+			m Map
+			k [smallMap]string
+			v [smallMap]any
+		}{}
+		copy(b.k[:], keys)
+		copy(b.v[:], vals[:n])
+		b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
+		return &b.m
+	}
+	m := &Map{keys: append(make([]string, 0, n), keys...), vals: append(make([]any, 0, n), vals[:n]...)}
+	if n > indexFrom {
+		m.reindex()
+	}
+	return m
+}
+
+// smallMap is the size up to which NewMapOf allocates a map in one piece.
+const smallMap = 4
+
+// find is k's position, or -1.
+func (m *Map) find(k string) int {
+	if m.index != nil {
+		if i, ok := m.index[k]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, kk := range m.keys {
+		if kk == k {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m *Map) reindex() {
+	m.index = make(map[string]int, len(m.keys))
+	for i, k := range m.keys {
+		m.index[k] = i
+	}
 }
 
 // Len reports the number of keys.
@@ -61,8 +119,10 @@ func (m *Map) Get(k string) (any, bool) {
 	if m == nil {
 		return nil, false
 	}
-	v, ok := m.vals[k]
-	return v, ok
+	if i := m.find(k); i >= 0 {
+		return m.vals[i], true
+	}
+	return nil, false
 }
 
 // Has reports whether k is present.
@@ -82,13 +142,18 @@ func (m *Map) String(k string) string {
 
 // Set stores v at k, keeping k's original position when it already exists.
 func (m *Map) Set(k string, v any) {
-	if m.vals == nil {
-		m.vals = map[string]any{}
+	if i := m.find(k); i >= 0 {
+		m.vals[i] = v
+		return
 	}
-	if _, ok := m.vals[k]; !ok {
-		m.keys = append(m.keys, k)
+	m.keys = append(m.keys, k)
+	m.vals = append(m.vals, v)
+	switch {
+	case m.index != nil:
+		m.index[k] = len(m.keys) - 1
+	case len(m.keys) > indexFrom:
+		m.reindex()
 	}
-	m.vals[k] = v
 }
 
 // Delete removes k if present.
@@ -96,15 +161,15 @@ func (m *Map) Delete(k string) {
 	if m == nil {
 		return
 	}
-	if _, ok := m.vals[k]; !ok {
+	i := m.find(k)
+	if i < 0 {
 		return
 	}
-	delete(m.vals, k)
-	for i, kk := range m.keys {
-		if kk == k {
-			m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
-			break
-		}
+	// New arrays: a shallow copy (Filter) may share the old ones.
+	m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
+	m.vals = append(m.vals[:i:i], m.vals[i+1:]...)
+	if m.index != nil {
+		m.reindex()
 	}
 }
 
@@ -113,8 +178,8 @@ func (m *Map) Range(f func(k string, v any) bool) {
 	if m == nil {
 		return
 	}
-	for _, k := range m.keys {
-		if !f(k, m.vals[k]) {
+	for i, k := range m.keys {
+		if !f(k, m.vals[i]) {
 			return
 		}
 	}
@@ -125,9 +190,12 @@ func (m *Map) Clone() *Map {
 	if m == nil {
 		return nil
 	}
-	c := &Map{keys: append([]string(nil), m.keys...), vals: make(map[string]any, len(m.vals))}
-	for k, v := range m.vals {
-		c.vals[k] = Clone(v)
+	c := &Map{keys: append([]string(nil), m.keys...), vals: make([]any, len(m.vals))}
+	for i, v := range m.vals {
+		c.vals[i] = Clone(v)
+	}
+	if m.index != nil {
+		c.reindex()
 	}
 	return c
 }
@@ -149,8 +217,8 @@ func (m *Map) Equal(o *Map) bool {
 	if m.Len() != o.Len() {
 		return false
 	}
-	for i, k := range m.Keys() {
-		if o.keys[i] != k || !Equal(m.vals[k], o.vals[k]) {
+	for i, k := range m.keys {
+		if o.keys[i] != k || !Equal(m.vals[i], o.vals[i]) {
 			return false
 		}
 	}
