@@ -118,6 +118,15 @@ func isWordRune(r rune) bool {
 // are converted with ParseValue, missing Optional outputs become None, and anything else
 // missing is an AdapterParseError. The result is in signature order.
 func ParseChat(s *sig.Signature, completion string) (*sig.Map, error) {
+	if out, ok := scanChat(s, completion); ok {
+		return out, nil
+	}
+	return parseChatLines(s, completion)
+}
+
+// parseChatLines is ParseChat line by line, as DSPy does it: every completion, and the
+// errors.
+func parseChatLines(s *sig.Signature, completion string) (*sig.Map, error) {
 	fields := sig.NewMap()
 	for _, sec := range chatSections(completion) {
 		if sec.name == "" || fields.Has(sec.name) {

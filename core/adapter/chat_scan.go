@@ -1,0 +1,288 @@
+package adapter
+
+import (
+	"encoding/binary"
+	"strconv"
+	"strings"
+
+	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// The ChatAdapter parse of a well-formed completion, without splitting it into lines:
+// sections are found by scanning the text once and each field's text is a substring of
+// it, so nothing is allocated but the values and the result. It gives exactly what
+// chatSections and ParseChat give; whatever it is not sure of (line breaks other than
+// \n, an indented or non-ASCII header, a header line with trailing blanks before its
+// text, a missing field, a value it does not convert itself) it leaves to them.
+
+// headerOpen starts every section header.
+const headerOpen = "[[ ## "
+
+// maxScanFields bounds the signatures the scan handles (the values live on the stack).
+const maxScanFields = 8
+
+// scanChat parses completion for s, or reports ok=false to have the general path do it.
+func scanChat(s *sig.Signature, completion string) (out *sig.Map, ok bool) {
+	n := len(s.Outputs)
+	if n == 0 || n > maxScanFields || hasOtherLineBreaks(completion) {
+		return nil, false
+	}
+	var found [maxScanFields]bool
+	var vals [maxScanFields]any
+	missing := n
+	// cur is the field whose section is open (-1: none or not ours); textStart its text.
+	cur, textStart := -1, 0
+	finish := func(end int) bool {
+		if cur < 0 {
+			return true
+		}
+		v, ok := scanValue(typ(s.Outputs[cur]), py.Strip(completion[textStart:end]))
+		if !ok {
+			return false
+		}
+		vals[cur], found[cur] = v, true
+		missing--
+		return true
+	}
+	// Headers are found by searching for their opening; only the lines holding one are
+	// looked at (the text between them is a substring as it stands).
+	for at := 0; ; {
+		i := strings.Index(completion[at:], headerOpen)
+		if i < 0 {
+			break
+		}
+		i += at
+		pos := strings.LastIndexByte(completion[:i], '\n') + 1
+		at = i + len(headerOpen)
+		if pos < i {
+			if blankOrNonASCII(completion[pos:i]) {
+				return nil, false // an indented header: Python strips the line first
+			}
+			continue
+		}
+		eol := strings.IndexByte(completion[i:], '\n')
+		next := len(completion)
+		if eol >= 0 {
+			eol += i
+			next = eol + 1
+		} else {
+			eol = len(completion)
+		}
+		line := completion[pos:eol]
+		name, rest, hdr, sure := scanHeader(line)
+		if !sure {
+			return nil, false
+		}
+		if !hdr {
+			continue
+		}
+		// The open section ends before this line's \n (its lines are joined by \n).
+		if !finish(max(pos-1, textStart)) {
+			return nil, false
+		}
+		cur = -1
+		if i := outputIndex(s, name); i >= 0 && !found[i] {
+			cur = i
+		}
+		textStart = next
+		if r := py.Strip(line[rest:]); r != "" {
+			// "header text": the text starts on the header line; it runs on into the
+			// next lines only when nothing but the \n separates them.
+			if cur >= 0 && next < len(completion) && r != line[len(line)-len(r):] && !blankRest(completion[next:]) {
+				return nil, false
+			}
+			textStart = pos + len(line) - len(py.LStrip(line[rest:]))
+		}
+		at = next
+	}
+	if !finish(len(completion)) || missing != 0 {
+		return nil, false
+	}
+	var names [maxScanFields]string
+	for i, f := range s.Outputs {
+		names[i] = f.Name
+	}
+	return sig.NewMapOf(names[:n], vals[:n]), true
+}
+
+// blankRest reports whether the rest of a completion up to the next header is blank, so
+// that a header line's trailing blanks do not matter (the section's text is stripped).
+func blankRest(s string) bool {
+	for pos := 0; pos < len(s); {
+		eol := strings.IndexByte(s[pos:], '\n')
+		if eol < 0 {
+			eol = len(s)
+		} else {
+			eol += pos
+		}
+		if _, _, hdr, _ := scanHeader(s[pos:eol]); hdr {
+			return true
+		}
+		if py.Strip(s[pos:eol]) != "" {
+			return false
+		}
+		pos = eol + 1
+	}
+	return true
+}
+
+func outputIndex(s *sig.Signature, name string) int {
+	for i, f := range s.Outputs {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// hasOtherLineBreaks reports a line boundary of Python's splitlines other than \n: \r,
+// \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
+func hasOtherLineBreaks(s string) bool {
+	i := 0
+	// Eight bytes at a time: only words holding a control or non-ASCII byte are looked at.
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if (x|(x-0x2020202020202020))&0x8080808080808080 == 0 {
+			continue
+		}
+		if otherLineBreak(s, i, i+8) {
+			return true
+		}
+	}
+	return otherLineBreak(s, i, len(s))
+}
+
+// otherLineBreak looks for one of hasOtherLineBreaks' boundaries starting in s[from:to].
+func otherLineBreak(s string, from, to int) bool {
+	for i := from; i < to; i++ {
+		switch s[i] {
+		case '\r', '\v', '\f', 0x1c, 0x1d, 0x1e:
+			return true
+		case 0xC2:
+			if i+1 < len(s) && s[i+1] == 0x85 {
+				return true
+			}
+		case 0xE2:
+			if i+2 < len(s) && s[i+1] == 0x80 && (s[i+2] == 0xA8 || s[i+2] == 0xA9) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scanHeader matches "[[ ## name ## ]]" at the start of line, returning the name and the
+// byte offset after the match. sure is false when the line might be a header the scan
+// does not read the way Python would: one with leading blanks, or a non-ASCII name.
+func scanHeader(line string) (name string, rest int, hdr, sure bool) {
+	const open, closeTag = headerOpen, " ## ]]"
+	if !strings.HasPrefix(line, open) {
+		if i := strings.Index(line, open); i > 0 && blankOrNonASCII(line[:i]) {
+			return "", 0, false, false
+		}
+		return "", 0, false, true
+	}
+	n := len(open)
+	for n < len(line) && isASCIIWord(line[n]) {
+		n++
+	}
+	if n < len(line) && line[n] >= 0x80 {
+		return "", 0, false, false // a non-ASCII letter may continue the name
+	}
+	if n == len(open) || !strings.HasPrefix(line[n:], closeTag) {
+		return "", 0, false, true
+	}
+	return line[len(open):n], n + len(closeTag), true, true
+}
+
+func isASCIIWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// blankOrNonASCII reports whether s has no printable ASCII character: Python's strip
+// might remove all of it.
+func blankOrNonASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x80 && c > ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanValue is ParseValue for what needs no general machinery: text for str, and a
+// plain JSON number (what ast.literal_eval reads it as, then pydantic's lax conversion)
+// for int, float and bool. ok=false leaves the value to ParseValue.
+func scanValue(t *sig.Type, text string) (any, bool) {
+	if t.IsStr() {
+		return text, true
+	}
+	switch t.Kind {
+	case sig.KindInt, sig.KindFloat, sig.KindBool:
+	default:
+		return nil, false
+	}
+	f, n, isFloat, ok := plainNumber(text)
+	switch {
+	case !ok:
+		return nil, false
+	case t.Kind == sig.KindFloat && isFloat:
+		return f, true
+	case t.Kind == sig.KindFloat:
+		return float64(n), true
+	case t.Kind == sig.KindInt && !isFloat:
+		return n, true
+	case t.Kind == sig.KindBool && !isFloat && (n == 0 || n == 1):
+		return n == 1, true
+	}
+	return nil, false // a float for an int, another number for a bool: ParseValue says
+}
+
+// plainNumber reads text when it is exactly a JSON number, as Python's literal_eval
+// does: an int (n) without fraction or exponent, else a float (f). Anything else, and a
+// value out of range, is not plain.
+func plainNumber(text string) (f float64, n int64, isFloat, ok bool) {
+	i := 0
+	if i < len(text) && text[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		j := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+		}
+		return i - j
+	}
+	start := i
+	if d := digits(); d == 0 || d > 1 && text[start] == '0' {
+		return 0, 0, false, false
+	}
+	if i < len(text) && text[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, 0, false, false
+		}
+		isFloat = true
+	}
+	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
+		i++
+		if i < len(text) && (text[i] == '+' || text[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, 0, false, false
+		}
+		isFloat = true
+	}
+	if i != len(text) {
+		return 0, 0, false, false
+	}
+	var err error
+	if isFloat {
+		f, err = strconv.ParseFloat(text, 64)
+	} else {
+		n, err = strconv.ParseInt(text, 10, 64)
+	}
+	return f, n, isFloat, err == nil
+}

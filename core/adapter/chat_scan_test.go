@@ -1,0 +1,131 @@
+package adapter
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
+)
+
+// sameParse compares the scan with the line-by-line parse: whenever the scan answers,
+// its values must be exactly the general path's (kinds included).
+func sameParse(t *testing.T, s *sig.Signature, completion string) (scanned bool) {
+	t.Helper()
+	got, ok := scanChat(s, completion)
+	if !ok {
+		return false
+	}
+	want, err := parseChatLines(s, completion)
+	if err != nil {
+		t.Fatalf("%q: the scan parsed %s, the line parse failed: %v", completion, py.Repr(got), err)
+	}
+	if py.Repr(got) != py.Repr(want) || !sig.Equal(got, want) {
+		t.Fatalf("%q: scan %s, line parse %s", completion, py.Repr(got), py.Repr(want))
+	}
+	got.Range(func(k string, v any) bool {
+		w, _ := want.Get(k)
+		if sig.KindName(v) != sig.KindName(w) {
+			t.Fatalf("%q: field %s is %s by the scan, %s by the line parse", completion, k, sig.KindName(v), sig.KindName(w))
+		}
+		return true
+	})
+	return true
+}
+
+func TestScanChatMatchesLines(t *testing.T) {
+	num := sig.New("N", "", []sig.Field{field("q", "str", "")}, []sig.Field{
+		field("a", "str", ""), field("n", "int", ""), field("x", "float", ""), field("ok", "bool", ""),
+	})
+	cases := []struct {
+		name       string
+		completion string
+		scanned    bool // whether the scan is expected to answer itself
+	}{
+		{"plain", "[[ ## a ## ]]\nhello\n\n[[ ## n ## ]]\n3\n\n[[ ## x ## ]]\n0.5\n\n[[ ## ok ## ]]\n1\n\n[[ ## completed ## ]]\n", true},
+		{"text on the header line", "[[ ## a ## ]] hello\nworld\n[[ ## n ## ]] 3\n[[ ## x ## ]] 2\n[[ ## ok ## ]] 0", true},
+		{"header line ends in blanks, text follows", "[[ ## a ## ]] hello  \nworld\n[[ ## n ## ]]\n3\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n0", false},
+		{"header line ends in blanks, nothing follows", "[[ ## a ## ]] hello  \n\n[[ ## n ## ]]\n3\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n0", true},
+		{"prose before and unknown sections", "Sure!\n[[ ## zz ## ]]\nno\n[[ ## a ## ]]\n  hi  \n[[ ## n ## ]]\n-7\n[[ ## x ## ]]\n1e3\n[[ ## ok ## ]]\n1", true},
+		{"first section wins", "[[ ## a ## ]]\none\n[[ ## a ## ]]\ntwo\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n-0.0\n[[ ## ok ## ]]\n1", true},
+		{"indented header", "[[ ## a ## ]]\nx\n  [[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"header in the middle of a line", "[[ ## a ## ]]\nsee [[ ## n ## ]] here\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1.5\n[[ ## ok ## ]]\n0", true},
+		{"crlf", "[[ ## a ## ]]\r\nx\r\n[[ ## n ## ]]\r\n1\r\n[[ ## x ## ]]\r\n1\r\n[[ ## ok ## ]]\r\n1", false},
+		{"line separator", "[[ ## a ## ]]\nx\u2028y\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"next line", "[[ ## a ## ]]\nx\u0085y\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"unicode text and blanks", "[[ ## a ## ]]\n\u3000héllo wörld\u3000\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", true},
+		{"non-ASCII name", "[[ ## aé ## ]]\nx\n[[ ## a ## ]]\ny\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"missing field", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n1", false},
+		{"leading zero", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n007\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"float for an int", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n2.0\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"word for a bool", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\nTrue", false},
+		{"int too large", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n99999999999999999999\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", false},
+		{"float overflow", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1e400\n[[ ## ok ## ]]\n1", false},
+		{"empty text", "[[ ## a ## ]]\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]\n1", true},
+		{"headers only at the end", "[[ ## a ## ]]\nx\n[[ ## n ## ]]\n1\n[[ ## x ## ]]\n1\n[[ ## ok ## ]]", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sameParse(t, num, c.completion); got != c.scanned {
+				t.Errorf("scanned = %v, want %v", got, c.scanned)
+			}
+			// ParseChat gives the line parse's answer or error either way.
+			got, err := ParseChat(num, c.completion)
+			want, werr := parseChatLines(num, c.completion)
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || py.Repr(got) != py.Repr(want) {
+				t.Errorf("ParseChat = %s, %v; want %s, %v", py.Repr(got), err, py.Repr(want), werr)
+			}
+		})
+	}
+}
+
+// The numbers the scan reads itself are read as literal_eval reads them.
+func TestPlainNumber(t *testing.T) {
+	for _, text := range []string{"0", "-0", "7", "-12", "9223372036854775807", "0.5", "-0.25", "1e3", "1E-3", "2.5e+10",
+		"0.1", "123456789.123456789", "5e-324"} {
+		f, n, isFloat, ok := plainNumber(text)
+		if !ok {
+			t.Fatalf("%q: not plain", text)
+		}
+		want, err := py.LiteralEval(text, newDict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got any = n
+		if isFloat {
+			got = f
+		}
+		if !sig.Equal(got, want) || sig.KindName(got) != sig.KindName(want) {
+			t.Errorf("%q: %v (%s), literal_eval %v (%s)", text, got, sig.KindName(got), want, sig.KindName(want))
+		}
+		if RepairLoads(text) != "" {
+			t.Errorf("%q: json_repair finds structure in a bare number", text)
+		}
+	}
+	for _, text := range []string{"", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1_000", "0x10", "inf", "NaN", " 1", "1 ", "9223372036854775808", "1e400"} {
+		if _, _, _, ok := plainNumber(text); ok {
+			t.Errorf("%q: read as a plain number", text)
+		}
+	}
+	if f, _, _, _ := plainNumber("-0.0"); !math.Signbit(f) {
+		t.Error("-0.0 lost its sign")
+	}
+}
+
+// FuzzScanChat: on any completion the scan either defers or agrees with the line parse.
+func FuzzScanChat(f *testing.F) {
+	for _, seed := range []string{
+		"[[ ## a ## ]]\nx\n[[ ## n ## ]]\n1\n[[ ## completed ## ]]",
+		"[[ ## a ## ]] x  \ny\n[[ ## n ## ]]\n-1e5", "\n[[ ## a ## ]]\n\n[[ ## n ## ]]\n0\n", "[[ ## a ## ]]\tx\n[[ ## n ## ]] 3",
+	} {
+		f.Add(seed)
+	}
+	s := sig.New("S", "", []sig.Field{field("q", "str", "")}, []sig.Field{field("a", "str", ""), field("n", "float", "")})
+	f.Fuzz(func(t *testing.T, completion string) {
+		if strings.Count(completion, "\n") > 200 {
+			return
+		}
+		sameParse(t, s, completion)
+	})
+}
