@@ -215,7 +215,7 @@ func BenchmarkPreview(b *testing.B) {
 	})
 }
 
-// BenchmarkBranchOps is undo (cascading), redo and fork as the workbench runs them, on a
+// BenchmarkBranchOps is undo (it reports the inner turns rolled back), redo and fork as the workbench runs them, on a
 // 1,000-turn SupportAgent branch recorded by real Sends and on a 10,000-turn one: the
 // Service call alone, and with the reload the workbench does after it (the branches and
 // the last page of every pane).
@@ -239,10 +239,11 @@ func BenchmarkBranchOps(b *testing.B) {
 			return err
 		}
 		undoRedo := func() error {
-			if _, err := a.Undo(ctx, f.conv, storage.MainBranch, 1, true); err != nil {
+			if _, err := a.Undo(ctx, f.conv, storage.MainBranch, 1); err != nil {
 				return err
 			}
-			return a.Redo(ctx, f.conv, storage.MainBranch, 1)
+			_, err := a.Redo(ctx, f.conv, storage.MainBranch, 1)
+			return err
 		}
 		page, err := a.LoadTurns(ctx, f.conv, storage.MainBranch, 500, 1)
 		if err != nil {
