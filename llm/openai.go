@@ -137,7 +137,7 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 			report(req.OnTry, att)
 			out.Text, out.Model, out.FinishReason, out.Usage = res.text, res.model, res.finish, res.usage
 			if out.Usage == (lm.Usage{}) {
-				out.Usage = estimateUsage(model, req.Messages, res.text)
+				out.Usage = EstimateUsage(model, req.Messages, res.text)
 			}
 			return out, nil
 		}

@@ -173,10 +173,10 @@ func PreloadEncodings(models ...string) {
 	}()
 }
 
-// estimateUsage counts a call's tokens when the server reported none: the prompt as
+// EstimateUsage counts a call's tokens when the server reported none: the prompt as
 // CountTokens does, the answer as plain text, marked Estimated. A count that cannot be
 // made (no encoder) stays zero, still marked, so it is never shown as a real 0.
-func estimateUsage(model string, msgs []lm.Message, completion string) lm.Usage {
+func EstimateUsage(model string, msgs []lm.Message, completion string) lm.Usage {
 	u := lm.Usage{Estimated: true}
 	if _, p, err := CountTokens(model, msgs); err == nil {
 		u.PromptTokens = p

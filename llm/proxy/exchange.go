@@ -13,6 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/recognize"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/llm"
 )
 
 // exchange is one request passing through: what is kept of it, and how it ended.
@@ -156,6 +157,11 @@ func (ex *exchange) call() *trace.Call {
 		c.Error = repErr.Error()
 	}
 	c.Error = ex.redact(c.Error)
+	if c.Error == "" && !rep.hasUsage && len(c.Messages) > 0 {
+		// The server reported none (a stream without include_usage, many local servers):
+		// counted here and marked estimated, as for the engine's own calls.
+		c.Usage = llm.EstimateUsage(c.Model, c.Messages, c.Completion)
+	}
 	c.Tries = []lm.Try{{N: 1, Status: ex.status, Err: c.Error, Latency: lat}}
 	if ex.callerGone {
 		// What the caller saw is moot; 499 (nginx's "client closed request") says it left.
