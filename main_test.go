@@ -3,10 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/otlp"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // TestWorkbenchFlagsAreCheckedFirst: wrong workbench flags are refused with a message
@@ -58,5 +73,55 @@ func TestWorkbenchFlagsAreCheckedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(db)); !os.IsNotExist(err) {
 		t.Errorf("a refused flag left %s behind (stat: %v)", filepath.Dir(db), err)
+	}
+}
+
+// TestWorkbenchExportsTurns: with --otlp-endpoint, every turn the workbench records is
+// sent as a trace (a turn span and one span per call).
+func TestWorkbenchExportsTurns(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	spans := 0
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &m); err != nil {
+			t.Errorf("collector: %v", err)
+		}
+		mu.Lock()
+		for _, rs := range m.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans += len(ss.Spans)
+			}
+		}
+		mu.Unlock()
+	}))
+	defer rcv.Close()
+	store, err := storage.Open(ctx, filepath.Join(t.TempDir(), "wb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	exp, err := otlp.New(ctx, otlp.Options{Endpoint: rcv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	demoLM := llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})
+	b := &exportingBackend{Service: sessions.New(store, demoLM), store: store, exp: exp}
+	c, err := b.NewConversation(ctx, "SupportAgent", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := b.Send(ctx, sessions.SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: sig.NewMap("question", "I can't log in")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, last := b.wait(); n != 0 {
+		t.Fatalf("%d exports failed: %v", n, last)
+	}
+	calls := 0
+	trace.WalkCalls(tr.Calls, func(*trace.Call, int) { calls++ })
+	if calls == 0 || spans != 1+calls {
+		t.Errorf("%d spans for a turn of %d calls", spans, calls)
 	}
 }

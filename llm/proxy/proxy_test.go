@@ -229,23 +229,7 @@ func TestGoOpenAIThroughProxy(t *testing.T) {
 				req := openai.ChatCompletionRequest{Model: "gpt-4o-mini", Messages: oaMsgs}
 				var got string
 				if stream {
-					st, err := client.CreateChatCompletionStream(context.Background(), req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					for {
-						r, err := st.Recv()
-						if errors.Is(err, io.EOF) {
-							break
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-						if len(r.Choices) > 0 {
-							got += r.Choices[0].Delta.Content
-						}
-					}
-					st.Close()
+					got = streamText(t, client, req)
 				} else {
 					resp, err := client.CreateChatCompletion(context.Background(), req)
 					if err != nil {
@@ -474,6 +458,29 @@ func TestStreamReaderChunking(t *testing.T) {
 		r := s.result()
 		if r.text != "abc" || r.model != "m1" || r.finish != "length" || r.usage != (lm.Usage{PromptTokens: 5, CompletionTokens: 2, TotalTokens: 7}) || !s.done {
 			t.Fatalf("chunks of %d: %+v done %v", size, r, s.done)
+		}
+	}
+}
+
+// streamText streams a request with go-openai and returns the text it got.
+func streamText(t *testing.T, client *openai.Client, req openai.ChatCompletionRequest) string {
+	t.Helper()
+	st, err := client.CreateChatCompletionStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	text := ""
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return text
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Choices) > 0 {
+			text += r.Choices[0].Delta.Content
 		}
 	}
 }

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http/httptest"
 	"testing"
 
@@ -43,25 +41,8 @@ func TestModelServerUpstream(t *testing.T) {
 	if c.Error != "" || c.Recovered != trace.RecoveredExact || c.Outputs.Len() != 3 || c.Completion != resp.Choices[0].Message.Content || c.Usage.PromptTokens == 0 {
 		t.Fatalf("record: error %q recovered %q outputs %v usage %+v", c.Error, c.Recovered, c.Outputs, c.Usage)
 	}
-	st, err := client.CreateChatCompletionStream(ctx, openai.ChatCompletionRequest{Model: "demo", Messages: oa,
+	text := streamText(t, client, openai.ChatCompletionRequest{Model: "demo", Messages: oa,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := ""
-	for {
-		r, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Choices) > 0 {
-			text += r.Choices[0].Delta.Content
-		}
-	}
-	st.Close()
 	c = rec.last(t)
 	if c.Error != "" || c.Completion != text || text != resp.Choices[0].Message.Content || c.Usage.PromptTokens == 0 {
 		t.Fatalf("streamed record: error %q completion %q (streamed %q)", c.Error, c.Completion, text)
