@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 const okHead = `name = "t"
@@ -30,7 +30,7 @@ func TestParseAgentFileWithDemoEnv(t *testing.T) {
 		t.Fatalf("example agents: %d, %v", len(as), err)
 	}
 	_, err = ParseAgentFile("t.toml", []byte(okHead+"[[steps]]\nname = \"a\"\ntool = \"shell\"\n"))
-	var fe config.FileErrors
+	var fe tomlfile.FileErrors
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `unknown tool "shell" (built-in tools: act, calculator, date, search)`) {
 		t.Fatalf("unknown tool: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // Palette is every colour a theme sets, as "#rrggbb" or an ANSI number ("1", "208").
@@ -127,7 +127,7 @@ func Parse(data []byte, source string) (Theme, error) {
 		Colors  map[string]any `toml:"colors"`
 	}
 	// Problems name the file, the line and the key, as in every TOML file of ours.
-	doc, err := config.Decode(source, data, &raw)
+	doc, err := tomlfile.Decode(source, data, &raw)
 	if err != nil {
 		return Theme{}, fmt.Errorf("theme: %w", err)
 	}

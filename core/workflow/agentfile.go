@@ -7,7 +7,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/sessionbench/sessionbench/core"
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // fileSpec is an agent file as written (see the package documentation).
@@ -121,12 +121,12 @@ type AgentFile struct {
 	DemoScript  string // "" when the file names none
 	Path        string // as given to Parse
 	spec        *fileSpec
-	ix          *config.TOML
+	ix          *tomlfile.TOML
 	env         Env
 }
 
 // Parse checks an agent file and compiles it once; path names it in errors and anchors
-// relative template_file paths. A file with problems returns config.FileErrors listing every
+// relative template_file paths. A file with problems returns tomlfile.FileErrors listing every
 // problem found with its line and key.
 func Parse(path string, data []byte, env Env) (*AgentFile, error) {
 	spec, ix, err := decodeFile(path, data)
@@ -161,9 +161,9 @@ func (f *AgentFile) compiler() *compiler {
 
 // decodeFile parses the TOML and reports syntax errors, wrong types and unknown keys
 // with their lines.
-func decodeFile(path string, data []byte) (*fileSpec, *config.TOML, error) {
+func decodeFile(path string, data []byte) (*fileSpec, *tomlfile.TOML, error) {
 	var spec fileSpec
-	doc, err := config.Decode(path, data, &spec)
+	doc, err := tomlfile.Decode(path, data, &spec)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/template"
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // compiler validates an agent file and builds its workflow; every problem is collected
@@ -21,10 +21,10 @@ import (
 type compiler struct {
 	file  string
 	dir   string
-	ix    *config.TOML
+	ix    *tomlfile.TOML
 	spec  *fileSpec
 	env   Env
-	errs  config.FileErrors
+	errs  tomlfile.FileErrors
 	seen  map[string]bool
 	preds map[string]*predInfo
 	order []string
@@ -61,11 +61,11 @@ func (c *compiler) errAt(line int, key, msg string) {
 		return // a workflow used twice reports its problems once
 	}
 	c.seen[id] = true
-	c.errs = append(c.errs, &config.FileError{File: c.file, Line: line, Key: config.DisplayKey(key), Msg: msg})
+	c.errs = append(c.errs, &tomlfile.FileError{File: c.file, Line: line, Key: tomlfile.DisplayKey(key), Msg: msg})
 }
 
 // compile checks the file and builds a fresh workflow and its session options.
-func (c *compiler) compile(now Clock) (*Workflow, core.Options, config.FileErrors) {
+func (c *compiler) compile(now Clock) (*Workflow, core.Options, tomlfile.FileErrors) {
 	c.seen, c.preds, c.modules = map[string]bool{}, map[string]*predInfo{}, map[string]*moduleInfo{}
 	s := c.spec
 	avail := map[string]bool{}

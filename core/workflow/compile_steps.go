@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // steps compiles a list of sibling steps run in order; avail (the fields set so far)
@@ -122,7 +122,7 @@ func (c *compiler) predictorStep(ss *stepSpec, st *step, key string, avail map[s
 		pi.mode, pi.modeKey = mode, key
 	case pi.mode != mode:
 		c.errf(key+".predictor", "predictor %q runs under %s here but under %s at %s; a predictor has one history, so define a second one",
-			ss.Predictor, modeName(mode), modeName(pi.mode), config.DisplayKey(pi.modeKey))
+			ss.Predictor, modeName(mode), modeName(pi.mode), tomlfile.DisplayKey(pi.modeKey))
 	}
 	if pi.p.Signature == nil {
 		return nil // its own error was reported

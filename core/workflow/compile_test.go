@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core"
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 const okHead = `name = "t"
@@ -46,9 +46,9 @@ func TestValidationErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parse("agents/t.toml", c.text)
-			var fe config.FileErrors
+			var fe tomlfile.FileErrors
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want config.FileErrors", err)
+				t.Fatalf("err = %v, want tomlfile.FileErrors", err)
 			}
 			for _, e := range fe {
 				if e.Line == c.line && e.Key == c.key && strings.Contains(e.Msg, c.msg) && e.File == "agents/t.toml" {

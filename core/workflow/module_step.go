@@ -8,7 +8,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/sig"
-	"github.com/sessionbench/sessionbench/llm/config"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // Module steps: a compound step with module = "TypeName" runs its sub-steps as a
@@ -166,7 +166,7 @@ func (c *compiler) moduleStep(ss *stepSpec, st *step, key, mode string) string {
 	}
 	path := joinDots(c.module, ss.Name)
 	if prev, dup := c.modules[path]; dup {
-		c.errf(key+".name", "module step path %q is used twice (also at %s; a workflow holding a module step can be used once)", path, config.DisplayKey(prev.key))
+		c.errf(key+".name", "module step path %q is used twice (also at %s; a workflow holding a module step can be used once)", path, tomlfile.DisplayKey(prev.key))
 		return path // still the sub-steps' module, so their predictors are not reported too
 	}
 	st.modType = ss.Module

@@ -8,8 +8,8 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 	"github.com/sessionbench/sessionbench/core/trace"
-	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // nestedModules has a module step inside a module step, a shared module and a
@@ -134,9 +134,9 @@ signature = "question -> reply"
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := parse("agents/t.toml", c.text)
-			var fe config.FileErrors
+			var fe tomlfile.FileErrors
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want config.FileErrors", err)
+				t.Fatalf("err = %v, want tomlfile.FileErrors", err)
 			}
 			for _, e := range fe {
 				if e.Key == c.key && strings.Contains(e.Msg, c.msg) && e.Line > 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 func env(m map[string]string) Env { return func(k string) string { return m[k] } }
@@ -123,9 +125,9 @@ func TestErrorsNameFileLineAndKey(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse(file, []byte(c.text))
-			var fe *FileError
+			var fe *tomlfile.FileError
 			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FileError", err)
+				t.Fatalf("err = %v, want a *tomlfile.FileError", err)
 			}
 			if fe.File != file || fe.Line != c.line || fe.Key != c.key || !strings.Contains(fe.Msg, c.msg) {
 				t.Errorf("got %q (line %d key %q), want line %d key %q containing %q", err, fe.Line, fe.Key, c.line, c.key, c.msg)
@@ -164,28 +166,5 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("Load = %+v, %v", f, err)
 			}
 		})
-	}
-}
-
-func TestIndexLines(t *testing.T) {
-	text := "a = 1\n[[steps]]\nname = \"x\"\ntext = \"\"\"\nname = \"not a key\"\n\"\"\"\n[[steps]]\nlist = [\n  1,\n]\nname = \"y\"\n[[steps.sub]]\nname = \"z\"\n"
-	ix := NewIndex([]byte(text))
-	cases := []struct {
-		key  string
-		line int
-	}{
-		{"a", 1}, {"steps.0", 2}, {"steps.0.name", 3}, {"steps.1", 7}, {"steps.1.name", 11},
-		{"steps.1.sub.0.name", 13}, {"steps.1.missing", 7}, {"nothing", 0},
-	}
-	for _, c := range cases {
-		if got := ix.Line(c.key); got != c.line {
-			t.Errorf("Line(%q) = %d, want %d", c.key, got, c.line)
-		}
-	}
-	if got := ix.LineOfPattern("steps.sub.name"); got != 13 {
-		t.Errorf("LineOfPattern = %d, want 13", got)
-	}
-	if got := ix.Text(3); got != `name = "x"` {
-		t.Errorf("Text(3) = %q", got)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 )
 
 // File is the configuration file, ConfigFile() (~/.config/sessionbench/config.toml),
@@ -56,7 +58,7 @@ type File struct {
 	Providers []Provider          `toml:"providers"`
 	Demo      DemoConfig          `toml:"demo"`
 
-	doc *TOML // positions, for problems the reader finds later (nil without a file)
+	doc *tomlfile.TOML // positions, for problems the reader finds later (nil without a file)
 }
 
 // DefaultChoice is the [default] table.
@@ -103,9 +105,9 @@ func (f *File) Provider(name string) (Provider, bool) {
 
 // Errorf is a problem the reader of a section found at key ("keys.fork"), located in
 // the file. Without a file it names the key only.
-func (f *File) Errorf(key, format string, args ...any) *FileError {
+func (f *File) Errorf(key, format string, args ...any) *tomlfile.FileError {
 	if f.doc == nil {
-		return &FileError{File: f.Name(), Key: DisplayKey(key), Msg: fmt.Sprintf(format, args...)}
+		return &tomlfile.FileError{File: f.Name(), Key: tomlfile.DisplayKey(key), Msg: fmt.Sprintf(format, args...)}
 	}
 	return f.doc.Errorf(key, format, args...)
 }
@@ -147,12 +149,12 @@ func Load(path string, mustExist bool) (*File, error) {
 }
 
 // Parse decodes and checks configuration text; path names it in errors. The first
-// problem is returned as a *FileError.
+// problem is returned as a *tomlfile.FileError.
 func Parse(path string, data []byte) (*File, error) {
 	f := &File{}
-	doc, err := Decode(path, data, f)
+	doc, err := tomlfile.Decode(path, data, f)
 	if err != nil {
-		var fe FileErrors
+		var fe tomlfile.FileErrors
 		if errors.As(err, &fe) && len(fe) > 0 {
 			return nil, fe[0]
 		}

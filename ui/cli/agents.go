@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 	"github.com/sessionbench/sessionbench/demo"
-	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
@@ -236,7 +236,7 @@ func agentsCheck(env Env, files []string, asJSON bool) int {
 	for _, f := range files {
 		r := agentCheckOut{File: f, Errors: []string{}}
 		a, err := sessions.LoadAgentFile(f)
-		var fe config.FileErrors
+		var fe tomlfile.FileErrors
 		switch {
 		case errors.As(err, &fe):
 			for _, e := range fe {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/tomlfile"
 	"github.com/sessionbench/sessionbench/core/workflow"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm/config"
@@ -14,7 +15,7 @@ import (
 
 // LoadAgentFile reads and validates an agent file (the format: go doc ./core/workflow)
 // with the built-in tools and demo scripts; its template files are read relative to it.
-// A file with problems returns config.FileErrors listing every problem found with its
+// A file with problems returns tomlfile.FileErrors listing every problem found with its
 // line and key.
 func LoadAgentFile(path string) (demo.Agent, error) {
 	data, err := os.ReadFile(path)
@@ -65,7 +66,7 @@ func FindAgentsIn(dirs []string) ([]demo.Agent, []error) {
 				continue
 			}
 			if prev, dup := seen[strings.ToLower(a.Name)]; dup {
-				errs = append(errs, &config.FileError{File: f, Key: "name", Msg: fmt.Sprintf("agent %q is already defined (%s); this file is ignored", a.Name, prev)})
+				errs = append(errs, &tomlfile.FileError{File: f, Key: "name", Msg: fmt.Sprintf("agent %q is already defined (%s); this file is ignored", a.Name, prev)})
 				continue
 			}
 			seen[strings.ToLower(a.Name)] = f

@@ -1,4 +1,4 @@
-package config
+package tomlfile
 
 import (
 	"strconv"

@@ -1,4 +1,7 @@
-package config
+// Package tomlfile decodes sessionbench's TOML files (config.toml, agent files, themes) from
+// bytes and reports every problem with its file, line and key. It is a leaf: it reads no
+// files and imports nothing of ours, so the engine (core/workflow) and the edges can share it.
+package tomlfile
 
 import (
 	"errors"
