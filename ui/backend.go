@@ -41,8 +41,19 @@ type Backend interface {
 
 	// Send runs one turn on the branch's tip. Progress goes to events (never closed by
 	// the backend); the finished turn is returned and also sent as EventTurn. A cancelled
-	// ctx must abort at once and record no turn, partial or otherwise.
+	// ctx must abort at once. A turn that began and did not complete (a call failed, ctx
+	// was cancelled or interrupted) never enters the branch: it is kept beside it
+	// (KeptTurns) and its error is a *sessions.KeptTurnError naming it.
 	Send(ctx context.Context, req sessions.SendRequest, events chan<- sessions.Event) (*trace.Turn, error)
+	// KeptTurns lists the turns kept beside branch (failed, cancelled, interrupted or
+	// running elsewhere) whose place is on its path, oldest first.
+	KeptTurns(ctx context.Context, conv, branch string) ([]sessions.KeptTurn, error)
+	// Retry runs a kept turn again from where it stopped, streaming like Send: calls it
+	// already got answers for are replayed, not sent again; Inputs, when set, replace its
+	// inputs (edit and retry). The kept turn stays beside the branch.
+	Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (*trace.Turn, error)
+	// DeleteTurn removes a kept turn with its calls.
+	DeleteTurn(ctx context.Context, key string) error
 	// EditAndResubmit runs new inputs in place of turn (a user turn) as its sibling, on a
 	// new branch whose name is returned; the original branch is untouched.
 	EditAndResubmit(ctx context.Context, req sessions.EditRequest, events chan<- sessions.Event) (string, *trace.Turn, error)
@@ -68,15 +79,16 @@ type Backend interface {
 	// with these inputs under a strategy (one rendering per predictor call it can foresee).
 	DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]sessions.Rendering, error)
 
-	// Pending lists turns left in flight by a crash or a kill, oldest first: in conv, or
-	// in every conversation when conv is "". The workbench offers each for resume or
-	// discard.
+	// Pending lists turns left interrupted by a crash, a kill or a signal, oldest first:
+	// in conv, or in every conversation when conv is "". A turn still running in a live
+	// process is not listed. The workbench offers each for resume or discard.
 	Pending(ctx context.Context, conv string) ([]sessions.PendingInfo, error)
-	// Resume finishes the pending turn key on its branch, streaming like Send: inner calls
-	// the turn already got answers for are replayed from storage, not sent (or paid for)
-	// again. The finished turn is returned and sent as EventTurn. A stale turn cannot be
-	// resumed; a resume that fails or is cancelled drops the turn, as Send records nothing.
+	// Resume finishes the interrupted turn key on its branch, streaming like Send: inner
+	// calls the turn already got answers for are replayed from storage, not sent (or paid
+	// for) again. The finished turn is returned and sent as EventTurn. A stale turn, or one
+	// still running in a live process, cannot be resumed; a resume that fails is kept as
+	// Send's are.
 	Resume(ctx context.Context, key string, events chan<- sessions.Event) (*trace.Turn, error)
-	// Discard drops the pending turn key; its branch is unchanged.
+	// Discard gives up the interrupted turn key (kept, cancelled); its branch is unchanged.
 	Discard(ctx context.Context, key string) error
 }

@@ -44,6 +44,13 @@ type chatPane struct {
 
 	stream *streamState // the turn in flight, nil when idle
 
+	// tail are the turns kept beside the branch after its tip (a failed, cancelled or
+	// interrupted last turn): items after the path's, selectable, to inspect, retry or
+	// delete. notes are the kept turns placed earlier on the path (their branch went on),
+	// drawn as one line before the turn that took their place. See kept.go.
+	tail  []sessions.KeptTurn
+	notes map[int][]sessions.KeptTurn
+
 	// usage sums the loaded turns' calls: the title falls back on it when the backend
 	// reports no branch totals
 	usage lm.Usage
@@ -56,6 +63,10 @@ type pageMsg struct {
 	branch string
 	page   sessions.TurnPage
 	err    error
+	// kept are the branch's kept turns, read with its last page (withKept)
+	kept     []sessions.KeptTurn
+	withKept bool
+	keptErr  error
 }
 
 // focusTreeMsg asks the root to focus the call tree (enter on a turn).
@@ -85,7 +96,10 @@ func (p *chatPane) bindings() []binding {
 		bind(k.Bottom, "last turn", false, do(p.bottom)),
 		bind(k.Send, "calls", true, p.e.emitter(focusTreeMsg{})),
 		bind(k.Fork, "fork", true, p.fork),
-		bind(k.Edit, "edit & resubmit", true, p.edit),
+		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() }),
+		bind(k.Edit, "edit & retry", true, p.edit).only(p.keptSelected),
+		bind(k.Retry, "retry from the failure", true, p.retry).only(p.keptSelected),
+		bind(k.Delete, "delete this turn", true, p.deleteKept).only(p.keptSelected),
 		bind(k.Undo, "undo", true, p.undo),
 		bind(k.Redo, "redo", true, p.redo),
 	}
@@ -106,6 +120,12 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 			return p.e.fail(msg.err)
 		}
 		p.setPage(msg.page)
+		if msg.withKept {
+			p.setKept(msg.kept)
+		}
+		if msg.keptErr != nil {
+			return p.e.fail(fmt.Errorf("turns kept beside %s: %w", p.branch, msg.keptErr))
+		}
 	}
 	return nil
 }
@@ -113,20 +133,23 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 // click selects the turn drawn at body row y.
 func (p *chatPane) click(y int) {
 	item, ok := p.itemAtRow(y)
-	if ok && item < p.total {
+	if ok && item < p.items() {
 		p.sel = item
 	}
 }
 
 // count is the number of rows the list scrolls over: every turn of the path (unloaded
-// ones show a placeholder) plus the streaming turn.
+// ones show a placeholder), the kept turns after its tip, and the streaming turn.
 func (p *chatPane) count() int {
-	n := p.total
+	n := p.items()
 	if p.stream != nil {
 		n++
 	}
 	return n
 }
+
+// items are the selectable rows: the path's turns, then the kept turns after its tip.
+func (p *chatPane) items() int { return p.total + len(p.tail) }
 
 // turnAt returns the loaded turn at absolute position i.
 func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
@@ -137,14 +160,17 @@ func (p *chatPane) turnAt(i int) (string, *trace.Turn) {
 	return p.ids[j], p.turns[j]
 }
 
-// selected is the selected turn, or the last loaded one.
+// selected is the selected turn (a kept one after the tip included), or the last one.
 func (p *chatPane) selected() (string, *trace.Turn) {
-	if p.total == 0 {
+	if p.items() == 0 {
 		return "", nil
 	}
 	i := p.sel
 	if i < 0 {
-		i = p.total - 1
+		i = p.items() - 1
+	}
+	if k := p.keptAt(i); k != nil {
+		return k.Key, k.Turn
 	}
 	return p.turnAt(i)
 }
@@ -169,8 +195,8 @@ func (p *chatPane) setPage(pg sessions.TurnPage) {
 	default:
 		p.from, p.ids, p.turns = pg.From, pg.IDs, pg.Turns
 	}
-	if p.sel >= p.total {
-		p.sel = p.total - 1
+	if p.sel >= p.items() {
+		p.sel = p.items() - 1
 	}
 	p.usage = lm.Usage{}
 	for _, t := range p.turns {
@@ -209,9 +235,15 @@ func (p *chatPane) load(from int) tea.Cmd {
 		}
 		pg, err := b.LoadTurns(ctx, conv, branch, f, pageSize)
 		if err != nil {
-			err = fmt.Errorf("load branch %q: %w", branch, err)
+			return pageMsg{pane: p, gen: gen, branch: branch, err: fmt.Errorf("load branch %q: %w", branch, err)}
 		}
-		return pageMsg{pane: p, gen: gen, branch: branch, page: pg, err: err}
+		msg := pageMsg{pane: p, gen: gen, branch: branch, page: pg}
+		if from < 0 {
+			// the tail is reloaded: the turns kept after it (or before) may have changed
+			msg.kept, msg.keptErr = b.KeptTurns(ctx, conv, branch)
+			msg.withKept = msg.keptErr == nil
+		}
+		return msg
 	}
 }
 
@@ -235,8 +267,16 @@ func (p *chatPane) lines(i, w int) []string {
 		p.cache = map[string][]string{}
 		p.cacheWidth, p.cacheGen = w, p.e.styleGen
 	}
-	if i == p.total && p.stream != nil {
+	if i == p.items() && p.stream != nil {
 		return streamLines(p.e.rend(), p.stream, w)
+	}
+	if k := p.keptAt(i); k != nil {
+		if ls, ok := p.cache[k.Key]; ok {
+			return ls
+		}
+		ls := renderKept(p.e, *k, w)
+		p.cache[k.Key] = ls
+		return ls
 	}
 	id, t := p.turnAt(i)
 	if t == nil {
@@ -245,7 +285,7 @@ func (p *chatPane) lines(i, w int) []string {
 	if ls, ok := p.cache[id]; ok {
 		return ls
 	}
-	ls := renderTurn(p.e.rend(), t, w)
+	ls := append(noteLines(p.e, p.notes[t.Index], w), renderTurn(p.e.rend(), t, w)...)
 	p.cache[id] = ls
 	return ls
 }
@@ -260,17 +300,17 @@ func (p *chatPane) scroll(delta int) { p.list.scroll(delta, p.count(), p.bodyH()
 
 func (p *chatPane) top() { p.sel, p.list = 0, vlist{} }
 
-func (p *chatPane) bottom() { p.sel, p.list = p.total-1, vlist{follow: true} }
+func (p *chatPane) bottom() { p.sel, p.list = p.items()-1, vlist{follow: true} }
 
 // selectTurn moves the selection by delta and scrolls it into view.
 func (p *chatPane) selectTurn(delta int) {
-	if p.total == 0 {
+	if p.items() == 0 {
 		return
 	}
 	if p.sel < 0 {
-		p.sel = p.total - 1 // the implicit selection is the last turn
+		p.sel = p.items() - 1 // the implicit selection is the last turn
 	}
-	p.selectAt(max(0, min(p.total-1, p.sel+delta)))
+	p.selectAt(max(0, min(p.items()-1, p.sel+delta)))
 }
 
 // selectAt selects turn i and scrolls it into view.
@@ -303,7 +343,7 @@ func (p *chatPane) body(focused bool) []string {
 	item, line := p.list.idx, p.list.line
 	for _, row := range body {
 		g := " "
-		if item == p.sel || p.sel < 0 && item == p.total-1 && focused {
+		if item == p.sel || p.sel < 0 && item == p.items()-1 && focused {
 			g = st.Cursor.Render("▌")
 			if !focused {
 				g = st.Muted.Render("▏")
@@ -387,11 +427,16 @@ func (p *chatPane) title() string {
 // footer is the pane's own status: turns, selection, state.
 func (p *chatPane) footer() string {
 	s := " " + count(p.total, "turn")
-	if p.sel >= 0 {
+	if k := p.keptAt(p.sel); k != nil {
+		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected"
+	} else if p.sel >= 0 {
 		s += " · " + turnLabel(p.sel) + " selected"
 	}
+	if n := len(p.tail); n > 0 && p.keptAt(p.sel) == nil {
+		s += " · " + count(n, "kept turn") + " after the tip"
+	}
 	if p.info.Status != "" {
-		s += " · " + termtext.OneLine(p.info.Status)
+		s += " · " + termtext.OneLine(string(p.info.Status))
 	}
 	if p.stream != nil {
 		s += " · running"
@@ -405,6 +450,10 @@ func (p *chatPane) fork() tea.Cmd {
 	conv := p.e.convID()
 	if t == nil || conv == "" {
 		return p.e.say("select a turn to fork from")
+	}
+	if !t.Completed() {
+		return p.e.say(fmt.Sprintf("a %s turn is not on the branch: %s retries it, %s edits and retries it", t.Status,
+			p.e.keys.Retry.Help().Key, p.e.keys.Edit.Help().Key))
 	}
 	return forkCmd(p.e, conv, id, t.Index)
 }
@@ -427,7 +476,7 @@ func (p *chatPane) edit() tea.Cmd {
 	if t == nil {
 		return p.e.say("select a turn to edit")
 	}
-	p.e.emit(editMsg{turn: id, index: t.Index, inputs: t.Inputs.Clone()})
+	p.e.emit(editMsg{turn: id, index: t.Index, inputs: t.Inputs.Clone(), retry: !t.Completed()})
 	return nil
 }
 

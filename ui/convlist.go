@@ -312,7 +312,7 @@ func (d convDelegate) Render(w io.Writer, m list.Model, index int, item list.Ite
 	s := d.c.e.st.s
 	cv := it.c
 	bw := m.Width()
-	line := fit(convRow(bw, termtext.OneLine(cv.Title), termtext.OneLine(cv.Agent), termtext.OneLine(cv.Status), strconv.Itoa(cv.Branches),
+	line := fit(convRow(bw, termtext.OneLine(cv.Title)+keptCounts(cv.Kept), termtext.OneLine(cv.Agent), termtext.OneLine(string(cv.Status)), strconv.Itoa(cv.Branches),
 		strconv.Itoa(cv.Turns), ago(cv.Updated)), bw)
 	switch {
 	case index == m.Index():

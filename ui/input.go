@@ -26,6 +26,7 @@ type inputPane struct {
 	hpos    int // == len(history) when not browsing
 
 	editTurn  string // TurnID being edited (edit-and-resubmit); "" for a new turn
+	editRetry bool   // editTurn is a kept turn: enter retries it with the edited inputs
 	editIndex int
 	version   int // bumped on every change, to debounce the dry run
 }
@@ -34,6 +35,7 @@ type inputPane struct {
 type submitMsg struct {
 	inputs   *sig.Map
 	editTurn string
+	retry    bool // editTurn is a kept turn, retried with these inputs
 }
 
 // leaveEditorMsg asks the root to move the focus to the transcript.
@@ -44,6 +46,7 @@ type editMsg struct {
 	turn   string
 	index  int
 	inputs *sig.Map
+	retry  bool // turn is a kept turn (failed, cancelled): edit and retry it
 }
 
 func newInputPane(e *env, agent sessions.AgentInfo) *inputPane {
@@ -138,9 +141,9 @@ func (p *inputPane) submit() tea.Cmd {
 		return p.e.fail(err)
 	}
 	p.remember(inputs)
-	edit := p.editTurn
+	edit, retry := p.editTurn, p.editRetry
 	p.clear()
-	p.e.emit(submitMsg{inputs: inputs, editTurn: edit})
+	p.e.emit(submitMsg{inputs: inputs, editTurn: edit, retry: retry})
 	return nil
 }
 
@@ -224,7 +227,7 @@ func (p *inputPane) set(m *sig.Map) {
 // beginEdit puts a turn's inputs in the form for edit-and-resubmit.
 func (p *inputPane) beginEdit(msg editMsg) {
 	p.set(msg.inputs)
-	p.editTurn, p.editIndex = msg.turn, msg.index
+	p.editTurn, p.editIndex, p.editRetry = msg.turn, msg.index, msg.retry
 }
 
 func (p *inputPane) clear() {
@@ -232,7 +235,7 @@ func (p *inputPane) clear() {
 		p.areas[i].Reset()
 	}
 	p.cur = 0
-	p.editTurn = ""
+	p.editTurn, p.editRetry = "", false
 	p.version++
 }
 
@@ -287,7 +290,10 @@ func (p *inputPane) View(focused bool) []string {
 		title = " " + termtext.OneLine(p.e.agent.Name) + " "
 	}
 	k := p.e.keys
-	if p.editTurn != "" {
+	switch {
+	case p.editTurn != "" && p.editRetry:
+		title += "· editing " + turnLabel(p.editIndex) + ": " + k.Send.Help().Key + " retries it with these inputs, " + k.Cancel.Help().Key + " abandons "
+	case p.editTurn != "":
 		title += "· editing " + turnLabel(p.editIndex) + ": " + k.Send.Help().Key + " resubmits as a new branch, " + k.Cancel.Help().Key + " abandons "
 	}
 	return frame(fs, ts, title, hints(hintsOf(p.bindings())...), p.body(p.w-2, p.h-2), p.w, p.h)

@@ -16,6 +16,7 @@ import (
 type KeyMap struct {
 	Focus, FocusBack         key.Binding
 	Fork, Undo, Redo, Edit   key.Binding
+	Retry                    key.Binding
 	NewPane, ClosePane       key.Binding
 	Strategy, Compare        key.Binding
 	ToggleTree, ToggleWire   key.Binding
@@ -58,6 +59,7 @@ func DefaultKeys() KeyMap {
 		Undo:           b("undo", "u"),
 		Redo:           b("redo", "r"),
 		Edit:           b("edit & resubmit", "e"),
+		Retry:          b("retry a failed turn", "ctrl+r"),
 		NewPane:        b("new branch pane", "n"),
 		ClosePane:      b("close pane", "x"),
 		Strategy:       b("cycle strategy", "s"),
@@ -118,7 +120,7 @@ func DefaultKeys() KeyMap {
 func (k *KeyMap) bindingNames() map[string]*key.Binding {
 	return map[string]*key.Binding{
 		"focus": &k.Focus, "focus_back": &k.FocusBack, "fork": &k.Fork, "undo": &k.Undo,
-		"redo": &k.Redo, "edit": &k.Edit, "new_pane": &k.NewPane, "close_pane": &k.ClosePane,
+		"redo": &k.Redo, "edit": &k.Edit, "retry": &k.Retry, "new_pane": &k.NewPane, "close_pane": &k.ClosePane,
 		"strategy": &k.Strategy, "compare": &k.Compare, "toggle_tree": &k.ToggleTree,
 		"toggle_wire": &k.ToggleWire, "branches": &k.Branches, "conversations": &k.Conversations,
 		"replay": &k.Replay, "send": &k.Send, "newline": &k.Newline, "next_field": &k.NextField,

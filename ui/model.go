@@ -184,7 +184,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // cancel, then the focused pane's table, then the keys that work in every pane.
 func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, m.e.keys.Quit) {
-		m.runner.cancel()
+		if cv, ok := m.topModal().(*confirmView); m.runner.active() && !(ok && cv.quit) {
+			// quitting stops the running turn: it is left interrupted, resumable
+			q := newConfirm(m.e, "quit", fmt.Sprintf("A turn is running. Quit anyway? It is kept interrupted and offered for resuming "+
+				"next time (answered calls are not paid for again). %s or %s quits, %s keeps it running.",
+				m.e.keys.Confirm.Help().Key, m.e.keys.Quit.Help().Key, m.e.keys.Cancel.Help().Key), m.e.emitter(quitMsg{}))
+			q.quit = true
+			m.push(q)
+			return nil
+		}
+		m.runner.cancel(fmt.Errorf("the workbench quit during the turn: %w", trace.ErrInterrupted))
 		m.quitting = true
 		return nil
 	}
@@ -232,7 +241,13 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 func (m *Model) editorGlobals() []binding {
 	k := m.e.keys
 	f1 := key.NewBinding(key.WithKeys(nonPrintable(k.Help.Keys())...), key.WithHelp(k.Help.Help().Key, "help"))
+	// a turn that just failed is retried from where the text was typed (when the retry
+	// key types nothing)
+	retry := key.NewBinding(key.WithKeys(nonPrintable(k.Retry.Keys())...), key.WithHelp(k.Retry.Help().Key, "retry the failed turn"))
 	table := m.input.bindings()
+	table = append(table, bind(retry, "retry the failed turn", true, func() tea.Cmd { return m.pane().retry() }).only(func() bool {
+		return len(retry.Keys()) > 0 && m.pane() != nil && m.pane().keptSelected() && m.input.editTurn == ""
+	}))
 	return append(table,
 		bind(k.Focus, "next pane", true, func() tea.Cmd { return m.cycleFocus(1) }),
 		bind(k.FocusBack, "previous pane", false, func() tea.Cmd { return m.cycleFocus(-1) }),

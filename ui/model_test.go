@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // Every frame must be exactly the terminal's size: no line wider, no missing lines.
@@ -77,7 +78,10 @@ func TestSendStreamsAndRecords(t *testing.T) {
 	assertContains(t, hs.screen(), "> How do I reset my password?")
 }
 
-func TestEscCancelsAtOnceAndRecordsNothing(t *testing.T) {
+// Esc cancels the running turn at once; the turn is kept beside the branch as cancelled
+// (out of its history, not offered for resuming), the text goes back to the editor, and
+// the kept turn can be retried.
+func TestEscCancelsAtOnceAndKeepsTheTurn(t *testing.T) {
 	r := newReal(t, 60) // slow enough to cancel mid-answer
 	r.converse(t, "SupportAgent", "cancel me")
 	hs := newHarness(t, r, 100, 30)
@@ -87,18 +91,31 @@ func TestEscCancelsAtOnceAndRecordsNothing(t *testing.T) {
 	hs.pump(func() bool { return strings.Contains(hs.screen(), "writing reasoning") })
 	assertContains(t, hs.screen(), "esc cancels", "reasoning:")
 	hs.send(keyMsg("esc"))
-	assertContains(t, hs.screen(), "cancelled: no turn recorded")
+	assertContains(t, hs.screen(), "cancelled: the turn is kept beside the branch as cancelled")
 	assertLacks(t, hs.screen(), "writing reasoning")
 	hs.settle()
 	if n := r.turns(t, "main"); n != 0 {
-		t.Fatalf("a cancelled turn was recorded: %d turns", n)
+		t.Fatalf("a cancelled turn entered the branch: %d turns", n)
 	}
 	pending, err := r.Pending(context.Background(), "")
 	if err != nil || len(pending) != 0 {
-		t.Fatalf("a cancelled turn is left in flight: %v %v", pending, err)
+		t.Fatalf("a cancelled turn is offered for resuming: %v %v", pending, err)
 	}
-	// the cancelled text is back in the editor, ready to send again
-	assertContains(t, hs.screen(), "> The reset email never arrives")
+	// the cancelled text is back in the editor, ready to send again, and the kept turn
+	// is in the transcript
+	assertContains(t, hs.screen(), "> The reset email never arrives", "⊘ cancelled", "cancelled turn 0 selected")
+	kept, err := r.KeptTurns(context.Background(), r.conv, "main")
+	if err != nil || len(kept) != 1 || kept[0].Status != trace.StatusCancelled {
+		t.Fatalf("kept: %v %+v", err, kept)
+	}
+	// ctrl+r (from the transcript) retries it: the turn is recorded on the branch
+	hs.press("tab")
+	hs.send(tea.KeyPressMsg{Code: 'r', Mod: tea.ModCtrl})
+	hs.settle()
+	assertContains(t, hs.screen(), "retried: the turn is recorded on main")
+	if n := r.turns(t, "main"); n != 1 {
+		t.Fatalf("after the retry the branch has %d turns, want 1", n)
+	}
 }
 
 func TestRetryCountdownShown(t *testing.T) {
@@ -117,7 +134,9 @@ func TestErrorShownWithoutBlocking(t *testing.T) {
 	hs.typeText("boom [fail]")
 	hs.press("enter")
 	s := hs.screen()
-	assertContains(t, s, "✗ turn failed", "(E: details)")
+	// the failed turn is kept and selected: its reason, its calls, what can be done
+	assertContains(t, s, "✗ turn 0 failed in respond · kept: ctrl+r retries", "(E: details)", "✗ failed · 2 calls kept",
+		"failed call: respond", "failed turn 0 selected")
 	// the failed text is back in the editor, which still works; E (from a pane) opens the detail
 	assertContains(t, s, "> boom [fail]")
 	hs.typeText(" again")

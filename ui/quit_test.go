@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -19,22 +20,25 @@ import (
 // record, as the real backend does in the database.
 type cleanupBackend struct {
 	*uitest.Memory
-	once    sync.Once
-	started chan struct{}
-	cleaned atomic.Bool
+	once        sync.Once
+	started     chan struct{}
+	cleaned     atomic.Bool
+	interrupted atomic.Bool
 }
 
 func (b *cleanupBackend) Send(ctx context.Context, req sessions.SendRequest, ev chan<- sessions.Event) (*trace.Turn, error) {
 	b.once.Do(func() { close(b.started) })
 	<-ctx.Done()
+	b.interrupted.Store(errors.Is(context.Cause(ctx), trace.ErrInterrupted))
 	time.Sleep(300 * time.Millisecond)
 	b.cleaned.Store(true)
 	return nil, ctx.Err()
 }
 
-// Quitting during a turn cancels it and Run returns only once the backend has cleaned
-// up, so nothing is left in flight (found end to end: ctrl+c mid-turn sometimes left a
-// pending turn, depending on whether the process exited before the backend's cleanup).
+// Quitting during a turn asks first; confirmed, it stops the turn as interrupted (so the
+// backend keeps it resumable, not cancelled) and Run returns only once the backend has
+// recorded it (found end to end: ctrl+c mid-turn sometimes left a turn in flight,
+// depending on whether the process exited before the backend's cleanup).
 func TestQuitDuringTurnWaitsForCleanup(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	b := &cleanupBackend{Memory: uitest.New(), started: make(chan struct{})}
@@ -54,7 +58,12 @@ func TestQuitDuringTurnWaitsForCleanup(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the turn did not start")
 	}
-	_, _ = keys.Write([]byte{0x03}) // ctrl+c
+	_, _ = keys.Write([]byte{0x03}) // ctrl+c: are you sure?
+	time.Sleep(200 * time.Millisecond)
+	if b.cleaned.Load() {
+		t.Fatal("ctrl+c stopped the turn without asking")
+	}
+	_, _ = keys.Write([]byte("y"))
 	select {
 	case err := <-done:
 		if err != nil {
@@ -65,5 +74,8 @@ func TestQuitDuringTurnWaitsForCleanup(t *testing.T) {
 	}
 	if !b.cleaned.Load() {
 		t.Error("Run returned before the cancelled turn was cleaned up")
+	}
+	if !b.interrupted.Load() {
+		t.Error("quitting cancelled the turn instead of interrupting it (it would not be resumable)")
 	}
 }

@@ -91,7 +91,15 @@ func (m *Model) result(msg tea.Msg) tea.Cmd {
 			e.keys.Send.Help().Key, e.keys.Cancel.Help().Key))
 		return m.setFocus(focusInput, 0)
 	case submitMsg:
+		if msg.retry {
+			return m.startRetry(retryMsg{key: msg.editTurn, inputs: msg.inputs, edited: true, index: m.input.editIndex})
+		}
 		return m.send(msg)
+	case retryMsg:
+		return m.startRetry(msg)
+	case quitMsg:
+		m.runner.cancel(fmt.Errorf("the workbench quit during the turn: %w", trace.ErrInterrupted))
+		m.quitting = true
 	case leaveEditorMsg:
 		return m.setFocus(focusChat, m.cur)
 	case focusTreeMsg:
@@ -269,11 +277,12 @@ func (m *Model) send(msg submitMsg) tea.Cmd {
 	})
 }
 
-// cancelRun aborts the turn in flight; a send's text goes back to the editor.
+// cancelRun aborts the turn in flight; a send's text goes back to the editor. The turn,
+// if it began, is kept cancelled beside the branch (it appears when its run ends).
 func (m *Model) cancelRun() {
-	kind, st := m.runner.cancel()
+	kind, st := m.runner.cancel(nil)
 	m.giveBack(kind, st)
-	m.e.status.set("cancelled: no turn recorded (your text is back in the editor)")
+	m.e.status.set("cancelled: the turn is kept beside the branch as cancelled (your text is back in the editor)")
 }
 
 // giveBack puts a send's inputs back in the editor after it was cancelled or failed,
@@ -288,12 +297,23 @@ func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 	e := m.e
 	f, ok := m.runner.done(msg)
 	if !ok || f.pane == nil {
+		if !ok && msg.err != nil {
+			// a cancelled run has ended: the turn it kept appears beside its branch
+			return m.reloadAll()
+		}
 		return nil
 	}
 	if msg.err != nil {
 		m.giveBack(f.kind, f.stream)
+		var kt *sessions.KeptTurnError
+		if errors.As(msg.err, &kt) {
+			// the turn is kept beside the branch: show it, selected, with its calls
+			keptFailed(e, kt)
+			f.pane.sel = -1
+			return tea.Batch(m.loadBranches(false), f.pane.load(-1))
+		}
 		if errors.Is(msg.err, context.Canceled) {
-			return e.say("cancelled: no turn recorded")
+			return e.say("cancelled before the turn began: nothing recorded")
 		}
 		e.fail(fmt.Errorf("turn failed: %w", msg.err))
 		return m.loadBranches(false)
@@ -305,7 +325,10 @@ func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 		return tea.Batch(m.loadBranches(false), load)
 	}
 	e.status.set("turn recorded on " + termtext.OneLine(msg.branch))
-	if f.kind != runSend && f.kind != runResume && msg.branch != "" && msg.branch != f.pane.branch {
+	if f.kind == runRetry {
+		e.status.set("retried: the turn is recorded on " + termtext.OneLine(msg.branch) + "; the failed one stays beside it")
+	}
+	if f.kind != runSend && f.kind != runResume && f.kind != runRetry && msg.branch != "" && msg.branch != f.pane.branch {
 		return tea.Batch(m.loadBranches(false), m.openBranch(msg.branch))
 	}
 	f.pane.total++ // the new turn; its page follows

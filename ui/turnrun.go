@@ -31,7 +31,7 @@ type turnRunner struct {
 // runState is a turn in flight.
 type runState struct {
 	id     int
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	msgs   chan tea.Msg
 	pane   *chatPane
 	kind   runKind
@@ -44,6 +44,7 @@ const (
 	runEdit
 	runReplay
 	runResume
+	runRetry
 )
 
 type (
@@ -66,7 +67,7 @@ func (r *turnRunner) active() bool { return r.cur != nil }
 func (r *turnRunner) start(p *chatPane, kind runKind, inputs *sig.Map, f func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error)) tea.Cmd {
 	r.seq++
 	id := r.seq
-	ctx, cancel := context.WithCancel(r.e.ctx)
+	ctx, cancel := context.WithCancelCause(r.e.ctx)
 	msgs := make(chan tea.Msg, 256)
 	r.cur = &runState{id: id, cancel: cancel, msgs: msgs, pane: p, kind: kind}
 	if p != nil && inputs != nil {
@@ -103,15 +104,16 @@ func waitRun(ch chan tea.Msg) tea.Cmd {
 	}
 }
 
-// cancel aborts the turn in flight at once (the backend records nothing); it returns
-// the run's kind and its stream, so a send's text can go back to the editor.
-func (r *turnRunner) cancel() (runKind, *streamState) {
+// cancel aborts the turn in flight at once; it returns the run's kind and its stream, so
+// a send's text can go back to the editor. The backend keeps the turn beside the branch:
+// cancelled, or interrupted (resumable) when cause wraps trace.ErrInterrupted.
+func (r *turnRunner) cancel(cause error) (runKind, *streamState) {
 	if r.cur == nil {
 		return 0, nil
 	}
 	c := r.cur
 	r.cur = nil
-	c.cancel()
+	c.cancel(cause)
 	if r.draining == nil {
 		r.draining = map[int]chan tea.Msg{}
 	}
@@ -202,9 +204,10 @@ func (r *turnRunner) done(msg runDoneMsg) (finished, bool) {
 	return f, true
 }
 
-// wait gives a turn cancelled by quitting the time to finish: the backend drops its
-// pending record when the cancelled call returns, and a process that exits first leaves
-// the turn in flight in the database. The wait is bounded in case a backend hangs.
+// wait gives a turn stopped by quitting the time to finish: the backend records it
+// interrupted when the stopped call returns (a process that exits first leaves it
+// running with its owner gone, which is interrupted too). The wait is bounded in case a
+// backend hangs.
 func (r *turnRunner) wait(limit time.Duration) {
 	done := make(chan struct{})
 	go func() {

@@ -298,31 +298,44 @@ func TestCancelAndQuitWhileRunning(t *testing.T) {
 	tm.press("Enter")
 	tm.waitFor("● running · esc cancels", "╰─ 0 turns · running", "writing intent")
 	tm.press("Escape")
-	tm.waitFor("cancelled: no turn recorded", "no turns yet", "╰─ 0 turns ─")
+	// esc: the turn is kept beside the branch, cancelled, out of its history
+	tm.waitFor("cancelled: the turn is kept beside the branch as cancelled", "⊘ cancelled", "╰─ 0 turns ·")
 	tm.waitGone("● running")
 
-	// the cancelled question is back in the editor; send it again and quit while it runs
+	// the cancelled question is back in the editor; send it again and quit while it runs:
+	// ctrl+c asks first, then leaves the turn interrupted
 	tm.waitFor("> How do I reset my password?")
 	tm.press("Enter")
 	tm.waitFor("● running · esc cancels")
 	tm.press("C-c")
+	tm.waitFor("A turn is running. Quit anyway?")
+	tm.press("y")
 	if code := tm.waitExit(); code != 0 {
 		t.Fatalf("quitting during a turn exited with status %d", code)
 	}
 
-	// the headless CLI on the same database: one conversation, no turn, none in flight
+	// the headless CLI on the same database: one conversation, no turn on the branch, the
+	// cancelled turn and the interrupted one kept beside it
 	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
 	if err != nil {
 		t.Fatalf("session ls: %v\n%s", err, out)
 	}
 	var convs []struct {
-		Turns   int `json:"turns"`
-		Pending int `json:"pending"`
+		Turns   int            `json:"turns"`
+		Pending int            `json:"pending"`
+		Kept    map[string]int `json:"kept_turns"`
 	}
 	if err := json.Unmarshal(out, &convs); err != nil {
 		t.Fatalf("session ls --json: %v\n%s", err, out)
 	}
-	if len(convs) != 1 || convs[0].Turns != 0 || convs[0].Pending != 0 {
-		t.Errorf("after a cancelled turn and a quit mid-turn, want 1 conversation with 0 turns, 0 pending; got %s", out)
+	if len(convs) != 1 || convs[0].Turns != 0 || convs[0].Pending != 1 || convs[0].Kept["cancelled"] != 1 || convs[0].Kept["interrupted"] != 1 {
+		t.Fatalf("after a cancelled turn and a quit mid-turn, want 0 turns, 1 cancelled and 1 interrupted kept; got %s", out)
 	}
+
+	// the next start offers the interrupted turn (its owner, the quit process, is gone);
+	// resumed, it is recorded
+	tm.restart()
+	tm.waitFor("was interrupted", "[r]esume")
+	tm.press("r")
+	tm.waitFor("turn recorded on main", "╰─ 1 turn")
 }

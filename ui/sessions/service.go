@@ -87,7 +87,7 @@ func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error)
 	}
 	out := make([]ConversationInfo, len(rows))
 	for i, r := range rows {
-		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: string(r.Status),
+		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: r.Status, Kept: r.Kept,
 			Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
 	}
 	return out, nil
@@ -109,7 +109,7 @@ func (a *Service) NewConversation(ctx context.Context, agent, title string) (Con
 	if err != nil {
 		return ConversationInfo{}, err
 	}
-	return ConversationInfo{ID: c.ID, Title: c.Title, Agent: ag.Name, Status: string(c.Status), Branches: 1, Updated: c.UpdatedAt}, nil
+	return ConversationInfo{ID: c.ID, Title: c.Title, Agent: ag.Name, Status: c.Status, Branches: 1, Updated: c.UpdatedAt}, nil
 }
 
 // RenameConversation sets the title.

@@ -38,10 +38,13 @@ type ConversationInfo struct {
 	ID       string
 	Title    string
 	Agent    string
-	Status   string // in_progress, completed, needs_human, failed, cancelled
+	Status   trace.Status // in_progress, completed, needs_human, failed, cancelled
 	Branches int
 	Turns    int
 	Updated  time.Time
+	// Kept counts the turns that did not complete (failed, cancelled, interrupted,
+	// running elsewhere), kept beside their branches, by status.
+	Kept map[trace.Status]int
 }
 
 // BranchInfo is one named branch: a pointer to a tip turn.
@@ -51,7 +54,7 @@ type BranchInfo struct {
 	Turns  int    // turns on the path from the root to the tip
 	Model  string // model of the last turn ("" when unknown)
 	Usage  lm.Usage
-	Status string
+	Status trace.Status // the conversation's
 	// Redo is how many turns a redo can bring back.
 	Redo int
 }

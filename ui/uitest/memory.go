@@ -32,6 +32,8 @@ type Memory struct {
 	clock  time.Time
 	// pending are interrupted turns (AddPending), oldest first.
 	pending []*pendingTurn
+	// kept are turns that did not complete (failed, cancelled), oldest first.
+	kept []*keptTurn
 
 	// Delay is slept between streamed words (0 streams at once).
 	Delay time.Duration

@@ -39,8 +39,24 @@ func (m *Memory) Send(ctx context.Context, req sessions.SendRequest, events chan
 }
 
 // runTurn computes a turn outside the lock (it streams and sleeps), then records it on
-// the branch's tip, unless ctx ended first.
+// the branch's tip, unless ctx ended first. A turn that began and did not complete is
+// kept beside the branch with the calls it made, as the real backend keeps it.
 func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Map, model string, events chan<- sessions.Event) (*trace.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // cancelled before the turn began: nothing is kept
+	}
+	m.mu.Lock()
+	parent, index := b.tip, len(c.path(b.tip))
+	m.mu.Unlock()
+	var made []*trace.Call
+	t, err := m.runTurnCalls(ctx, c, b, inputs, model, events, &made)
+	if err != nil {
+		return nil, m.keep(ctx, c.info.ID, b.name, parent, index, inputs, made, err)
+	}
+	return t, nil
+}
+
+func (m *Memory) runTurnCalls(ctx context.Context, c *conv, b *branch, inputs *sig.Map, model string, events chan<- sessions.Event, made *[]*trace.Call) (*trace.Turn, error) {
 	m.mu.Lock()
 	agent, _ := m.agentLocked(c.info.Agent)
 	history := m.historyLocked(c, b.tip)
@@ -84,6 +100,7 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("intent", "question"), History: history, Model: model,
 		Messages: render(agent, inputs, history, 1), Completion: "[[ ## intent ## ]]\nquestion",
 		Usage: lm.Usage{PromptTokens: 40, CompletionTokens: 3, TotalTokens: 43}, Latency: 120 * time.Millisecond, Started: start}
+	*made = append(*made, classify)
 	if err := send(sessions.Event{Kind: sessions.EventCall, Path: "classify", Call: classify}); err != nil {
 		return nil, err
 	}
@@ -110,7 +127,10 @@ func (m *Memory) runTurn(ctx context.Context, c *conv, b *branch, inputs *sig.Ma
 		Usage:   lm.Usage{PromptTokens: 60 + 10*len(history.Messages), CompletionTokens: len(strings.Fields(reply)), TotalTokens: 60 + 10*len(history.Messages) + len(strings.Fields(reply))},
 		Latency: 300 * time.Millisecond, Started: start, Tries: tries}
 	if strings.Contains(question, "[fail]") {
-		return nil, errors.New("respond: the model's answer has no [[ ## reply ## ]] field")
+		err := errors.New("respond: the model's answer has no [[ ## reply ## ]] field")
+		respond.Outputs, respond.Error = nil, err.Error()
+		*made = append(*made, respond)
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err // cancelled: record nothing
