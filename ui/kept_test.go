@@ -3,12 +3,14 @@ package ui_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
@@ -65,10 +67,11 @@ func TestFailedTurnInTheWorkbench(t *testing.T) {
 	// request under every strategy
 	hs.press("esc", "enter", "down") // the tree: respond
 	assertContains(t, hs.screen(), "wire · actual", "actual · respond", "The reset email never arrives")
-	for i, label := range []string{"1 keep", "2 inherit", "3 inline", "4 mapping", "5 hybrid"} {
+	for _, st := range core.Strategies {
 		hs.press("s")
+		label := fmt.Sprintf("%d %s", st.Number, st.Name)
 		if sc := hs.screen(); !strings.Contains(sc, "wire · "+label) || strings.Contains(sc, "not on branch") {
-			t.Fatalf("strategy %d: the failing request is not rendered:\n%s", i+1, sc)
+			t.Fatalf("strategy %s: the failing request is not rendered:\n%s", label, sc)
 		}
 	}
 
