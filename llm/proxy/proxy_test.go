@@ -484,3 +484,28 @@ func streamText(t *testing.T, client *openai.Client, req openai.ChatCompletionRe
 		}
 	}
 }
+
+// TestPlainHTTPRecognised posts every request with plain HTTP (no client library): each
+// is recognised exactly, and what was recovered formats back to the bytes sent.
+func TestPlainHTTPRecognised(t *testing.T) {
+	f := newFixture(t, Upstream{})
+	for _, rq := range requests {
+		msgs, _ := rq.ad.Format(rq.req)
+		mj, _ := json.Marshal(msgs)
+		f.up.mu.Lock()
+		f.up.answer, f.up.text = nil, completionFor(rq.ad, rq.req.Signature, rq.outputs)
+		f.up.mu.Unlock()
+		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":`+string(mj)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		c := f.rec.last(t)
+		r := recognize.Parse(c.Messages)
+		again, err := r.Formatter().Format(adapter.Request{Signature: r.Signature, Demos: r.Demos, Inputs: r.FormatInputs()})
+		if c.Recovered != trace.RecoveredExact || err != nil || recognize.Compare(msgs, again) != "" || !c.Outputs.Equal(rq.outputs) {
+			t.Errorf("%s: recovered %q, re-formatting %v %s, outputs %v", rq.name, c.Recovered, err, recognize.Compare(msgs, again), c.Outputs)
+		}
+	}
+}
