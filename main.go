@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	safeErr := termtext.NewWriter(stderr)
 	defer safeErr.Flush()
 	stderr = safeErr
+	config.OnWarning = func(msg string) { fmt.Fprintf(stderr, "sessionbench: warning: %s\n", msg) }
 	fs := flag.NewFlagSet("sessionbench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors and help are reported below, once, in our words
 	fs.Usage = func() {}

@@ -47,6 +47,7 @@ func ListModels(ctx context.Context, s Server) ([]string, error) {
 	if s.Azure {
 		return nil, errors.New("an Azure OpenAI endpoint lists deployments, not models: name the deployment with --model or in the provider's models")
 	}
+	registerSecrets(s.APIKey, s.Headers)
 	sum := sha256.Sum256([]byte(s.APIKey))
 	key := strings.TrimRight(s.BaseURL, "/") + "\x00" + string(sum[:])
 	modelsMu.Lock()

@@ -15,6 +15,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/redact"
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // DefaultBaseURL is OpenAI's own endpoint.
@@ -86,6 +88,7 @@ func NewOpenAI(opts OpenAIOptions) (*OpenAI, error) {
 	if opts.Azure && opts.APIVersion == "" {
 		return nil, fmt.Errorf("provider %q: Azure OpenAI needs an api_version", opts.Provider)
 	}
+	registerSecrets(opts.APIKey, opts.Headers)
 	o := &OpenAI{opts: opts, retry: DefaultRetry(), timeouts: DefaultTimeouts()}
 	if opts.Retry != nil {
 		o.retry = *opts.Retry
@@ -129,7 +132,8 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 		res, x, err := o.try(tryCtx, cancelTry, chatReq, extra, req.OnDelta)
 		cancelTry(nil)
 		out.RequestBody = x.reqBody
-		_, _, out.ResponseBody = x.response()
+		_, _, raw := x.response()
+		out.ResponseBody = redactBody(raw)
 		att := lm.Try{N: n, Latency: time.Since(start)}
 		if err == nil {
 			att.Status = res.status
@@ -213,6 +217,25 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 			return out, fmt.Errorf("%s: total timeout of %s reached while waiting to retry: %w", name, o.timeouts.Total, e)
 		}
 	}
+}
+
+// registerSecrets makes the key and the values of headers that carry credentials
+// (Authorization, api-key, ...) redacted from every error from now on.
+func registerSecrets(key string, headers map[string]string) {
+	redact.Register(key)
+	for k, v := range headers {
+		if config.SecretHeader(k) {
+			redact.Register(strings.TrimSpace(strings.TrimPrefix(v, "Bearer ")))
+		}
+	}
+}
+
+// redactBody keeps keys out of a recorded response (an error body may quote the key).
+func redactBody(raw []byte) []byte {
+	if s := string(raw); redact.String(s) != s {
+		return []byte(redact.String(s))
+	}
+	return raw
 }
 
 func joinHint(a, b string) string {

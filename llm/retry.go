@@ -16,6 +16,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/sessionbench/sessionbench/core/limits"
+	"github.com/sessionbench/sessionbench/core/redact"
 )
 
 // RetryPolicy says how often and how patiently a failed try is repeated. Tries
@@ -101,7 +103,8 @@ func (e *Error) Error() string {
 	if e.Hint != "" {
 		b.WriteString(" (hint: " + e.Hint + ")")
 	}
-	return b.String()
+	// A server may quote the key it refused: the message is shown, logged and stored.
+	return redact.String(b.String())
 }
 
 func (e *Error) Unwrap() error { return e.Err }
@@ -187,7 +190,11 @@ func classifyTransport(err error, t target) *Error {
 	var netErr net.Error
 	var api *openai.APIError
 	var ct *ContentTypeError
+	var big *limits.SizeError
 	switch {
+	case errors.As(err, &big):
+		e.Message = big.Error()
+		e.Hint = "no model answers at this length; is " + t.baseURL + " sending something else?"
 	case errors.As(err, &ct):
 		e.Message = "the server answered, but not as an OpenAI-compatible API: " + ct.Error()
 		e.Hint = "is " + t.baseURL + " the API itself (most end in /v1)? a proxy or login page may be answering instead"

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
@@ -162,14 +163,27 @@ func checkContentType(resp *http.Response, stream bool) error {
 	return &ContentTypeError{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Want: label, Start: string(head)}
 }
 
+// maxResponse bounds what one try reads from the server (the raw body, event-stream
+// framing included: about 150 bytes per streamed token), 64 MiB. No model's answer comes
+// near it; past it the try fails with a *limits.SizeError instead of filling the memory.
+var maxResponse int64 = 64 << 20
+
 // teeBody copies everything read from the response into the exchange.
 type teeBody struct {
-	rc io.ReadCloser
-	x  *exchange
+	rc   io.ReadCloser
+	x    *exchange
+	read int64
 }
 
 func (t *teeBody) Read(p []byte) (int, error) {
+	if t.read >= maxResponse {
+		return 0, &limits.SizeError{What: "the response", Limit: maxResponse}
+	}
+	if rest := maxResponse - t.read; int64(len(p)) > rest {
+		p = p[:rest]
+	}
 	n, err := t.rc.Read(p)
+	t.read += int64(n)
 	if n > 0 {
 		t.x.mu.Lock()
 		t.x.raw.Write(p[:n])

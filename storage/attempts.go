@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sessionbench/sessionbench/core/redact"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -56,7 +57,7 @@ func insertAttempts(ctx context.Context, tx *sql.Tx, convID string, turnID int64
 			return err
 		}
 		res, err := stmt.ExecContext(ctx, convID, turnID, a.Step, a.N, a.Score, det.String, fmtTime(a.Time),
-			a.Summary, a.Best, a.Error, string(calls))
+			a.Summary, a.Best, redact.String(a.Error), string(calls))
 		if err != nil {
 			return fmt.Errorf("storage: record attempt %d of %s: %w", a.N, a.Step, err)
 		}

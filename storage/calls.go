@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/redact"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -143,7 +144,7 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 		if err != nil {
 			return fmt.Errorf("storage: call %s attempts: %w", key, err)
 		}
-		attempts = sql.NullString{String: string(b), Valid: true}
+		attempts = sql.NullString{String: redact.String(string(b)), Valid: true}
 	}
 	completion, err := nullContent(ctx, tx, c.Completion)
 	if err != nil {
@@ -164,7 +165,7 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 	if err != nil {
 		return err
 	}
-	rawResp, err := nullContent(ctx, tx, c.RawResponse)
+	rawResp, err := nullContent(ctx, tx, redact.String(c.RawResponse))
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
 		in, out, hist, msgs, requestKey(c.Path, c.Messages, c.Params), string(params), completion,
 		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
-		fmtTime(started), int64(c.Latency), c.Error, attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated)
+		fmtTime(started), int64(c.Latency), redact.String(c.Error), attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated)
 	if err != nil {
 		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
 	}

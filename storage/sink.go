@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/sessionbench/sessionbench/core/redact"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -421,7 +422,7 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 			ended = now()
 		}
 		q := `UPDATE turns SET status = ?, error = ?, ended_at = ?, ` + clearOwner
-		args := []any{st, t.Error, fmtTime(ended)}
+		args := []any{st, redact.String(t.Error), fmtTime(ended)}
 		if t.Inputs != nil {
 			in, err := jsonOf(t.Inputs)
 			if err != nil {

@@ -49,7 +49,9 @@ import (
 //	[demo]
 //	token_rate = 60                 # offline demo model: tokens per second
 //
-// Keys are never stored in the file: only where to find them.
+// Keys are never stored in the file: only where to find them. A file that holds one
+// anyway (a header carrying a credential, a key in key_command) and that other users
+// can read is reported through OnWarning with the chmod that makes it private.
 type File struct {
 	Path      string              `toml:"-"` // the file read; "" when there was none
 	Theme     string              `toml:"theme"`
@@ -145,7 +147,11 @@ func Load(path string, mustExist bool) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading configuration: %w", err)
 	}
-	return Parse(path, data)
+	f, err := Parse(path, data)
+	if err == nil {
+		warnExposed(path, data, f)
+	}
+	return f, err
 }
 
 // Parse decodes and checks configuration text; path names it in errors. The first
@@ -262,4 +268,12 @@ func knownKeys(k toml.Key) string {
 		return " (known: token_rate)"
 	}
 	return ""
+}
+
+// SecretHeader reports a header name that carries a credential (Authorization,
+// api-key, X-Api-Key, a token or a cookie).
+func SecretHeader(name string) bool {
+	n := strings.ToLower(name)
+	return n == "authorization" || n == "proxy-authorization" || n == "cookie" ||
+		strings.Contains(n, "key") || strings.Contains(n, "token") || strings.Contains(n, "secret")
 }

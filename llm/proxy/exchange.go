@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/recognize"
+	"github.com/sessionbench/sessionbench/core/redact"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/llm"
@@ -227,9 +228,9 @@ func cutNote(c *capped) string {
 // redact keeps key text out of what is recorded and logged.
 func (ex *exchange) redact(s string) string {
 	for _, k := range ex.keys {
-		s = strings.ReplaceAll(s, k, "[key redacted]")
+		s = strings.ReplaceAll(s, k, redact.Mark)
 	}
-	return s
+	return redact.String(s) // and every configured key and sk-shaped token
 }
 
 // PathOf names a recognised predictor by its fields, as DSPy's signature strings do

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/lm"
 )
 
@@ -47,6 +48,9 @@ func (r *chatRequest) plain() bool {
 // null) becomes readable text: text parts joined by blank lines, other parts and tool
 // calls as their JSON. The exact body is what the record keeps as the request.
 func parseChatRequest(body []byte) (*chatRequest, []lm.Message, lm.Params, error) {
+	if err := limits.CheckJSON(body); err != nil {
+		return nil, nil, lm.Params{}, fmt.Errorf("the request body: %w", err)
+	}
 	var r chatRequest
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, nil, lm.Params{}, fmt.Errorf("the request body is not a chat-completions JSON object: %w", err)

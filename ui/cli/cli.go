@@ -10,6 +10,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/sessionbench/sessionbench/llm/config"
 )
 
 // Env is what a command may touch: its arguments and standard streams. Main makes the
@@ -270,6 +272,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func Main(ctx context.Context, env Env) int {
 	env, flush := guard(env)
 	defer flush()
+	prevWarn := config.OnWarning
+	config.OnWarning = func(msg string) { fmt.Fprintf(env.Stderr, "sessionbench: warning: %s\n", msg) }
+	defer func() { config.OnWarning = prevWarn }()
 	args := env.Args
 	if len(args) == 0 || isHelp(args[0]) || (args[0] == "help" && len(args) == 1) {
 		fmt.Fprint(env.Stdout, Usage())

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/sessionbench/sessionbench/core/redact"
 	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
@@ -20,10 +21,12 @@ import (
 //   - --json output is written through writeJSON, whose escapes are lossless, so it is
 //     the same JSON on a terminal and in a pipe.
 //
+// Standard error is also redacted: no configured key or sk-shaped token reaches it.
+//
 // The returned flush writes what a write left unfinished (half a UTF-8 sequence).
 func guard(env Env) (Env, func()) {
 	errW := termtext.NewWriter(env.Stderr)
-	env.Stderr = errW
+	env.Stderr = redactWriter{errW}
 	flush := func() { _ = errW.Flush() }
 	if env.Terminal || isTerminal(env.Stdout) {
 		outW := termtext.NewWriter(env.Stdout)
@@ -72,3 +75,14 @@ func marshalJSON(v any, indent bool) ([]byte, error) {
 type jsonBuffer []byte
 
 func (b *jsonBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
+
+// redactWriter writes each write's text with keys redacted (redact.String); messages are
+// written whole (one Fprintf each), so a key is never split between two writes.
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, redact.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
