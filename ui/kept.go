@@ -92,7 +92,8 @@ func renderKept(e *env, k sessions.KeptTurn, w int) []string {
 		out = append(out, "  "+s.Error.Render("✗ ")+s.Muted.Render("failed call: ")+termtext.OneLine(c.Path))
 	}
 	if k.Reason != "" {
-		out = append(out, indent(wrapLines(termtext.OneLine(k.Reason), w-2), "  ")...)
+		// one line: the whole error is in the call tree's detail and the error log (E)
+		out = append(out, "  "+fit(termtext.OneLine(k.Reason), w-2))
 	}
 	if k.Status == trace.StatusRunning && k.Owner != nil {
 		out = append(out, s.Muted.Render("  running in "+termtext.OneLine(k.Owner.String())))
