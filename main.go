@@ -146,17 +146,20 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoi
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return fmt.Errorf("database folder: %w", err)
 	}
-	store, err := storage.Open(ctx, dbPath)
+	// A database that cannot be written (a read-only mount, folder or file) opens
+	// read-only, and the workbench says so.
+	store, err := storage.OpenRead(ctx, dbPath)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	uiOpts.ReadOnly = store.ReadOnlyReason()
 	if d, ok := sel.LM.(*llm.Demo); ok {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).
 		d.Scripts = append(d.Scripts, demo.Scripts()...)
 	}
 	// Turns a killed recording proxy left open are committed, so their calls show.
-	if _, err := capture.Recover(ctx, store, nil); err != nil {
+	if _, err := capture.Recover(ctx, store, nil); err != nil && !store.ReadOnly() {
 		return err
 	}
 	llm.PreloadEncodings(sel.LM.Name())

@@ -38,6 +38,8 @@ type Store struct {
 
 	leaseMu sync.Mutex
 	lease   time.Duration // of the turns this store runs; 0 means DefaultLease
+
+	readOnly string // why the store is read-only (OpenRead); "" when it can write
 }
 
 // dsn builds the connection string. The settings, and why:
@@ -197,7 +199,9 @@ func (s *Store) Close() error {
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
-	errs = append(errs, s.w.Close())
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -230,6 +234,9 @@ func (s *Store) IntegrityCheck(ctx context.Context) error {
 // backoff, so SQLITE_BUSY does not reach the caller while the other side makes progress.
 // fn must only touch the database (it may run more than once).
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if s.readOnly != "" {
+		return fmt.Errorf("storage: %s: %s; nothing was changed: %w", s.path, s.readOnly, ErrReadOnly)
+	}
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := s.writeOnce(ctx, fn)

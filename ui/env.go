@@ -38,6 +38,8 @@ type env struct {
 	running func() bool
 	// saveDir is where the compare view writes requests (Options.SaveDir).
 	saveDir string
+	// readOnly says why the database is read-only (Options.ReadOnly); "" when it is not.
+	readOnly string
 	// outbox holds what components asked of the root during this update (emit)
 	outbox []tea.Msg
 }

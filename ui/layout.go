@@ -141,6 +141,9 @@ func (m *Model) headerLine() string {
 	// the model comes first so a narrow terminal still shows it (the offline demo model
 	// must always be labelled as such)
 	title := "sessionbench · model: " + termtext.OneLine(e.model)
+	if e.readOnly != "" {
+		title += " · read-only"
+	}
 	if e.conv != nil {
 		title += " · " + termtext.OneLine(e.conv.Title) + " · agent " + termtext.OneLine(e.conv.Agent)
 	}

@@ -33,6 +33,9 @@ type Options struct {
 	Models *ModelChoice
 	// SaveDir is where the compare view saves requests; "" means the current directory.
 	SaveDir string
+	// ReadOnly says why the database is read-only ("" when it is not): the header says
+	// "read-only" and the status line why; anything that would change it fails.
+	ReadOnly string
 	// ProgramOptions are passed to tea.NewProgram (tests set input, output, size).
 	ProgramOptions []tea.ProgramOption
 }
@@ -88,6 +91,10 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	m.SetPoll(time.Second)
 	if opts.SaveDir != "" {
 		m.SetSaveDir(opts.SaveDir)
+	}
+	if opts.ReadOnly != "" {
+		m.e.readOnly = opts.ReadOnly
+		m.e.status.set("read-only: " + opts.ReadOnly + "; conversations can be read, nothing can be changed")
 	}
 	if opts.Models != nil && len(opts.Models.Models) > 1 {
 		m.OfferModels(*opts.Models)

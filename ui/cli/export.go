@@ -76,6 +76,7 @@ func runExport(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
+	noteReadOnly(env, s)
 	src, err := export.Load(ctx, s, pos[0], branch)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench export: %v\n", err)

@@ -83,7 +83,16 @@ func (f *storeFlags) open(ctx context.Context, create bool) (*storage.Store, err
 			return nil, fmt.Errorf("%w at %s (nothing is stored there yet; check --db)", errNoDatabase, path)
 		}
 	}
-	return storage.Open(ctx, path)
+	// A database that cannot be written opens read-only: reading commands work (and say
+	// so, noteReadOnly), the others fail with storage.ErrReadOnly saying why.
+	return storage.OpenRead(ctx, path)
+}
+
+// noteReadOnly tells a reading command's user that the database is read-only.
+func noteReadOnly(env Env, s *storage.Store) {
+	if s.ReadOnly() {
+		fmt.Fprintf(env.Stderr, "sessionbench: %s is read-only (%s): reading it, nothing can be changed\n", s.Path(), s.ReadOnlyReason())
+	}
 }
 
 // sessionArgs describes one subcommand: its positional arguments and flags.
@@ -190,6 +199,9 @@ func runSession(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
+	if sub == "ls" || sub == "show" || sub == "branches" || sub == "pending" {
+		noteReadOnly(env, s)
+	}
 	out, err := sessionDo(ctx, s, sub, pos, a, status, sf.json, env.Stdout)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)

@@ -104,6 +104,7 @@ type workspace struct {
 	dir, db, config string
 	model           string   // --model of the workbench; "" names none (the environment decides)
 	extraEnv        []string // added to env(), e.g. OPENAI_BASE_URL for a real server
+	wrap            []string // runs the binary through this command (another user: setpriv ...)
 }
 
 func newWorkspace(t *testing.T) *workspace {
@@ -145,7 +146,7 @@ func (ws *workspace) env() []string {
 
 // args is the command line of the workbench over this workspace.
 func (ws *workspace) args(bin string) []string {
-	args := []string{bin, "--db", ws.db, "--config", ws.config, "--theme", "dark"}
+	args := append(append([]string(nil), ws.wrap...), bin, "--db", ws.db, "--config", ws.config, "--theme", "dark")
 	if ws.model != "" {
 		args = append(args, "--model", ws.model)
 	}
@@ -358,7 +359,8 @@ func runBinary(t *testing.T, ws *workspace, args ...string) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdLimit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	argv := append(append(append([]string(nil), ws.wrap...), binary(t)), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = ws.env()
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
