@@ -78,9 +78,6 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 	return &Prediction{Fields: c.Outputs.Clone()}, nil
 }
 
-// finishCall files a finished call record: into the current collector (trace), to the
-// observer, the on_call hook and the durable sink. Record mode "calls" drops the bulky
-// request and raw answer.
 // callID is a call's ID: its sequence number, under its parent call's ID when nested
 // ("c2.c3").
 func callID(ctx context.Context, seq int64) string {
@@ -91,6 +88,10 @@ func callID(ctx context.Context, seq int64) string {
 	return id
 }
 
+// finishCall files a finished call record: to the durable sink, into the current
+// collector (trace), to the observer and the on_call hook. The sink always gets the
+// whole call; record mode "calls" then drops the request from what the session keeps in
+// memory (a long session's requests grow with it, and the sink has them).
 func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.Call) {
 	if !f.record {
 		if obs := observerFrom(ctx); obs != nil {
@@ -98,10 +99,17 @@ func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.
 		}
 		return
 	}
+	c.ID = callID(ctx, seq)
+	if f.sink != nil {
+		parentID := ""
+		if pc := parentCallFrom(ctx); pc != nil {
+			parentID = pc.ID
+		}
+		_ = f.sink.RecordCall(context.WithoutCancel(ctx), f.turnKey, parentID, c)
+	}
 	if f.root.opts.Record == RecordCalls {
 		c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
 	}
-	c.ID = callID(ctx, seq)
 	collectorFrom(ctx).add(seq, c)
 	if obs := observerFrom(ctx); obs != nil {
 		obs.CallFinished(c.Path, c)
@@ -111,13 +119,6 @@ func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.
 			defer func() { _ = recover() }()
 			hook(f.root, c)
 		}()
-	}
-	if f.sink != nil {
-		parentID := ""
-		if pc := parentCallFrom(ctx); pc != nil {
-			parentID = pc.ID
-		}
-		_ = f.sink.RecordCall(context.WithoutCancel(ctx), f.turnKey, parentID, c)
 	}
 }
 

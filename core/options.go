@@ -58,8 +58,8 @@ const (
 // RecordMode says what a session records.
 type RecordMode string
 
-// Record modes. "calls" keeps call records without the exact request and raw answer;
-// "all" keeps everything (what the workbench uses).
+// Record modes. "calls" keeps call records without the exact request and raw answer
+// (a Sink still receives them whole); "all" keeps everything.
 const (
 	RecordTurns RecordMode = "turns"
 	RecordCalls RecordMode = "calls"

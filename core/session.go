@@ -166,6 +166,26 @@ func (s *Session) Turn(i int) *trace.Turn {
 	return s.turnCopy(nd)
 }
 
+// HistoryAt is the history the stored turn at position i ran with (negative counts from
+// the end): Turn(i).History without copying it. The messages are shared with the
+// session, which never changes them; the caller must not either.
+func (s *Session) HistoryAt(i int) (sig.History, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.storedCount()
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return sig.History{}, false
+	}
+	nd := s.tip
+	for k := n - 1; k > i; k-- {
+		nd = nd.parent
+	}
+	return nd.turn.History, true
+}
+
 // turnCopy copies a node's turn with this session's score (caller holds s.mu).
 func (s *Session) turnCopy(nd *node) *trace.Turn {
 	t := nd.turn.Clone()
