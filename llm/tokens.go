@@ -130,24 +130,75 @@ func counterFor(encoding string) (*tokenCounter, error) {
 	return c, nil
 }
 
-// count is len(EncodeOrdinary(text)), from the cache when text was counted before.
+// count is len(EncodeOrdinary(text)), from the cache when text was counted before. A long
+// text is counted line by line (see countLines), so one that grows (a system message
+// holding the history as text) costs only its new lines.
 func (c *tokenCounter) count(text string) int {
+	if n, ok := c.lookup(text); ok {
+		return n
+	}
+	var n int
+	if len(text) >= countByLinesFrom {
+		n = c.countLines(text)
+	} else {
+		n = len(c.enc.EncodeOrdinary(text))
+	}
 	c.mu.Lock()
+	c.put(text, n)
+	c.mu.Unlock()
+	return n
+}
+
+// countByLinesFrom is the length from which a text is counted by its lines.
+const countByLinesFrom = 2048
+
+// countLines counts text in pieces cut after a line break that a letter or digit
+// follows. tiktoken splits a text into pieces with its pattern before encoding each
+// piece alone, and no piece of cl100k_base's or o200k_base's pattern runs across such
+// a cut: a newline ends every piece holding it (a word's optional first character is
+// never \r or \n; punctuation takes only newlines after it; whitespace runs end at
+// their last newline before non-space), and matching restarts at the letter or digit
+// in both texts. So the pieces' counts add up to the text's count (TestCountLines holds
+// the two to it). Each piece is cached, copied, so the text is not kept alive by it.
+func (c *tokenCounter) countLines(text string) int {
+	total, start := 0, 0
+	piece := func(end int) {
+		p := text[start:end]
+		n, ok := c.lookup(p)
+		if !ok {
+			n = len(c.enc.EncodeOrdinary(p))
+			c.mu.Lock()
+			c.put(strings.Clone(p), n)
+			c.mu.Unlock()
+		}
+		total += n
+		start = end
+	}
+	for i := 1; i < len(text); i++ {
+		if text[i-1] == '\n' && isASCIIAlnum(text[i]) {
+			piece(i)
+		}
+	}
+	piece(len(text))
+	return total
+}
+
+func isASCIIAlnum(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+}
+
+// lookup finds a count in either generation, moving one found in the older generation
+// to the newer.
+func (c *tokenCounter) lookup(text string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	n, ok := c.cur[text]
 	if !ok {
 		if n, ok = c.old[text]; ok {
 			c.put(text, n)
 		}
 	}
-	c.mu.Unlock()
-	if ok {
-		return n
-	}
-	n = len(c.enc.EncodeOrdinary(text))
-	c.mu.Lock()
-	c.put(text, n)
-	c.mu.Unlock()
-	return n
+	return n, ok
 }
 
 // put records a count (caller holds c.mu), starting a new generation when this one is full.

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -86,6 +87,42 @@ func TestTokenCounterCache(t *testing.T) {
 	}
 	if _, ok := fresh.cur["hello world"]; !ok {
 		t.Fatal("a text counted again did not move to the new generation")
+	}
+}
+
+// Counting a long text by its lines gives the encoder's count of the whole text, under
+// both encodings, for DSPy's message shapes and for random text built from the
+// characters that decide where tiktoken's pieces end.
+func TestCountLines(t *testing.T) {
+	var yaml strings.Builder
+	yaml.WriteString("Your input fields are:\n1. `question` (str)\n\nThe conversation so far:\n")
+	for i := range 60 {
+		fmt.Fprintf(&yaml, "- question: \"Question %d: can't log in?\"\n  reply: 'Reply %d: reset it.'\n  intent: technical\n\n", i, i)
+	}
+	texts := []string{yaml.String(),
+		strings.Repeat("[[ ## question ## ]]\nWhy?\n\n[[ ## reply ## ]]\nBecause.\n\n", 80),
+		strings.Repeat("line one  \n\n  indented\n123456789\nabc:\n/path\nx\r\ny\n's\n\tz\n", 60),
+		strings.Repeat("héllo\nwörld\n你好\n😀 ok\n", 200)}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "Z", "7", " ", "  ", "\n", "\n\n", "\r", "\t", ":", "/", "'s", "'", "é", "你", "😀", "-", ".", "\u00a0", "\u2028"}
+	for range 200 {
+		var b strings.Builder
+		for b.Len() < countByLinesFrom+500 {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, enc := range []string{"cl100k_base", "o200k_base"} {
+		c, err := counterFor(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range texts {
+			fresh := &tokenCounter{enc: c.enc, cur: map[string]int{}, limit: maxCountedBytes}
+			if got, want := fresh.countLines(x), len(c.enc.EncodeOrdinary(x)); got != want {
+				t.Fatalf("%s, text %d (%.40q): %d by lines, %d whole", enc, i, x, got, want)
+			}
+		}
 	}
 }
 
