@@ -59,10 +59,19 @@ func ancestorAtDepth(ctx context.Context, q querier, id int64, depth int) (int64
 	return out, nil
 }
 
+// windowStart is where a window starting at from begins on a path of total turns: a
+// negative from counts from the end (-50: the last 50 turns), clamped to the path.
+func windowStart(from, total int) int {
+	if from < 0 {
+		from += total
+	}
+	return min(max(from, 0), total)
+}
+
 // pathWindow returns turns [from, from+limit) of the path ending at tip (total turns long);
-// limit <= 0 means up to the tip.
+// limit <= 0 means up to the tip, a negative from counts from the end.
 func pathWindow(ctx context.Context, q querier, tip sql.NullInt64, total, from, limit int) ([]*TurnNode, error) {
-	from = min(max(from, 0), total)
+	from = windowStart(from, total)
 	end := total
 	if limit > 0 {
 		end = min(from+limit, total)
@@ -126,7 +135,8 @@ type BranchPage struct {
 }
 
 // LoadBranchRange loads turns [from, from+limit) of a branch with their calls and exact
-// requests (limit <= 0: up to the tip), in a fixed number of queries.
+// requests (limit <= 0: up to the tip; a negative from counts from the end, so -n, n is
+// the last page of n turns), in a fixed number of queries.
 func (s *Store) LoadBranchRange(ctx context.Context, convID, branch string, from, limit int) (*BranchPage, error) {
 	return s.LoadBranchRangeWith(ctx, convID, branch, from, limit, LoadOptions{})
 }
@@ -146,7 +156,7 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	if err != nil {
 		return nil, err
 	}
-	p := &BranchPage{From: min(max(from, 0), b.Length), Total: b.Length, Turns: turns, Nodes: nodes}
+	p := &BranchPage{From: windowStart(from, b.Length), Total: b.Length, Turns: turns, Nodes: nodes}
 	for _, n := range nodes {
 		p.Keys = append(p.Keys, n.Key)
 	}

@@ -49,7 +49,9 @@ func TestBranchWindows(t *testing.T) {
 		}
 		cases := []struct{ from, limit, wantFrom, wantLen int }{
 			{0, 0, 0, n}, {0, 10, 0, 10}, {5, 1, 5, 1}, {n - 7, 50, n - 7, 7}, {n - 1, 1, n - 1, 1},
-			{n, 10, n, 0}, {n + 5, 10, n, 0}, {-3, 2, 0, 2}, {13, 0, 13, n - 13},
+			{n, 10, n, 0}, {n + 5, 10, n, 0}, {13, 0, 13, n - 13},
+			// a negative from counts from the end: -k, k is the last page of k turns
+			{-3, 3, n - 3, 3}, {-3, 2, n - 3, 2}, {-50, 50, 0, n}, {-3, 0, n - 3, 3},
 		}
 		for _, c := range cases {
 			name := fmt.Sprintf("%s[%d:+%d]", br, c.from, c.limit)

@@ -34,7 +34,8 @@ type Backend interface {
 	// TurnTree is every turn of the conversation, parents before children.
 	TurnTree(ctx context.Context, conv string) ([]storage.TurnNode, error)
 	// LoadTurns returns up to limit turns of a branch's path starting at position from
-	// (0 = first turn), plus the path's total length, so a long branch loads by pages.
+	// (0 = first turn; a negative from counts from the end, so -limit is the last page),
+	// plus the path's total length, so a long branch loads by pages.
 	LoadTurns(ctx context.Context, conv, branch string, from, limit int) (sessions.TurnPage, error)
 	// Turn loads one turn by ID (any turn of the tree, on a branch or not).
 	Turn(ctx context.Context, conv, turn string) (*trace.Turn, error)

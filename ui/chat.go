@@ -227,11 +227,7 @@ func (p *chatPane) load(from int) tea.Cmd {
 	return func() tea.Msg {
 		f := from
 		if f < 0 {
-			head, err := b.LoadTurns(ctx, conv, branch, 0, 0)
-			if err != nil {
-				return pageMsg{pane: p, gen: gen, branch: branch, err: err}
-			}
-			f = max(0, head.Total-pageSize)
+			f = -pageSize // the last page, read with the branch's length
 		}
 		pg, err := b.LoadTurns(ctx, conv, branch, f, pageSize)
 		if err != nil {

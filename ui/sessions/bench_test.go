@@ -105,7 +105,15 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 			})
 		})
 	}
+	lastPageBefore := func() error {
+		p, err := workbenchLastPageBefore(ctx, a, "big", storage.MainBranch)
+		if err == nil && (len(p.Turns) != 50 || p.Total != total) {
+			err = fmt.Errorf("page of %d turns of %d", len(p.Turns), p.Total)
+		}
+		return err
+	}
 	run("frame", conversations, branches, lastPage)
+	run("frame-before", conversations, branches, lastPageBefore)
 	run("Conversations", conversations)
 	run("Branches", branches)
 	run("last-page", lastPage)

@@ -22,17 +22,23 @@ import (
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// instantLM answers every request at once with a reply that names the question, so a
-// benchmark over it measures the engine and storage, not a model. Every output field
-// the SupportAgent predictors ask for is in the one completion (the ChatAdapter skips
-// the sections a signature does not have).
+// instantLM answers every request at once with a section for each output field of the
+// predictor's signature (a reply that names the question), so a benchmark over it
+// measures the engine and storage, not a model.
 type instantLM struct{}
 
 func (instantLM) Name() string { return "instant" }
 func (instantLM) Call(_ context.Context, req lm.Request) (lm.Response, error) {
 	q := req.Meta.Inputs.String("question")
-	text := "[[ ## intent ## ]]\ntechnical\n\n[[ ## reply ## ]]\nAbout \"" + q +
-		"\": clear the cookies, reset the password again and tell us the time of the failure.\n\n[[ ## completed ## ]]"
+	var b strings.Builder
+	for _, f := range req.Meta.Signature.Outputs {
+		v := "About \"" + q + "\": clear the cookies, reset the password again and tell us the time of the failure."
+		if f.Name == "intent" {
+			v = "technical"
+		}
+		b.WriteString("[[ ## " + f.Name + " ## ]]\n" + v + "\n\n")
+	}
+	text := b.String() + "[[ ## completed ## ]]"
 	if req.OnDelta != nil {
 		req.OnDelta(text)
 	}
@@ -265,6 +271,12 @@ func BenchmarkBranchOps(b *testing.B) {
 				return reload()
 			})
 		})
+		b.Run(f.name+"/reload-before", func(b *testing.B) {
+			loopCPU(b, func() error {
+				_, err := workbenchLastPageBefore(ctx, a, f.conv, storage.MainBranch)
+				return err
+			})
+		})
 	}
 }
 
@@ -344,8 +356,15 @@ func BenchmarkStorage(b *testing.B) {
 }
 
 // workbenchLastPage is what the workbench's chat pane loads when it opens a branch and
-// after every turn, undo, redo and fork (ui/cmds.go loadPage with from < 0).
+// after every turn, undo, redo and fork (ui/chat.go load with from < 0): the last page,
+// with the branch's length, in one read.
 func workbenchLastPage(ctx context.Context, a *Service, conv, branch string) (TurnPage, error) {
+	return a.LoadTurns(ctx, conv, branch, -50, 50)
+}
+
+// workbenchLastPageBefore is how the chat pane loaded its last page before issue 19:
+// the whole branch to learn its length, then the page.
+func workbenchLastPageBefore(ctx context.Context, a *Service, conv, branch string) (TurnPage, error) {
 	head, err := a.LoadTurns(ctx, conv, branch, 0, 0)
 	if err != nil {
 		return TurnPage{}, err

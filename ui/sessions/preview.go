@@ -15,21 +15,26 @@ import (
 
 // Preview renders a recorded call under a strategy without calling any model. Strategy 0
 // is what was actually sent. The predictor's own history is its calls along the branch
-// before this one; the outer history is the turn's snapshot.
+// before this one; the outer history is the turn's snapshot. A turn on the branch is
+// read from the path and session the service keeps for the branch; only the request as
+// sent (strategy 0, and recorded calls, which are read back from it) is loaded.
 func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, error) {
-	t, err := a.store.LoadTurn(ctx, req.Turn)
+	path, err := a.branchPath(ctx, req.Conv, req.Branch)
 	if err != nil {
 		return Rendering{}, err
 	}
-	var call *trace.Call
-	var earlier []*trace.Call
-	trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-		if call == nil && (req.Call == "" || c.ID == req.Call) && len(c.Children) == 0 {
-			call = c
-		} else if call == nil {
-			earlier = append(earlier, c)
+	at := path.index(req.Turn)
+	var t *trace.Turn
+	if at >= 0 && req.Strategy != 0 {
+		t = path.turns[at]
+	}
+	call, earlier := findCall(t, req.Call)
+	if t == nil || call != nil && call.Recovered != "" {
+		if t, err = a.store.LoadTurn(ctx, req.Turn); err != nil {
+			return Rendering{}, err
 		}
-	})
+		call, earlier = findCall(t, req.Call)
+	}
 	if call == nil {
 		return Rendering{}, fmt.Errorf("turn %s has no call %q", req.Turn, req.Call)
 	}
@@ -40,36 +45,43 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	if call.Recovered != "" {
 		return a.previewRecorded(ctx, req, r, t, call, earlier)
 	}
-	ag, err := a.conversationAgent(ctx, req.Conv, "")
-	if err != nil {
-		r.Err = err.Error()
-		return r, nil
-	}
-	mod, _, err := ag.Build()
-	if err != nil {
-		return r, err
-	}
-	p := core.FindPredictor(mod, call.Path)
-	if p == nil {
-		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, ag.Name)
-		return r, nil
-	}
-	path, err := a.branchPath(ctx, req.Conv, req.Branch)
-	if err != nil {
-		return r, err
-	}
-	at, turns := path.index(req.Turn), path.turns
-	if at < 0 {
+	var outer sig.History
+	var source string
+	var run *turnRun
+	turns := path.turns
+	if at >= 0 {
+		_, _, live, err := a.liveState(ctx, req.Conv, req.Branch, false)
+		if err != nil {
+			r.Err = err.Error()
+			return r, nil
+		}
+		run = live.run
+		h, ok := run.s.HistoryAt(at)
+		if !ok {
+			return r, fmt.Errorf("turn %d is not on branch %s", at, req.Branch)
+		}
+		outer, source = h, run.s.HistorySource(call.Path)
+	} else {
 		// A turn kept beside the branch (failed, cancelled, interrupted) is rendered where
 		// it happened: after its parent, with the histories the branch had there.
 		if at, err = a.keptAt(ctx, path, req.Turn, req.Branch); err != nil {
 			return r, err
 		}
 		turns = append(turns[:at:at], t)
+		if run, err = a.sessionFrom(ctx, req.Conv, req.Branch, "", turns); err != nil {
+			r.Err = err.Error()
+			return r, nil
+		}
+		h, ok := run.s.HistoryAt(at)
+		if !ok {
+			return r, fmt.Errorf("turn %d is not on branch %s", at, req.Branch)
+		}
+		outer, source = h, run.s.HistorySource(call.Path)
 	}
-	outer, source, err := a.outerHistory(ctx, req.Conv, req.Branch, turns, at, call.Path)
-	if err != nil {
-		return r, err
+	p := core.FindPredictor(run.mod, call.Path)
+	if p == nil {
+		r.Err = fmt.Sprintf("no predictor at %q in %s", call.Path, run.agent.Name)
+		return r, nil
 	}
 	// A call that ran keeping its own history recorded what it saw, with the agent's
 	// filters, window and scope applied; re-deriving it would lose those. Otherwise keep
@@ -78,12 +90,28 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	if source != core.HistoryOwn {
 		own = ownHistory(turns[:at], call.Path, earlier)
 	}
-	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(ag).Signature, call.Inputs, own, outer)
+	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(run.agent).Signature, call.Inputs, own, outer)
 	if err != nil {
 		r.Err = err.Error()
 		return r, nil
 	}
 	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
+}
+
+// findCall is the leaf call id of turn t (its first leaf call when id is ""), and the
+// calls made before it in the turn; nil when t is nil or has no such call.
+func findCall(t *trace.Turn, id string) (call *trace.Call, earlier []*trace.Call) {
+	if t == nil {
+		return nil, nil
+	}
+	trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
+		if call == nil && (id == "" || c.ID == id) && len(c.Children) == 0 {
+			call = c
+		} else if call == nil {
+			earlier = append(earlier, c)
+		}
+	})
+	return call, earlier
 }
 
 // render formats one predictor call under strategy n.
@@ -139,34 +167,22 @@ func (a *Service) finish(r Rendering, msgs []lm.Message, ad adapter.Adapter, s *
 // DryRun renders the first predictor's request for the next turn under a strategy: its
 // input fields are filled from the typed inputs by name.
 func (a *Service) DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]Rendering, error) {
-	ag, err := a.conversationAgent(ctx, conv, "")
-	if err != nil {
-		return nil, err
-	}
-	mod, _, err := ag.Build()
-	if err != nil {
-		return nil, err
-	}
-	path, p := firstPredictor(mod)
-	if p == nil {
-		return nil, fmt.Errorf("agent %s has no predictor", ag.Name)
-	}
-	bp, err := a.branchPath(ctx, conv, branch)
-	if err != nil {
-		return nil, err
-	}
-	turns := bp.turns
-	// The histories the next turn would really give: the restored session applies the
+	// The histories the next turn would really give: the branch's session applies the
 	// agent's filters, windows and scopes (keep strategies), and the outer history is
 	// what the session would pass down (inherit strategies).
-	run, err := a.sessionFrom(ctx, conv, branch, "", turns)
+	_, bp, live, err := a.liveState(ctx, conv, branch, false)
 	if err != nil {
 		return nil, err
+	}
+	run := live.run
+	path, p := firstPredictor(run.mod)
+	if p == nil {
+		return nil, fmt.Errorf("agent %s has no predictor", run.agent.Name)
 	}
 	outer := run.s.History()
 	own, src := run.s.NextHistory(path)
 	if src != core.HistoryOwn {
-		own = ownHistory(turns, path, nil) // a what-if: the predictor keeps no history of its own
+		own = ownHistory(bp.turns, path, nil) // a what-if: the predictor keeps no history of its own
 	}
 	in := sig.NewMap()
 	for _, f := range p.Signature.Inputs {
@@ -178,7 +194,7 @@ func (a *Service) DryRun(ctx context.Context, conv, branch string, inputs *sig.M
 		strategy = 1
 	}
 	r := Rendering{Strategy: strategy, Path: path}
-	msgs, ad, hist, err := render(strategy, p, agentInfo(ag).Signature, in, own, outer)
+	msgs, ad, hist, err := render(strategy, p, agentInfo(run.agent).Signature, in, own, outer)
 	if err != nil {
 		r.Err = err.Error()
 		return []Rendering{r}, nil
@@ -210,18 +226,4 @@ func firstPredictor(m core.Module) (string, *core.Predict) {
 		}
 	}
 	return "", nil
-}
-
-// outerHistory is the history the session gave the turn at index at of the branch's path
-// turns (derived with the agent's settings; storage keeps only explicit snapshots), and
-// where the predictor at callPath takes its history from in that session.
-func (a *Service) outerHistory(ctx context.Context, conv, branch string, turns []*trace.Turn, at int, callPath string) (sig.History, string, error) {
-	r, err := a.sessionFrom(ctx, conv, branch, "", turns)
-	if err != nil {
-		return sig.History{}, "", err
-	}
-	if t := r.s.Turn(at); t != nil {
-		return t.History, r.s.HistorySource(callPath), nil
-	}
-	return sig.History{}, "", fmt.Errorf("turn %d is not on branch %s", at, branch)
 }

@@ -34,9 +34,10 @@ type Service struct {
 	// mu serialises turns per branch: one writer per branch path at a time.
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
-	// cache keeps recently restored branch paths (checked against the store's tip on
-	// every use), so consecutive Sends do not reload the whole branch.
-	cache branchTurns
+	// cache keeps the paths and sessions of the branches in use (checked against the
+	// store's tip on every use), so consecutive Sends neither reload nor restore the
+	// whole branch.
+	cache branchCache
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
@@ -157,9 +158,10 @@ func (a *Service) TurnTree(ctx context.Context, conv string) ([]storage.TurnNode
 }
 
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
-// branch (storage walks the path by jump pointers).
+// branch (storage walks the path by jump pointers). A negative from counts from the end:
+// LoadTurns(-n, n) is the last page of n turns, with the branch's length in one read.
 func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (TurnPage, error) {
-	p, err := a.store.LoadBranchRange(ctx, conv, branch, max(from, 0), limit)
+	p, err := a.store.LoadBranchRange(ctx, conv, branch, from, limit)
 	if err != nil {
 		return TurnPage{}, err
 	}
@@ -199,13 +201,22 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 	return ag, nil
 }
 
-// session restores the branch's engine session, wired to store its turns.
+// session is the branch's engine session, wired to store its turns: the one kept for the
+// branch (for the conversation's own agent), or restored from its path for another.
+// It is the caller's alone to run a turn on.
 func (a *Service) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
+	if agentOverride == "" {
+		_, _, l, err := a.liveState(ctx, conv, branch, true)
+		if err != nil {
+			return nil, err
+		}
+		return l.run, nil
+	}
 	path, err := a.branchPath(ctx, conv, branch)
 	if err != nil {
 		return nil, err
 	}
-	return a.sessionFrom(ctx, conv, branch, agentOverride, path.turns)
+	return a.restore(ctx, conv, branch, agentOverride, 0, path.turns)
 }
 
 // sessionFrom restores the session from the branch's path turns (shared, not changed).
@@ -219,6 +230,13 @@ func (a *Service) restore(ctx context.Context, conv, branch, agentOverride strin
 	if err != nil {
 		return nil, err
 	}
+	return a.restoreAgent(ag, conv, branch, strategy, turns)
+}
+
+// restoreAgent restores agent ag's session from the branch's path turns. The session
+// keeps its calls without their requests (record "calls"): the store has them, and a
+// session kept between turns would otherwise hold every request of the branch.
+func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy int, turns []*trace.Turn) (*turnRun, error) {
 	mod, opts, err := ag.Build()
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
@@ -229,7 +247,7 @@ func (a *Service) restore(ctx context.Context, conv, branch, agentOverride strin
 		}
 	}
 	sink := a.store.Sink(conv, branch)
-	opts.Record = core.RecordAll
+	opts.Record = core.RecordCalls
 	opts.Sink = sink
 	s, err := core.Restore(mod, opts, turns)
 	if err != nil {
@@ -257,16 +275,26 @@ func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver wor
 	return t, nil
 }
 
-// Send runs one turn on the branch's tip.
+// Send runs one turn on the branch's tip, on the session kept for the branch.
 func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event) (*trace.Turn, error) {
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
-	r, err := a.session(ctx, req.Conv, req.Branch, "")
+	st, from, live, err := a.liveState(ctx, req.Conv, req.Branch, true)
 	if err != nil {
 		return nil, err
 	}
-	return a.run(ctx, r, a.model, a.resolver, req.Inputs, events)
+	t, err := a.run(ctx, live.run, a.model, a.resolver, req.Inputs, events)
+	if _, explicit := req.Inputs.Get(live.run.s.HistoryField()); !explicit && keepsLive(live.run.s) {
+		// An explicit history may replace the session's; otherwise the session is the
+		// branch's path, with the new turn when one was committed.
+		key := ""
+		if err == nil && t != nil {
+			key = live.run.sink.Began()
+		}
+		a.giveBack(st, from, live, key, t)
+	}
+	return t, err
 }
 
 // locate finds a turn's position: a branch whose path holds it (main first, then by
@@ -405,11 +433,13 @@ func (a *Service) Undo(ctx context.Context, conv, branch string, steps int) (Und
 		return UndoResult{}, err
 	}
 	res := UndoResult{Turns: len(keys)}
-	for _, k := range keys {
-		t, err := a.store.LoadTurn(ctx, k)
-		if err != nil {
-			return res, fmt.Errorf("undo on %s: the undone turn %s: %w", branch, k, err)
+	turns := a.cachedTurns(conv, branch, keys)
+	if turns == nil {
+		if turns, err = a.store.LoadTurnsWith(ctx, keys, storage.LoadOptions{NoRequests: true}); err != nil {
+			return res, fmt.Errorf("undo on %s: the undone turns: %w", branch, err)
 		}
+	}
+	for _, t := range turns {
 		res.Calls += requests(t.Calls)
 	}
 	return res, nil

@@ -262,10 +262,13 @@ func (m *Memory) LoadTurns(ctx context.Context, id, branchName string, from, lim
 	if err != nil {
 		return sessions.TurnPage{}, err
 	}
-	if from < 0 || limit < 0 {
+	if limit < 0 {
 		return sessions.TurnPage{}, fmt.Errorf("load turns: bad window from=%d limit=%d", from, limit)
 	}
 	p := c.path(b.tip)
+	if from < 0 { // counted from the end
+		from = max(len(p)+from, 0)
+	}
 	pg := sessions.TurnPage{From: from, Total: len(p)}
 	for i := from; i < len(p) && i < from+limit; i++ {
 		pg.IDs = append(pg.IDs, p[i])
