@@ -3,8 +3,14 @@ package sessions
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -94,4 +100,156 @@ func TestSessionCacheFollowsTheStore(t *testing.T) {
 		t.Logf("ids not reused (%v then %v): the reuse case is not exercised", before, after)
 	}
 	sameAsFresh(t, a, st, conv, fork, 4)
+}
+
+// liveSame checks the session a keeps for branch against a fresh restore from the store
+// and returns it (it stays a's: peeked at, not taken).
+func liveSame(t *testing.T, a *Service, st *storage.Store, conv, branch string, wantLen int) *liveSession {
+	t.Helper()
+	ctx := context.Background()
+	_, _, l, err := a.liveState(ctx, conv, branch, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := New(st, demoModel(0))
+	fresh.SetAgentDirs()
+	f, err := fresh.restore(ctx, conv, branch, "", 0, mustPath(t, fresh, conv, branch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(l.run.s.Turns())
+	want, _ := json.Marshal(f.s.Turns())
+	if l.run.s.Len() != wantLen || string(got) != string(want) {
+		t.Fatalf("%s: kept session has %d turns, want %d:\n got %s\nwant %s", branch, l.run.s.Len(), wantLen, got, want)
+	}
+	for path, cs := range l.run.s.Children() {
+		g, _ := json.Marshal(cs.Turns())
+		w, _ := json.Marshal(f.s.Children()[path].Turns())
+		if string(g) != string(w) {
+			t.Fatalf("%s: child %s differs:\n got %s\nwant %s", branch, path, g, w)
+		}
+	}
+	if g, w := l.run.s.History(), f.s.History(); !sig.Equal(g, w) {
+		t.Fatalf("%s: next history %v, want %v", branch, g, w)
+	}
+	return l
+}
+
+func mustPath(t *testing.T, a *Service, conv, branch string) []*trace.Turn {
+	t.Helper()
+	p, err := a.branchPath(context.Background(), conv, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.turns
+}
+
+// The session kept for a branch is the one turns run on and the one undo and redo move:
+// it is never restored again while the branch only moves that way, and it always equals
+// a session restored from the store.
+func TestLiveSessionMovesWithTheBranch(t *testing.T) {
+	ctx := context.Background()
+	a, st, _, _ := newWorkbench(t)
+	other := New(st, demoModel(0))
+	other.SetAgentDirs()
+	conv := mustConversation(t, a, "SupportAgent")
+	for _, q := range questions {
+		mustSend(t, a, conv, "main", question(q))
+	}
+	l := liveSame(t, a, st, conv, "main", 3)
+	steps := []struct {
+		name string
+		do   func()
+		n    int
+		same bool // the same session, moved, not restored again
+	}{
+		{"send", func() { mustSend(t, a, conv, "main", question("a fourth")) }, 4, true},
+		{"undo 2", func() {
+			if _, err := a.Undo(ctx, conv, "main", 2); err != nil {
+				t.Fatal(err)
+			}
+		}, 2, true},
+		{"redo 1", func() {
+			if _, err := a.Redo(ctx, conv, "main", 1); err != nil {
+				t.Fatal(err)
+			}
+		}, 3, true},
+		{"redo by another process", func() {
+			if _, err := other.Redo(ctx, conv, "main", 1); err != nil {
+				t.Fatal(err)
+			}
+		}, 4, true},
+		{"undo, then a new turn", func() {
+			if _, err := a.Undo(ctx, conv, "main", 1); err != nil {
+				t.Fatal(err)
+			}
+			mustSend(t, a, conv, "main", question("instead"))
+		}, 4, true},
+		{"a turn by another process", func() { mustSend(t, other, conv, "main", question("from elsewhere")) }, 5, false},
+		{"a failed turn", func() {
+			if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: "main", Inputs: sig.NewMap("nothing", "x")}, nil); err == nil {
+				t.Fatal("a turn without its input succeeded")
+			}
+		}, 5, true},
+	}
+	for _, s := range steps {
+		s.do()
+		nl := liveSame(t, a, st, conv, "main", s.n)
+		if (nl == l) != s.same {
+			t.Fatalf("%s: kept the same session: %v, want %v", s.name, nl == l, s.same)
+		}
+		l = nl
+	}
+	// A preview and a dry run read the kept session; they neither take nor change it.
+	pg := pageOf(t, a, conv, "main")
+	if _, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[3], Strategy: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DryRun(ctx, conv, "main", question("next?"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if liveSame(t, a, st, conv, "main", 5) != l {
+		t.Fatal("a preview or dry run replaced the kept session")
+	}
+}
+
+// A session built from an agent file (found in the agent directories) is not reused once
+// the file changed.
+func TestLiveSessionFollowsTheAgentFile(t *testing.T) {
+	ctx := context.Background()
+	a, _, _, _ := newWorkbench(t)
+	src, err := os.ReadFile("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agent.toml")
+	if err := os.WriteFile(file, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.SetAgentDirs(dir)
+	conv := mustConversation(t, a, "support-window")
+	mustSend(t, a, conv, "main", question("one"))
+	_, _, l, err := a.liveState(ctx, conv, "main", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, again, _ := a.liveState(ctx, conv, "main", false); again != l {
+		t.Fatal("an unchanged agent file's session was not kept")
+	}
+	changed := strings.Replace(string(src), "max_turns = 4", "max_turns = 2", 1)
+	if err := os.WriteFile(file, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(file, later, later); err != nil {
+		t.Fatal(err)
+	}
+	_, _, nl, err := a.liveState(ctx, conv, "main", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nl == l || *nl.run.s.Options().MaxTurns != 2 {
+		t.Fatalf("the changed agent file's session was reused (max_turns %v)", *nl.run.s.Options().MaxTurns)
+	}
 }
