@@ -96,9 +96,10 @@ func (p *chatPane) bindings() []binding {
 		bind(k.Bottom, "last turn", false, do(p.bottom)),
 		bind(k.Send, "calls", true, p.e.emitter(focusTreeMsg{})),
 		bind(k.Fork, "fork", true, p.fork),
-		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() }),
-		bind(k.Edit, "edit & retry", true, p.edit).only(p.keptSelected),
-		bind(k.Retry, "retry from the failure", true, p.retry).only(p.keptSelected),
+		// a recorded conversation's turns come from a program outside: nothing to run them
+		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() && !p.e.recorded() }),
+		bind(k.Edit, "edit & retry", true, p.edit).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
+		bind(k.Retry, "retry from the failure", true, p.retry).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
 		bind(k.Delete, "delete this turn", true, p.deleteKept).only(p.keptSelected),
 		bind(k.Undo, "undo", true, p.undo),
 		bind(k.Redo, "redo", true, p.redo),
@@ -329,6 +330,9 @@ func (p *chatPane) body(focused bool) []string {
 		if !p.loaded {
 			return []string{st.Muted.Render("loading…")}
 		}
+		if p.e.recorded() {
+			return []string{st.Muted.Render("no turns yet: they appear as your program's calls reach the proxy")}
+		}
 		return []string{st.Muted.Render("no turns yet: type below and press enter")}
 	}
 	lf := p.linesFunc()
@@ -446,6 +450,9 @@ func (p *chatPane) fork() tea.Cmd {
 	conv := p.e.convID()
 	if t == nil || conv == "" {
 		return p.e.say("select a turn to fork from")
+	}
+	if !t.Completed() && p.e.recorded() {
+		return p.e.say(fmt.Sprintf("a %s turn is not on the branch: there is nothing to fork from", t.Status))
 	}
 	if !t.Completed() {
 		return p.e.say(fmt.Sprintf("a %s turn is not on the branch: %s retries it, %s edits and retries it", t.Status,

@@ -71,6 +71,11 @@ func (e *env) convID() string {
 	return e.conv.ID
 }
 
+// recorded reports that the open conversation was recorded by the proxy: it is read
+// only here (no editor, no edit, retry or replay with its own agent), since its program
+// runs outside sessionbench.
+func (e *env) recorded() bool { return e.conv != nil && e.conv.Recorded }
+
 // branchInfo is the named branch's row, if the branch is known.
 func (e *env) branchInfo(name string) (sessions.BranchInfo, bool) {
 	for _, b := range e.branches {

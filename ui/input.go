@@ -96,7 +96,11 @@ func (p *inputPane) height() int {
 }
 
 // bindings is the editor's key table; keys it does not bind are typed into the field.
+// A recorded conversation's editor is disabled: it binds (and types) nothing.
 func (p *inputPane) bindings() []binding {
+	if p.e.recorded() {
+		return nil
+	}
 	k := p.e.keys
 	multi := func() bool { return len(p.areas) > 1 }
 	// at the first or last line the arrows step through the history, as in a shell
@@ -117,6 +121,9 @@ func (p *inputPane) bindings() []binding {
 
 // Update handles a key press (or paste) while the editor has the focus.
 func (p *inputPane) Update(msg tea.Msg) tea.Cmd {
+	if p.e.recorded() {
+		return nil
+	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		if cmd, ok := dispatch(k, p.bindings()); ok {
 			return cmd
@@ -160,6 +167,9 @@ func (p *inputPane) leave() tea.Cmd {
 func (p *inputPane) focus() tea.Cmd {
 	for i := range p.areas {
 		p.areas[i].Blur()
+	}
+	if p.e.recorded() {
+		return nil
 	}
 	return p.areas[p.cur].Focus()
 }
@@ -285,6 +295,9 @@ func (p *inputPane) recall(delta int) {
 // View draws the editor's frame at its size.
 func (p *inputPane) View(focused bool) []string {
 	fs, ts := paneStyle(p.e.st, focused)
+	if p.e.recorded() {
+		return frame(fs, ts, " recorded by sessionbench proxy · read only ", "", p.recordedNote(p.w-2, p.h-2), p.w, p.h)
+	}
 	title := " input "
 	if p.e.agent.Name != "" {
 		title = " " + termtext.OneLine(p.e.agent.Name) + " "
@@ -297,6 +310,18 @@ func (p *inputPane) View(focused bool) []string {
 		title += "· editing " + turnLabel(p.editIndex) + ": " + k.Send.Help().Key + " resubmits as a new branch, " + k.Cancel.Help().Key + " abandons "
 	}
 	return frame(fs, ts, title, hints(hintsOf(p.bindings())...), p.body(p.w-2, p.h-2), p.w, p.h)
+}
+
+// recordedNote stands in for the editor of a recorded conversation: why there is no
+// editor and how the conversation grows.
+func (p *inputPane) recordedNote(w, h int) []string {
+	text := "Made by your program outside sessionbench: its calls appear here as it runs through the " +
+		"proxy. Runs sending the same X-Sessionbench-Session header add to it; others record a new conversation."
+	lines := wrapLines(text, w)
+	for i, l := range lines {
+		lines[i] = p.e.st.s.Muted.Render(l)
+	}
+	return fitBlock(lines, w, h)
 }
 
 func (p *inputPane) body(w, h int) []string {

@@ -98,7 +98,10 @@ func renderKept(e *env, k sessions.KeptTurn, w int) []string {
 	if k.Status == trace.StatusRunning && k.Owner != nil {
 		out = append(out, s.Muted.Render("  running in "+termtext.OneLine(k.Owner.String())))
 	}
-	if k.Retryable() {
+	if e.recorded() {
+		// its program runs outside sessionbench: nothing here can run it again
+		out = append(out, s.Muted.Render(fmt.Sprintf("  recorded by the proxy · %s deletes", e.keys.Delete.Help().Key)))
+	} else if k.Retryable() {
 		kk := e.keys
 		out = append(out, s.Muted.Render(fmt.Sprintf("  %s retries from the failure (answered calls are reused) · %s edits and retries · %s deletes",
 			kk.Retry.Help().Key, kk.Edit.Help().Key, kk.Delete.Help().Key)))

@@ -145,7 +145,12 @@ func (m *Model) headerLine() string {
 		title += " · read-only"
 	}
 	if e.conv != nil {
-		title += " · " + termtext.OneLine(e.conv.Title) + " · agent " + termtext.OneLine(e.conv.Agent)
+		title += " · " + termtext.OneLine(e.conv.Title)
+		if e.recorded() {
+			title += " · recorded by the proxy"
+		} else {
+			title += " · agent " + termtext.OneLine(e.conv.Agent)
+		}
 	}
 	title += " · wire: " + m.wire.mode()
 	if !m.mouse {

@@ -272,7 +272,7 @@ func (m *Model) globals() []binding {
 	return []binding{
 		bind(k.Focus, "next pane", true, func() tea.Cmd { return m.cycleFocus(1) }),
 		bind(k.FocusBack, "previous pane", false, func() tea.Cmd { return m.cycleFocus(-1) }),
-		bind(k.Cancel, "editor", false, func() tea.Cmd { return m.setFocus(focusInput, 0) }),
+		bind(k.Cancel, "editor", false, func() tea.Cmd { return m.setFocus(focusInput, 0) }).only(func() bool { return !m.e.recorded() }),
 		bind(k.Compare, "compare strategies", true, m.openCompareSelected),
 		bind(k.Strategy, "cycle strategy", true, do(func() {
 			m.wire.cycle()
@@ -306,9 +306,13 @@ func (m *Model) globals() []binding {
 	}
 }
 
-// focusOrder lists the focusable panes: input, each chat pane, tree and wire if shown.
+// focusOrder lists the focusable panes: input (unless the conversation is recorded),
+// each chat pane, tree and wire if shown.
 func (m *Model) focusOrder() []focusTarget {
-	out := []focusTarget{{kind: focusInput}}
+	var out []focusTarget
+	if !m.e.recorded() {
+		out = append(out, focusTarget{kind: focusInput})
+	}
 	for i := range m.panes {
 		out = append(out, focusTarget{kind: focusChat, pane: i})
 	}
@@ -339,6 +343,10 @@ func (m *Model) cycleFocus(delta int) tea.Cmd {
 }
 
 func (m *Model) setFocus(k focusKind, pane int) tea.Cmd {
+	if k == focusInput && m.e.recorded() {
+		// a recorded conversation has no editor: the transcript takes the focus
+		k, pane = focusChat, m.cur
+	}
 	m.focus = k
 	if k == focusChat {
 		m.cur = pane

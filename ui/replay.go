@@ -25,6 +25,11 @@ type replayMsg struct{ req sessions.ReplayRequest }
 
 func newReplayForm(e *env, branch, from string, fromIdx int) *replayForm {
 	f := &replayForm{e: e, branch: branch, from: from, fromIdx: fromIdx, agent: -1, model: textinput.New()}
+	if e.recorded() && len(e.agents) > 0 {
+		// a recorded conversation has no agent of its own to keep: its turns' inputs go
+		// to an agent chosen here
+		f.agent = 0
+	}
 	f.model.Placeholder = "model (empty keeps " + termtext.OneLine(e.model) + ")"
 	steady(&f.model)
 	f.model.Focus()
@@ -45,6 +50,9 @@ func (f *replayForm) bindings() []binding {
 			if n := len(f.e.agents); n > 0 {
 				if f.agent++; f.agent >= n {
 					f.agent = -1
+					if f.e.recorded() {
+						f.agent = 0
+					}
 				}
 			}
 		})),
@@ -64,6 +72,9 @@ func (f *replayForm) Update(msg tea.Msg) tea.Cmd {
 }
 
 func (f *replayForm) submit() tea.Cmd {
+	if f.e.recorded() && f.agent < 0 {
+		return f.e.say("a recorded conversation has no agent to replay it with: choose one (" + f.e.keys.ReplayAgent.Help().Key + ")")
+	}
 	req := sessions.ReplayRequest{Conv: f.e.convID(), Branch: f.branch, From: f.from, Model: f.model.Value(), Strategy: f.strategy}
 	if f.agent >= 0 && f.agent < len(f.e.agents) {
 		req.Agent = f.e.agents[f.agent].Name

@@ -166,6 +166,10 @@ func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 			e.agent = a
 		}
 	}
+	if c.Recorded {
+		// the program that made it runs outside: no agent, no input form
+		e.agent = sessions.AgentInfo{Name: c.Agent}
+	}
 	m.input = newInputPane(e, e.agent)
 	m.panes = nil
 	e.previews = previewCache{}
@@ -181,9 +185,11 @@ func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 		}
 	}
 	cmd := m.openBranch(main)
-	m.focus = focusInput
 	e.status.set("opened " + termtext.OneLine(c.Title))
-	return tea.Batch(cmd, m.input.focus(), m.afterOpen(c.ID))
+	if c.Recorded {
+		e.status.set("opened " + termtext.OneLine(c.Title) + ": recorded by sessionbench proxy, read only")
+	}
+	return tea.Batch(cmd, m.setFocus(focusInput, 0), m.afterOpen(c.ID))
 }
 
 // afterOpen follows a conversation opening: a resume asked for before it opened starts

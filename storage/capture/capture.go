@@ -36,6 +36,10 @@ import (
 // outside sessionbench, so the workbench shows them but cannot run their turns.
 const Agent = "proxy"
 
+// Recorded reports whether a conversation's stored agent marks it as recorded by the
+// proxy: the one test for it, so the workbench, the service and the recorder agree.
+func Recorded(agent string) bool { return agent == Agent }
+
 // DefaultIdleGap is how long after its last call a turn is closed.
 const DefaultIdleGap = 3 * time.Second
 
@@ -371,7 +375,7 @@ func (r *Recorder) conversation(session string) (*conv, error) {
 			}
 		case err != nil:
 			return nil, fmt.Errorf("capture: session %q: %w", session, err)
-		case c.Agent != Agent:
+		case !Recorded(c.Agent):
 			return nil, fmt.Errorf("capture: session %q names conversation %s, which the proxy did not record (agent %q)", session, id, c.Agent)
 		}
 	}

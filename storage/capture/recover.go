@@ -29,7 +29,7 @@ func Recover(ctx context.Context, st *storage.Store, onTurn func(ctx context.Con
 		if err != nil {
 			return n, fmt.Errorf("capture: %w", err)
 		}
-		if c.Agent != Agent {
+		if !Recorded(c.Agent) {
 			continue
 		}
 		sink := st.Sink(p.ConvID, p.Branch)

@@ -89,7 +89,7 @@ func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error)
 	out := make([]ConversationInfo, len(rows))
 	for i, r := range rows {
 		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: r.Status, Kept: r.Kept,
-			Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
+			Recorded: capture.Recorded(r.Agent), Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
 	}
 	return out, nil
 }
@@ -191,7 +191,7 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 		}
 		ref = c.Agent
 	}
-	if ref == capture.Agent {
+	if capture.Recorded(ref) {
 		return demo.Agent{}, fmt.Errorf("conversation %s was recorded by `sessionbench proxy` from a program that runs outside sessionbench: its calls can be inspected, previewed and exported, but it takes no turns here", conv)
 	}
 	ag, err := a.resolveAgent(ref)

@@ -45,6 +45,9 @@ type ConversationInfo struct {
 	// Kept counts the turns that did not complete (failed, cancelled, interrupted,
 	// running elsewhere), kept beside their branches, by status.
 	Kept map[trace.Status]int
+	// Recorded marks a conversation the proxy recorded (capture.Recorded): its program
+	// runs outside sessionbench, so it is inspected, previewed and exported, never run.
+	Recorded bool
 }
 
 // BranchInfo is one named branch: a pointer to a tip turn.
