@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,7 @@ type (
 		list  []sessions.ConversationInfo
 		err   error
 		start bool // the first load: open something
+		poll  bool // read by the poll while the list is shown: a failure waits for the next
 	}
 	convOpenedMsg struct {
 		conv     sessions.ConversationInfo
@@ -80,15 +82,43 @@ func newConvList(e *env, convs []sessions.ConversationInfo) *convList {
 	return c
 }
 
-// setList replaces the rows, newest first (the filter, if any, is applied again).
+// setList replaces the rows, newest first. Rows that did not change are left alone (the
+// poll brings the same list most of the time); otherwise the filter, if any, is applied
+// again at once and the selected conversation stays selected, wherever it moved.
 func (c *convList) setList(convs []sessions.ConversationInfo) tea.Cmd {
 	sorted := append([]sessions.ConversationInfo(nil), convs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Updated.After(sorted[j].Updated) })
+	old := c.list.Items()
+	same := len(old) == len(sorted)
 	items := make([]list.Item, len(sorted))
 	for i, cv := range sorted {
 		items[i] = convItem{cv}
+		same = same && sameRow(old[i], cv)
 	}
-	return c.list.SetItems(items)
+	if same {
+		return nil
+	}
+	keep := ""
+	if cv := c.selected(); cv != nil {
+		keep = cv.ID
+	}
+	if cmd := c.list.SetItems(items); cmd != nil {
+		// filtering is a pure function of the rows: done now, the selection can follow
+		c.list, _ = c.list.Update(cmd())
+	}
+	for i, it := range c.list.VisibleItems() {
+		if it.(convItem).c.ID == keep {
+			c.list.Select(i)
+		}
+	}
+	return nil
+}
+
+// sameRow reports whether a row would draw cv unchanged.
+func sameRow(it list.Item, cv sessions.ConversationInfo) bool {
+	o, ok := it.(convItem)
+	return ok && o.c.ID == cv.ID && o.c.Title == cv.Title && o.c.Agent == cv.Agent && o.c.Status == cv.Status &&
+		o.c.Branches == cv.Branches && o.c.Turns == cv.Turns && o.c.Updated.Equal(cv.Updated) && maps.Equal(o.c.Kept, cv.Kept)
 }
 
 func (c *convList) SetSize(w, h int) {
@@ -151,7 +181,8 @@ func (c *convList) Update(msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 	case convsMsg:
-		if msg.err == nil {
+		// a refresh waits while a prompt is open: the prompt is about the selected row
+		if msg.err == nil && (c.editing == editNone || !msg.poll) {
 			return c.setList(msg.list)
 		}
 		return nil
@@ -329,6 +360,15 @@ func loadConversations(e *env, start bool) tea.Cmd {
 	return func() tea.Msg {
 		list, err := b.Conversations(ctx)
 		return convsMsg{list: list, err: err, start: start}
+	}
+}
+
+// pollConversations is the poll's reading of the list (one query), while it is shown.
+func pollConversations(e *env) tea.Cmd {
+	ctx, b := e.ctx, e.b
+	return func() tea.Msg {
+		list, err := b.Conversations(ctx)
+		return convsMsg{list: list, err: err, poll: true}
 	}
 }
 

@@ -9,7 +9,8 @@ import (
 
 // Turns written by another process (a headless `run`, the recording proxy) appear
 // without sending: every pollEvery the open conversation's branches are read (one cheap
-// query) and panes whose branch moved are reloaded.
+// query) and panes whose branch moved are reloaded; while the conversation list is
+// shown, it is read too (one query) and its rows change only where something did.
 
 type pollTickMsg struct{}
 

@@ -24,6 +24,9 @@ func (m *Model) result(msg tea.Msg) tea.Cmd {
 	e := m.e
 	switch msg := msg.(type) {
 	case convsMsg:
+		if msg.err != nil && msg.poll {
+			return nil // retried at the next tick; errors show when acting
+		}
 		if msg.err != nil {
 			return e.fail(fmt.Errorf("list conversations: %w", msg.err))
 		}
@@ -58,7 +61,12 @@ func (m *Model) result(msg tea.Msg) tea.Cmd {
 		return msg.pane.Update(msg)
 	case pollTickMsg:
 		m.polling = false
-		return tea.Batch(m.loadBranches(true), m.schedulePoll())
+		var list tea.Cmd
+		if _, ok := m.topModal().(*convList); ok {
+			// conversations made elsewhere (a proxy, a headless run) join the list shown
+			list = pollConversations(e)
+		}
+		return tea.Batch(m.loadBranches(true), list, m.schedulePoll())
 	case pendingMsg:
 		return m.resume.add(msg)
 	case resumeMsg:

@@ -33,3 +33,26 @@ func TestTurnFromAnotherProcessAppears(t *testing.T) {
 	}
 	tm.waitFor("╰─ 2 turns", "The reset email never arrives", "Let's check your spam folder")
 }
+
+// TestConversationListFollowsOtherProcesses: a conversation a headless `run` creates
+// while the conversation list is shown joins the list without a key press, and the
+// selected row stays selected.
+func TestConversationListFollowsOtherProcesses(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t)
+	tm := startTerm(t, ws, 120, 30)
+	tm.waitFor("no turns yet")
+	tm.press("Escape", "L") // leave the editor, open the list
+	tm.waitFor("conversations (1)", "untitled")
+
+	out, err := runBinary(t, ws, "run", "--db", ws.db, "--config", ws.config, "--model", "demo",
+		"--agent", "SupportAgent", "--title", "made by a headless run", "--input", "question=I can't log in")
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	tm.waitFor("conversations (2)", "made by a headless run")
+	// the cursor stayed on the conversation it was on (the new row is above it, newest
+	// first): enter opens that one
+	tm.press("Enter")
+	tm.waitFor("opened untitled")
+}
