@@ -105,11 +105,9 @@ func (d *Demo) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 
 // Complete is the demo model's answer text, without streaming or delays.
 func (d *Demo) Complete(meta lm.Meta, msgs []lm.Message) (string, error) {
+	meta = fromMessages(meta, msgs)
 	f := detectFormat(meta, msgs)
 	inputs := meta.Inputs
-	if inputs == nil {
-		inputs = inputsFromMessages(msgs, f)
-	}
 	seed := demoSeed(meta, inputs, msgs)
 	if f.kind == formatPlain {
 		return plainReply(msgs, seed), nil

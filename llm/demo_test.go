@@ -218,17 +218,43 @@ func TestSplitTokens(t *testing.T) {
 	}
 }
 
-func TestFieldsFromMessages(t *testing.T) {
-	s, _ := sig.Parse("question -> flag: bool, label: Literal['a (x)', \"b's\"], items: list[str]")
-	msgs, _ := adapter.Chat{}.Format(adapter.Request{Signature: s, Inputs: sig.NewMap("question", "q")})
-	ins, outs := fieldsFromMessages(msgs)
-	if len(ins) != 1 || ins[0] != "question" || len(outs) != 3 {
-		t.Fatalf("inputs %v outputs %v", ins, outs)
-	}
-	for i, want := range []string{"bool", `Literal['a (x)', "b's"]`, "list[str]"} {
-		if outs[i].Type.Name() != want {
-			t.Errorf("output %d type %s, want %s", i, outs[i].Type.Name(), want)
+// A request that reaches the demo model as messages alone (through the proxy, or `ask`)
+// is read back by core/recognize: the demo answers it exactly as it answers the engine,
+// which says in Meta what the request holds, typed inputs included.
+func TestDemoAnswersMessagesAsMeta(t *testing.T) {
+	d := NewDemo(DemoOptions{})
+	cases := demoCases(t)
+	typed, _ := sig.Parse("n: int, items: list[str], flag: bool -> total: int, note")
+	plain, _ := sig.Parse("question -> answer")
+	cases = append(cases,
+		demoCase{"typed", typed, sig.NewMap("n", int64(3), "items", []any{"a", "b"}, "flag", true)},
+		demoCase{"padded", plain, sig.NewMap("question", "  padded question  \n")})
+	for _, c := range cases {
+		for _, a := range []adapter.Adapter{adapter.Chat{}, adapter.JSON{}} {
+			t.Run(c.name+"/"+a.Name(), func(t *testing.T) {
+				msgs, err := a.Format(adapter.Request{Signature: c.sig, Inputs: c.inputs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := d.Complete(lm.Meta{Adapter: a.Name(), Signature: c.sig, Inputs: withoutHistory(c.inputs)}, msgs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := d.Complete(lm.Meta{}, msgs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("from the messages alone:\n%s\nwith Meta:\n%s", got, want)
+				}
+			})
 		}
+	}
+	// no DSPy format: a plain chat, answered from the last user message
+	msgs := []lm.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "  What is a session?  "}}
+	got, err := d.Complete(lm.Meta{}, msgs)
+	if err != nil || strings.Contains(got, "[[ ##") || strings.HasPrefix(got, "{") || got == "" {
+		t.Fatalf("plain chat answered %q (%v)", got, err)
 	}
 }
 
