@@ -321,7 +321,7 @@ func decodeExt(f *File, doc *sig.Map, where string) error {
 		return perr(at, "is %s, want an object", sig.KindName(raw))
 	}
 	em.Range(func(k string, v any) bool {
-		if k != "turns" && k != "format" {
+		if k != "turns" && k != "format" && k != "shared" {
 			if f.Options == nil {
 				f.Options = sig.NewMap()
 			}
@@ -340,15 +340,23 @@ func decodeExt(f *File, doc *sig.Map, where string) error {
 	if len(list) != len(f.Turns) {
 		return perr(at+".turns", "has %d entries for %d turns", len(list), len(f.Turns))
 	}
+	table := newSharedTable(nil)
+	if sv, ok := em.Get("shared"); ok && sv != nil {
+		values, ok := sv.([]any)
+		if !ok {
+			return perr(at+".shared", "is %s, want a list", sig.KindName(sv))
+		}
+		table = newSharedTable(values)
+	}
 	for i, e := range list {
-		if err := decodeTurnExt(f, i, e, fmt.Sprintf("%s.turns[%d]", at, i)); err != nil {
+		if err := decodeTurnExt(f, i, e, fmt.Sprintf("%s.turns[%d]", at, i), table); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func decodeTurnExt(f *File, i int, e any, at string) error {
+func decodeTurnExt(f *File, i int, e any, at string, table *sharedTable) error {
 	m, ok := e.(*sig.Map)
 	if !ok {
 		return perr(at, "is %s, want an object", sig.KindName(e))
@@ -384,6 +392,9 @@ func decodeTurnExt(f *File, i int, e any, at string) error {
 	if cs, ok := m.Get("calls"); ok && cs != nil {
 		calls, err := decodeCalls(cs, at+".calls")
 		if err != nil {
+			return err
+		}
+		if err := table.attach(cs, calls, at+".calls"); err != nil {
 			return err
 		}
 		t.Calls = calls
@@ -426,7 +437,7 @@ func decodeCalls(v any, at string) ([]*trace.Call, error) {
 		return nil, perr(at, "is %s, want a list", sig.KindName(v))
 	}
 	var calls []*trace.Call
-	if err := json.Unmarshal([]byte(py.CompactJSON(v)), &calls); err != nil {
+	if err := json.Unmarshal([]byte(py.CompactJSON(stripRefs(v))), &calls); err != nil {
 		return nil, perr(at, "not call records: %v", err)
 	}
 	for j, c := range calls {

@@ -49,11 +49,15 @@ func Encode(w io.Writer, f *File) error {
 	})
 	j.key(ExtKey)
 	j.open('{')
-	j.field("format", int64(1))
+	j.field("format", int64(2))
+	sh := newShared()
+	if err := j.sharedValues(st, sh); err != nil {
+		return err
+	}
 	j.key("turns")
 	j.open('[')
 	err := st.each(func(e Entry) error {
-		v, err := turnExt(e)
+		v, err := turnExt(e, sh)
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", e.Turn.Index, err)
 		}
@@ -131,15 +135,45 @@ func (j *jsonWriter) turns(st *State, v1 bool) error {
 	return err
 }
 
-// turnExt is a turn's entry in the extension.
-func turnExt(e Entry) (*sig.Map, error) {
+// sharedValues writes the "shared" list (when the calls have any messages or history):
+// every distinct message and history entry of the turns' calls, once, in first-use order
+// (shared.go). The turns are read once more for it; only a digest of each value is held.
+func (j *jsonWriter) sharedValues(st *State, sh *shared) error {
+	started := false
+	err := st.each(func(e Entry) error {
+		if len(e.Turn.Calls) == 0 {
+			return nil
+		}
+		err := sh.collect(e.Turn.Calls, func(v any) error {
+			if !started {
+				j.key("shared")
+				j.open('[')
+				started = true
+			}
+			j.item(v)
+			return j.err
+		})
+		if err != nil {
+			return fmt.Errorf("turn %d: %w", e.Turn.Index, err)
+		}
+		return nil
+	})
+	if started {
+		j.close(']')
+	}
+	return err
+}
+
+// turnExt is a turn's entry in the extension; its calls name their messages and
+// history in sh.
+func turnExt(e Entry, sh *shared) (*sig.Map, error) {
 	t := e.Turn
 	m := sig.NewMap("started", t.Started.Format(time.RFC3339Nano), "ended", t.Ended.Format(time.RFC3339Nano))
 	if t.Explicit {
 		m.Set("history_snapshot", t.History)
 	}
 	if len(t.Calls) > 0 {
-		cv, err := CallsValue(t.Calls)
+		cv, err := sh.callsValue(t.Calls)
 		if err != nil {
 			return nil, err
 		}

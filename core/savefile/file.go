@@ -1,7 +1,8 @@
 // Package savefile reads and writes session save files: dspy-session's format (version 2
 // as Session.save writes it, version 1 as SessionState.to_dict writes it) plus the
 // extension keys the Python library ignores ("sessionbench": per-turn times, explicit
-// snapshots, call records, attempts, children's turn counts and session options;
+// snapshots, call records whose requests and histories are written once and shared
+// (format 2, shared.go), attempts, children's turn counts and session options;
 // "x_sessionbench": the conversation an export came from).
 //
 // It is the one codec behind core.Session.Save and core.Load, and behind the

@@ -165,7 +165,8 @@ func TestEncodeStreamsTurns(t *testing.T) {
 		}
 		return nil
 	}
-	if got := encode(t, f); got != want || runs != 2 {
+	// Read three times: the Python turns, the extension's shared values, its turns.
+	if got := encode(t, f); got != want || runs != 3 {
 		t.Errorf("streamed turns (%d runs) differ:\n%s\n---\n%s", runs, got, want)
 	}
 	broken := errors.New("cursor broke")
@@ -195,7 +196,7 @@ func TestEncodeSpelling(t *testing.T) {
   "l2_memory": "",
   "node_states": {},
   "sessionbench": {
-    "format": 1,
+    "format": 2,
     "turns": []
   }
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 // Examples writes DSPy Example JSONL. At turn level it is dspy-session's to_examples of
@@ -42,22 +43,22 @@ func Examples(w io.Writer, src *Source, o Options) error {
 		return fmt.Errorf("examples: %w", err)
 	}
 	skip := 0 // max_stored_turns: the session keeps only the latest turns
-	if m := opts.MaxStoredTurns; m != nil && len(src.Turns) > *m {
-		skip = len(src.Turns) - *m
+	if m := opts.MaxStoredTurns; m != nil && src.Len() > *m {
+		skip = src.Len() - *m
 	}
-	for i, t := range src.Turns {
+	i := -1
+	return src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
+		i++
 		h := b.Snapshot(t)
 		b.Add(t)
 		if i < skip || t.Outputs.Len() == 0 {
-			continue
+			return nil
 		}
 		tt := *t
 		tt.History = h
-		if _, err := io.WriteString(w, exampleLine(core.TurnExample(&tt, opts.HistoryField, true))+"\n"); err != nil {
-			return err
-		}
-	}
-	return nil
+		_, err := io.WriteString(w, exampleLine(core.TurnExample(&tt, opts.HistoryField, true))+"\n")
+		return err
+	})
 }
 
 // callExamples writes one line per successful call at o.Path.
@@ -67,7 +68,7 @@ func callExamples(w io.Writer, src *Source, o Options) error {
 		field = "history"
 	}
 	n := 0
-	for _, t := range src.Turns {
+	err := src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
 		var err error
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			if err != nil || c.Path != o.Path || c.Outputs == nil || c.Error != "" {
@@ -76,9 +77,10 @@ func callExamples(w io.Writer, src *Source, o Options) error {
 			_, err = io.WriteString(w, exampleLine(core.CallExample(c, field))+"\n")
 			n++
 		})
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if n == 0 {
 		return fmt.Errorf("no successful calls with path %q on this branch", o.Path)

@@ -23,24 +23,75 @@ import (
 // Formats lists the format names Write accepts.
 var Formats = []string{"session-json", "examples", "calls", "openai-jsonl", "markdown"}
 
-// Source is what is exported: one branch of one conversation.
+// Source is what is exported: one branch of one conversation. A source Load made reads
+// its turns from the store a page at a time, on every pass over them (Each), so an
+// export holds a page of turns, never the whole conversation; a source built with Turns
+// set is read from them.
 type Source struct {
 	Conv   *storage.Conversation
 	Branch string
 	Turns  []*trace.Turn
+
+	ctx   context.Context // what Load was given: the store is read under it
+	store *storage.Store
+	n     int // turns on the branch
 }
 
-// Load reads a branch for export.
+// pageTurns is how many turns a pass holds at once.
+const pageTurns = 8
+
+// Load opens a branch for export; its turns are read as Each goes.
 func Load(ctx context.Context, s *storage.Store, convID, branch string) (*Source, error) {
 	c, err := s.Conversation(ctx, convID)
 	if err != nil {
 		return nil, err
 	}
-	turns, err := s.LoadBranch(ctx, convID, branch)
+	b, err := s.Branch(ctx, convID, branch)
 	if err != nil {
 		return nil, err
 	}
-	return &Source{Conv: c, Branch: branch, Turns: turns}, nil
+	return &Source{Conv: c, Branch: branch, ctx: ctx, store: s, n: b.Length}, nil
+}
+
+// Len is the number of turns.
+func (src *Source) Len() int {
+	if src.store == nil {
+		return len(src.Turns)
+	}
+	return src.n
+}
+
+// Each calls f with every turn, root first, with its calls and their exact requests.
+func (src *Source) Each(f func(t *trace.Turn) error) error {
+	return src.EachWith(storage.LoadOptions{}, f)
+}
+
+// EachWith is Each reading the turns with o (NoRequests: without the calls' requests,
+// completions and raw bodies, for a format that writes none of them).
+func (src *Source) EachWith(o storage.LoadOptions, f func(t *trace.Turn) error) error {
+	if src.store == nil {
+		for _, t := range src.Turns {
+			if err := f(t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for from := 0; from < src.n; from += pageTurns {
+		p, err := src.store.LoadBranchRangeWith(src.ctx, src.Conv.ID, src.Branch, from, pageTurns, o)
+		if err != nil {
+			return err
+		}
+		if p.Total != src.n {
+			return fmt.Errorf("branch %s of %s changed while it was exported (%d turns, now %d)", src.Branch, src.Conv.ID, src.n, p.Total)
+		}
+		for _, t := range p.Turns {
+			if err := f(t); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Options refine some formats.
@@ -51,6 +102,10 @@ type Options struct {
 	// HistoryField is the session's history field name; "" or "history" let the
 	// settings an imported file carried decide.
 	HistoryField string
+	// NoCalls leaves the call records out of a session-json file (its extension keeps
+	// each turn's times, attempts and children's counts): the file is then much smaller,
+	// and what it restores has no calls to inspect.
+	NoCalls bool
 	// Session holds the conversation's own session settings when the caller knows them
 	// (its agent's options): turn-level examples derive each history with them, the
 	// settings an imported file carried filling what they leave unset (as core.Load
@@ -108,7 +163,7 @@ type stepAttempt struct {
 func Calls(w io.Writer, src *Source) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for _, t := range src.Turns {
+	return src.Each(func(t *trace.Turn) error {
 		byCall := map[string]*stepAttempt{}
 		for _, a := range t.Attempts {
 			for _, id := range a.Calls {
@@ -139,8 +194,8 @@ func Calls(w io.Writer, src *Source) error {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // OpenAIJSONL writes OpenAI fine-tuning chat lines: the exact messages of each successful
@@ -148,8 +203,8 @@ func Calls(w io.Writer, src *Source) error {
 func OpenAIJSONL(w io.Writer, src *Source, o Options) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	var err error
-	for _, t := range src.Turns {
+	return src.Each(func(t *trace.Turn) error {
+		var err error
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			if err != nil || c.Error != "" || c.Completion == "" || len(c.Messages) == 0 || (o.Path != "" && c.Path != o.Path) {
 				return
@@ -159,15 +214,12 @@ func OpenAIJSONL(w io.Writer, src *Source, o Options) error {
 				Messages []lm.Message `json:"messages"`
 			}{msgs})
 		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // Markdown writes a readable transcript: each turn's inputs and outputs, its score, and a
-// list of the inner calls.
+// list of the inner calls. It is written a turn at a time.
 func Markdown(w io.Writer, src *Source) error {
 	var b strings.Builder
 	title := "Conversation"
@@ -180,9 +232,9 @@ func Markdown(w io.Writer, src *Source) error {
 	fmt.Fprintf(&b, "# %s\n\n", title)
 	if src.Conv != nil {
 		fmt.Fprintf(&b, "- conversation: `%s`\n- branch: `%s`\n- agent: %s\n- status: %s\n- turns: %d\n\n",
-			src.Conv.ID, src.Branch, orDash(src.Conv.Agent), src.Conv.Status, len(src.Turns))
+			src.Conv.ID, src.Branch, orDash(src.Conv.Agent), src.Conv.Status, src.Len())
 	}
-	for _, t := range src.Turns {
+	err := src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
 		fmt.Fprintf(&b, "## Turn %d\n\n", t.Index)
 		fields := func(m *sig.Map) {
 			m.Range(func(k string, v any) bool {
@@ -230,8 +282,14 @@ func Markdown(w io.Writer, src *Source) error {
 			})
 			b.WriteString("\n")
 		}
+		_, err := io.WriteString(w, b.String())
+		b.Reset()
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String()) // the heading of a branch without turns
 	return err
 }
 

@@ -71,6 +71,16 @@ func sampleSource(t *testing.T) (*storage.Store, *Source) {
 	return s, src
 }
 
+// allTurns reads every turn of src.
+func allTurns(t *testing.T, src *Source) []*trace.Turn {
+	t.Helper()
+	var out []*trace.Turn
+	if err := src.Each(func(tr *trace.Turn) error { out = append(out, tr); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestSessionJSONRoundTrip(t *testing.T) {
 	_, src := sampleSource(t)
 	var buf bytes.Buffer
@@ -95,9 +105,10 @@ func TestSessionJSONRoundTrip(t *testing.T) {
 	if f.Version != 2 || len(f.Turns) != 3 || f.L2Memory != "" || f.InitialHistory != nil {
 		t.Fatalf("parsed: %+v", f)
 	}
+	stored := allTurns(t, src)
 	for i, tr := range f.Turns {
 		tr := tr.Turn
-		if !tr.Inputs.Equal(src.Turns[i].Inputs) || !tr.Outputs.Equal(src.Turns[i].Outputs) || *tr.Score != *src.Turns[i].Score {
+		if !tr.Inputs.Equal(stored[i].Inputs) || !tr.Outputs.Equal(stored[i].Outputs) || *tr.Score != *stored[i].Score {
 			t.Errorf("turn %d differs: %v %v", i, tr.Inputs, tr.Outputs)
 		}
 	}
@@ -177,7 +188,7 @@ func TestExamplesAndCalls(t *testing.T) {
 		t.Fatalf("%d openai lines, want 6 (failed call skipped)", len(oa))
 	}
 	msgs := oa[5]["messages"].([]any)
-	orig := src.Turns[2].Calls[1]
+	orig := allTurns(t, src)[2].Calls[1]
 	if len(msgs) != len(orig.Messages)+1 || msgs[len(msgs)-1].(map[string]any)["content"] != orig.Completion ||
 		msgs[0].(map[string]any)["content"] != orig.Messages[0].Content {
 		t.Errorf("openai line: %v", msgs)

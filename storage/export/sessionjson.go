@@ -9,6 +9,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 // ConfigMetaKey is the conversation metadata key under which Import keeps (as JSON text) what a
@@ -85,19 +86,22 @@ func SessionJSON(w io.Writer, src *Source, o Options) error {
 	}
 	set := im.settings
 	set.HistoryField = im.field(o.HistoryField)
-	paths := callPaths(src.Turns)
+	paths, err := callPaths(src)
+	if err != nil {
+		return err
+	}
 	f := &savefile.File{
 		Version:  2,
 		Settings: set,
 		State: savefile.State{
-			Each:           outerTurns(src.Turns),
+			Each:           outerTurns(src, o.NoCalls),
 			InitialHistory: im.initial,
 			L2Memory:       im.l2,
 		},
 		Options: im.options,
 	}
 	for _, p := range paths {
-		st := &savefile.State{Each: childTurns(src.Turns, p)}
+		st := &savefile.State{Each: childTurns(src, p)}
 		if x, ok := im.nodes.Get(p); ok {
 			if xm, ok := x.(*sig.Map); ok {
 				if err := nodeExtras(st, xm); err != nil {
@@ -138,28 +142,31 @@ func SessionJSON(w io.Writer, src *Source, o Options) error {
 
 // callPaths lists, sorted, the paths of the calls that record a child turn (a failed
 // call records none).
-func callPaths(turns []*trace.Turn) []string {
+func callPaths(src *Source) ([]string, error) {
 	var paths []string
-	for _, t := range turns {
+	err := src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			if keepsTurn(c) && !slices.Contains(paths, c.Path) {
 				paths = append(paths, c.Path)
 			}
 		})
-	}
+		return nil
+	})
 	slices.Sort(paths)
-	return paths
+	return paths, err
 }
 
 func keepsTurn(c *trace.Call) bool { return c.Path != "" && c.Outputs != nil }
 
 // outerTurns yields the branch's turns numbered by position, each with the children's
-// turn counts so far.
-func outerTurns(turns []*trace.Turn) func(yield func(savefile.Entry) error) error {
+// turn counts so far; without their calls when noCalls is set.
+func outerTurns(src *Source, noCalls bool) func(yield func(savefile.Entry) error) error {
 	return func(yield func(savefile.Entry) error) error {
 		counts := map[string]int{}
 		var seen []string
-		for i, t := range turns {
+		i := -1
+		return src.EachWith(storage.LoadOptions{NoRequests: noCalls}, func(t *trace.Turn) error {
+			i++
 			trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 				if keepsTurn(c) {
 					if _, ok := counts[c.Path]; !ok {
@@ -170,6 +177,9 @@ func outerTurns(turns []*trace.Turn) func(yield func(savefile.Entry) error) erro
 			})
 			tt := *t
 			tt.Index = i
+			if noCalls {
+				tt.Calls = nil
+			}
 			e := savefile.Entry{Turn: &tt}
 			if len(seen) > 0 {
 				sorted := slices.Sorted(slices.Values(seen))
@@ -177,21 +187,18 @@ func outerTurns(turns []*trace.Turn) func(yield func(savefile.Entry) error) erro
 					e.ChildTurns = append(e.ChildTurns, savefile.ChildCount{Path: p, Turns: counts[p]})
 				}
 			}
-			if err := yield(e); err != nil {
-				return err
-			}
-		}
-		return nil
+			return yield(e)
+		})
 	}
 }
 
 // childTurns yields the child session at path: one turn per successful call there, with
 // the history that call saw as its snapshot.
-func childTurns(turns []*trace.Turn, path string) func(yield func(savefile.Entry) error) error {
+func childTurns(src *Source, path string) func(yield func(savefile.Entry) error) error {
 	return func(yield func(savefile.Entry) error) error {
 		n := 0
-		var err error
-		for _, t := range turns {
+		return src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
+			var err error
 			trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 				if err != nil || c.Path != path || !keepsTurn(c) {
 					return
@@ -199,11 +206,8 @@ func childTurns(turns []*trace.Turn, path string) func(yield func(savefile.Entry
 				err = yield(savefile.Entry{Turn: &trace.Turn{Index: n, Inputs: c.Inputs, Outputs: c.Outputs, History: c.History, Score: c.Score}})
 				n++
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+			return err
+		})
 	}
 }
 

@@ -20,9 +20,11 @@ func init() {
 	Register(Command{
 		Name: "export",
 		Usage: []string{
-			"export ID --format F [--branch B] [--path P] [--out FILE]",
+			"export ID --format F [--branch B] [--path P] [--out FILE] [--no-calls]",
 			"                             F: session-json (dspy-session v2) | examples (DSPy JSONL; --path for",
 			"                             call level) | calls | openai-jsonl | markdown",
+			"                             (session-json writes each request's messages once, shared; --no-calls",
+			"                             leaves the call records out)",
 			"export ID --format otlp --otlp-endpoint URL [--branch B]",
 			"                             send every turn as an OpenTelemetry trace (GenAI conventions) to a collector",
 		},
@@ -42,6 +44,7 @@ func runExport(ctx context.Context, env Env) int {
 	fs.StringVar(&path, "path", "", "predictor path: call-level examples, or only its calls for openai-jsonl")
 	fs.StringVar(&out, "out", "", "write to FILE instead of standard output (replaced only when the export succeeds)")
 	fs.StringVar(&field, "history-field", "history", "the session's history field name")
+	noCalls := fs.Bool("no-calls", false, "with --format session-json: leave the call records out (a much smaller file)")
 	var endpoint string
 	fs.StringVar(&endpoint, "otlp-endpoint", "", "with --format otlp: the OTLP/HTTP collector, e.g. http://localhost:4318")
 	pos, code, done := parseFlags(env, fs, env.Args, true)
@@ -88,7 +91,10 @@ func runExport(ctx context.Context, env Env) int {
 			return storeError
 		}
 	}
-	eo := export.Options{Path: path, HistoryField: field}
+	if *noCalls && format != "session-json" {
+		return usage("--no-calls applies to --format session-json, not %s", format)
+	}
+	eo := export.Options{Path: path, HistoryField: field, NoCalls: *noCalls}
 	if format == "examples" && src.Conv.Agent != "" {
 		// Turn-level examples derive their histories with the conversation's own session
 		// settings; an agent that no longer resolves leaves the stored ones.
@@ -118,9 +124,9 @@ func runExport(ctx context.Context, env Env) int {
 	}
 	switch {
 	case out != "" && sf.json:
-		writeJSONOut(env.Stdout, map[string]any{"out": out, "format": format, "conversation": pos[0], "branch": branch, "turns": len(src.Turns)})
+		writeJSONOut(env.Stdout, map[string]any{"out": out, "format": format, "conversation": pos[0], "branch": branch, "turns": src.Len()})
 	case out != "":
-		fmt.Fprintf(env.Stderr, "wrote %s (%s, %d turns)\n", out, format, len(src.Turns))
+		fmt.Fprintf(env.Stderr, "wrote %s (%s, %d turns)\n", out, format, src.Len())
 	}
 	return storeOK
 }
@@ -130,13 +136,17 @@ func runExport(ctx context.Context, env Env) int {
 func checkCallPath(src *export.Source, path string) error {
 	var paths []string
 	found := false
-	for _, t := range src.Turns {
+	err := src.EachWith(storage.LoadOptions{NoRequests: true}, func(t *trace.Turn) error {
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 			found = found || c.Path == path
 			if !slices.Contains(paths, c.Path) {
 				paths = append(paths, c.Path)
 			}
 		})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if found {
 		return nil
