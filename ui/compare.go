@@ -320,7 +320,7 @@ func (v *compareView) build() {
 		return
 	}
 	v.layoutKey = lk
-	lines, anchors, folds := layoutRows(v.rows, v.vp.Width(), v.layout, newCompareStyles(v.e.st))
+	lines, anchors, folds := layoutRows(v.rows, v.vp.Width(), v.layout, newCompareStyles(v.e.st), [2]string{v.sideLabel(0), v.sideLabel(1)})
 	v.anchors, v.folds = anchors, folds
 	off := v.vp.YOffset()
 	v.vp.SetContentLines(lines)

@@ -33,7 +33,7 @@ func filler(n int) string {
 func plainLayout(rows []cmpRow, w int, l compareLayout) ([]string, []int, map[int]int) {
 	th := themes.Dark()
 	st := &stylesheet{theme: th, s: th.Styles()}
-	lines, anchors, folds := layoutRows(rows, w, l, newCompareStyles(st))
+	lines, anchors, folds := layoutRows(rows, w, l, newCompareStyles(st), [2]string{"1 per-predictor", "2 outer, signature-filtered"})
 	for i := range lines {
 		lines[i] = ansi.Strip(lines[i])
 	}
@@ -143,7 +143,7 @@ func TestCompareHighlightsChangedWords(t *testing.T) {
 	th := themes.Dark()
 	st := &stylesheet{theme: th, s: th.Styles()}
 	cs := newCompareStyles(st)
-	lines, _, _ := layoutRows(rows, 100, layoutSide, cs)
+	lines, _, _ := layoutRows(rows, 100, layoutSide, cs, [2]string{"1", "2"})
 	joined := strings.Join(lines, "\n")
 	for _, want := range []string{cs.delW.Render("quick"), cs.addW.Render("slow"), cs.del.Render("the")} {
 		if !strings.Contains(joined, want) {
@@ -179,5 +179,52 @@ func TestCompareWarningsAtTheirLineAndTokenDeltas(t *testing.T) {
 	head := lines[0]
 	if !strings.Contains(head, "── assistant · 14 tok") || !strings.Contains(head, "── assistant · 11 tok (−3)") {
 		t.Errorf("message header %q lacks the tokens and their delta", head)
+	}
+}
+
+// A warning is an annotation, not request content: in no layout does it take a -/+
+// marker (without colour that would read as a sent line), its wrapped lines are
+// indented under its text, and stacked, where both sides' lines alternate, it names the
+// side it belongs to.
+func TestCompareWarningsAreNotContent(t *testing.T) {
+	a := rendering(1, "assistant", "[[ ## reasoning ## ]]\nthought about the customer's question at length")
+	b := rendering(2, "assistant", "[[ ## reasoning ## ]]\nNone")
+	b.Warnings = []sessions.Lint{{Message: 0, Field: "reasoning", Text: "missing-output: the history entry renders None for reasoning: the outer history lacks this predictor's field"}}
+	rows := compareRows(a, b, wirediff.Diff(messagesOf(a), messagesOf(b)), nil, false)
+	for _, l := range []compareLayout{layoutStacked, layoutSide, layoutRight} {
+		lines, _, _ := plainLayout(rows, 80, l)
+		at := -1
+		for i, line := range lines {
+			if strings.Contains(line, "⚠") {
+				at = i
+			}
+		}
+		if at < 0 {
+			t.Fatalf("%v: no warning:\n%s", l, strings.Join(lines, "\n"))
+		}
+		first := lines[at]
+		if l == layoutSide {
+			_, first, _ = strings.Cut(first, " │ ")
+		}
+		want := " ⚠ missing-output"
+		if l == layoutStacked {
+			want = " ⚠ 2 outer, signature-filtered: missing-output"
+		}
+		if !strings.HasPrefix(first, want) {
+			t.Errorf("%v: warning line %q, want it to start %q", l, first, want)
+		}
+		// its continuation: indented under the text, no marker
+		next := lines[at+1]
+		if l == layoutSide {
+			_, next, _ = strings.Cut(next, " │ ")
+		}
+		if !strings.HasPrefix(next, "   ") || strings.TrimSpace(next) == "" {
+			t.Errorf("%v: the warning's second line %q is not indented under it:\n%s", l, next, strings.Join(lines, "\n"))
+		}
+		for _, line := range lines {
+			if strings.HasPrefix(line, "+⚠") || strings.HasPrefix(line, "-⚠") || strings.Contains(line, "│ +⚠") {
+				t.Errorf("%v: a warning with a diff marker: %q", l, line)
+			}
+		}
 	}
 }

@@ -60,7 +60,8 @@ func TestCompareKeepAgainstInherit(t *testing.T) {
 func TestCompareNarrowStacks(t *testing.T) {
 	hs, _ := openCompare(t, 80, 24)
 	s := hs.screen()
-	assertContains(t, s, "stacked", "- 1 per-predictor", "+ 2 outer, signature-filtered", "-The customer has", "+None", "+⚠ missing-output")
+	assertContains(t, s, "stacked", "- 1 per-predictor", "+ 2 outer, signature-filtered", "-The customer has", "+None", " ⚠ 2 outer, signature-filtered: missing-output")
+	assertLacks(t, s, "+⚠", "-⚠") // an annotation, not request content
 	for _, l := range strings.Split(s, "\n") {
 		if len([]rune(l)) > 80 {
 			t.Errorf("a line is wider than 80: %q", l)

@@ -255,9 +255,10 @@ func newCompareStyles(st *stylesheet) compareStyles {
 	}
 }
 
-// layoutRows draws rows at width w. It returns the lines, the line each difference
-// starts on (for n / N) and the line of each fold (by fold id).
-func layoutRows(rows []cmpRow, w int, layout compareLayout, cs compareStyles) (lines []string, anchors []int, folds map[int]int) {
+// layoutRows draws rows at width w; labels name the two sides (stacked, a warning says
+// whose it is in words). It returns the lines, the line each difference starts on (for
+// n / N) and the line of each fold (by fold id).
+func layoutRows(rows []cmpRow, w int, layout compareLayout, cs compareStyles, labels [2]string) (lines []string, anchors []int, folds map[int]int) {
 	folds = map[int]int{}
 	colW := w
 	if layout == layoutSide {
@@ -282,10 +283,14 @@ func layoutRows(rows []cmpRow, w int, layout compareLayout, cs compareStyles) (l
 		case rowHeader:
 			return wrapSpans(spans, colW, "", cs.role(r.role), cs.role(r.role))
 		case rowWarn:
+			whose := ""
 			if layout == layoutStacked {
-				return wrapSpans(spans, colW, mark, cs.warn, cs.warn) // whose warning it is
+				whose = labels[1]
+				if left {
+					whose = labels[0]
+				}
 			}
-			return wrapSpans(spans, colW, "", cs.warn, cs.warn)
+			return warnLines(spans, whose, colW, cs.warn)
 		}
 		return wrapSpans(spans, colW, mark, st, word)
 	}
@@ -329,6 +334,32 @@ func layoutRows(rows []cmpRow, w int, layout compareLayout, cs compareStyles) (l
 		}
 	}
 	return lines, anchors, folds
+}
+
+// warnLines draws a warning row: an annotation, not request content, so it never takes
+// a -/+ marker: " ⚠ text", wrapped lines indented under the text, and (stacked, where
+// both sides' lines alternate) the side it belongs to named after the sign.
+func warnLines(spans []wirediff.Span, whose string, w int, st lipgloss.Style) []string {
+	var b strings.Builder
+	for _, sp := range spans {
+		b.WriteString(sp.Text)
+	}
+	sign, text, _ := strings.Cut(termtext.Sanitize(b.String()), " ")
+	if whose != "" {
+		text = whose + ": " + text
+	}
+	lead := " " + sign + " "
+	indent := strings.Repeat(" ", ansi.StringWidth(lead))
+	wrapped := wrapLines(text, max(w-len(indent), 1))
+	out := make([]string, len(wrapped))
+	for i, l := range wrapped {
+		if i == 0 {
+			out[i] = st.Render(lead + l)
+		} else {
+			out[i] = st.Render(indent + l)
+		}
+	}
+	return out
 }
 
 // wrapSpans wraps spans to width w, mark (when set) leading every line, plain text in
