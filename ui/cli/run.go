@@ -53,6 +53,9 @@ func (f *runInputFlag) Set(s string) error {
 	if !ok || strings.TrimSpace(k) == "" {
 		return fmt.Errorf("%q: want NAME=VALUE", s)
 	}
+	if err := limits.CheckUTF8([]byte(s)); err != nil {
+		return fmt.Errorf("%q: %w", s, err)
+	}
 	f.pairs = append(f.pairs, [2]string{strings.TrimSpace(k), v})
 	return nil
 }

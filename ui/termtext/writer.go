@@ -2,14 +2,16 @@ package termtext
 
 import (
 	"io"
+	"sync"
 	"unicode/utf8"
 )
 
 // Writer sanitises everything written through it before it reaches w, as Sanitize
 // does but keeping tabs (a terminal expands them harmlessly). Text may arrive in any
 // pieces, a UTF-8 sequence or a CRLF split across two writes included: the unfinished
-// tail waits for the next write, or for Flush.
+// tail waits for the next write, or for Flush. It is safe for concurrent use.
 type Writer struct {
+	mu   sync.Mutex // writes may come from several goroutines (the proxy's log, a run)
 	w    io.Writer
 	json bool   // JSON text: escapes (EscapeJSON) instead of pictures
 	tail []byte // an unfinished UTF-8 sequence or a lone CR, at most utf8.UTFMax bytes
@@ -32,6 +34,8 @@ func (w *Writer) safe(p []byte) []byte {
 
 // Write sanitises p and writes it; it reports len(p) once the safe text is written.
 func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	n := len(p)
 	if len(w.tail) > 0 {
 		p = append(w.tail, p...)
@@ -49,6 +53,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 // Flush writes what an earlier write left unfinished (an incomplete UTF-8 sequence
 // shows as U+FFFD, a trailing CR as ␍).
 func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if len(w.tail) == 0 {
 		return nil
 	}
