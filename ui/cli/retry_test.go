@@ -5,13 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/capture"
 )
 
 // failures are the ways a model call goes wrong that a turn must survive as a record.
@@ -191,5 +197,89 @@ func TestRetryInterruptedAndEdited(t *testing.T) {
 		if code, _, errs := runMain(context.Background(), args...); code == 0 {
 			t.Errorf("%v accepted: %s", bad, errs)
 		}
+	}
+}
+
+// The retry hints of 'session show' and 'session pending' run as printed: they name the
+// database given with --db (quoted for the shell when its path needs it), so a shell
+// runs them as they are (here the demo model answers the retried turn).
+func TestRetryHintRunsAsPrinted(t *testing.T) {
+	runIsolated(t)
+	db := filepath.Join(t.TempDir(), "my db's folder", "s.db")
+	if err := os.MkdirAll(filepath.Dir(db), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := chatServer(t, func(n int64, w http.ResponseWriter, r *http.Request) (string, bool) {
+		if n == 1 {
+			return supportAnswer, true
+		}
+		http.Error(w, "upstream is down", http.StatusBadRequest)
+		return "", false
+	})
+	code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=I can't log in",
+		"--base-url", bad.URL+"/v1", "--model", "m", "--json", "--db", db)
+	var failed runTurnJSON
+	if code != 1 || json.Unmarshal([]byte(out), &failed) != nil || failed.Status != trace.StatusFailed {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	_, out, _ = runMain(context.Background(), "session", "show", failed.Conversation, "--db", db)
+	hint := ""
+	for _, l := range strings.Split(out, "\n") {
+		if _, h, ok := strings.Cut(l, "retry: "); ok {
+			hint = h
+		}
+	}
+	if !strings.HasPrefix(hint, "sessionbench session retry "+failed.Turn+" --db ") {
+		t.Fatalf("session show's retry hint %q lacks --db:\n%s", hint, out)
+	}
+	args := shellWords(t, strings.TrimPrefix(hint, "sessionbench "))
+	code, _, errs = runMain(context.Background(), args...)
+	if code != 0 {
+		t.Fatalf("the hint %q, run as printed: exit %d\n%s", hint, code, errs)
+	}
+	turns, err := openStore(t, db).LoadBranch(context.Background(), failed.Conversation, storage.MainBranch)
+	if err != nil || len(turns) != 1 || turns[0].Status != trace.StatusCompleted {
+		t.Fatalf("after the hint ran: %d turns %v", len(turns), err)
+	}
+}
+
+// shellWords splits a command line as a POSIX shell does.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	out, err := exec.Command("sh", "-c", `printf '%s\0' `+line).Output()
+	if err != nil {
+		t.Fatalf("sh: %v", err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+}
+
+// A turn the proxy recorded failing is kept like any other, but its program runs
+// outside sessionbench: 'session show' offers no retry command that could not run.
+func TestRecordedFailedTurnHasNoRetryHint(t *testing.T) {
+	db := runIsolated(t)
+	ctx := context.Background()
+	st, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := capture.New(ctx, capture.Options{Store: st, IdleGap: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	call := &trace.Call{Path: "chat", PredictorType: "LM", Messages: []lm.Message{{Role: "user", Content: "hi"}},
+		Started: at, Error: "HTTP 502: upstream is down", Recovered: trace.RecoveredNone}
+	if err := rec.Begin("", "", at)(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	conv, _ := rec.Conversation()
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	code, out, errs := runMain(ctx, "session", "show", conv, "--db", db)
+	if code != 0 || !strings.Contains(out, "kept beside main") || !strings.Contains(out, "recorded by the proxy: not retried here") ||
+		strings.Contains(out, "session retry") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -567,10 +567,7 @@ func (p turnPrinter) failed(ctx context.Context, where string, done int, err err
 	if done > 0 {
 		kept = fmt.Sprintf(" %d earlier turn(s) of this run are stored in conversation %s, branch %s.", done, p.conv, p.branch)
 	}
-	dbFlag := ""
-	if db != "" {
-		dbFlag = " --db " + db
-	}
+	dbArg := dbFlag(db)
 	var kt *sessions.KeptTurnError
 	if !errors.As(err, &kt) {
 		// Nothing was stored for the turn: it failed before it began (a busy branch, an
@@ -593,7 +590,7 @@ func (p turnPrinter) failed(ctx context.Context, where string, done int, err err
 			Status: t.Status, Error: t.Error, FailedCall: failedCall, Inputs: t.Inputs, Calls: calls, Usage: usage,
 			LatencyMS: t.Ended.Sub(t.Started).Milliseconds()})
 	}
-	retry := fmt.Sprintf("sessionbench session retry %s%s", kt.Key, dbFlag)
+	retry := fmt.Sprintf("sessionbench session retry %s%s", kt.Key, dbArg)
 	switch t.Status {
 	case trace.StatusInterrupted:
 		fmt.Fprintf(p.env.Stderr, "sessionbench: %s during the turn from %s; it is left resumable as turn %s of conversation %s (answered calls are kept): %s.%s\n",
@@ -601,7 +598,7 @@ func (p turnPrinter) failed(ctx context.Context, where string, done int, err err
 		return interruptCode(ctx)
 	case trace.StatusCancelled:
 		fmt.Fprintf(p.env.Stderr, "sessionbench: cancelled during the turn from %s; it is kept as cancelled turn %s of conversation %s (retry: %s; delete: sessionbench session rm-turn %s%s).%s\n",
-			where, kt.Key, p.conv, retry, kt.Key, dbFlag, kept)
+			where, kt.Key, p.conv, retry, kt.Key, dbArg, kept)
 		return exitInterrupted
 	}
 	in := ""
@@ -609,7 +606,7 @@ func (p turnPrinter) failed(ctx context.Context, where string, done int, err err
 		in = " in call " + failedCall
 	}
 	fmt.Fprintf(p.env.Stderr, "sessionbench: the turn from %s failed%s: %v\nit is kept as failed turn %s with every call it made (see: sessionbench session show %s%s); retry it from the failure: %s.%s\n",
-		where, in, err, kt.Key, p.conv, dbFlag, retry, kept)
+		where, in, err, kt.Key, p.conv, dbArg, retry, kept)
 	return storeError
 }
 

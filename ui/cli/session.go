@@ -17,6 +17,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/capture"
 )
 
 func init() {
@@ -63,6 +64,26 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON for machines")
 }
 
+// dbFlag is " --db PATH" for a command printed as a hint, when the database was named
+// with --db (quoted for the shell, so the hint runs as printed); "" for the default.
+func dbFlag(db string) string {
+	if db == "" {
+		return ""
+	}
+	return " --db " + shellQuote(db)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@%+,", r)
+	}
+	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // errNoDatabase: a command that only reads or changes existing conversations was
 // pointed at a database file that does not exist; it is not created.
 var errNoDatabase = errors.New("no database")
@@ -105,6 +126,7 @@ type sessionArgs struct {
 	from   string
 	recurs bool
 	tree   bool
+	dbFlag string // " --db PATH" for the commands a listing suggests (dbFlag)
 }
 
 func runSession(ctx context.Context, env Env) int {
@@ -190,7 +212,7 @@ func runSession(ctx context.Context, env Env) int {
 		} else if sub == "ls" {
 			printConversations(env.Stdout, nil)
 		} else {
-			printPending(env.Stdout, nil)
+			printPending(env.Stdout, nil, "")
 		}
 		return storeOK
 	}
@@ -202,6 +224,7 @@ func runSession(ctx context.Context, env Env) int {
 	if sub == "ls" || sub == "show" || sub == "branches" || sub == "pending" {
 		noteReadOnly(env, s)
 	}
+	a.dbFlag = dbFlag(sf.db)
 	out, err := sessionDo(ctx, s, sub, pos, a, status, sf.json, env.Stdout)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "sessionbench session %s: %v\n", sub, err)
@@ -286,7 +309,7 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 			}
 		}
 		return pick(v, func() {
-			printShow(w, c, bs, a.branch, turns, kept, attempts)
+			printShow(w, c, bs, a.branch, turns, kept, attempts, a.dbFlag)
 			for _, t := range trees {
 				fmt.Fprintln(w)
 				core.PrintTraceTree(w, t, c.Agent)
@@ -368,7 +391,7 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 				p.Calls = []*trace.Call{}
 			}
 		}
-		return pick(ps, func() { printPending(w, ps) }), nil
+		return pick(ps, func() { printPending(w, ps, a.dbFlag) }), nil
 	case "discard":
 		if err := s.DiscardTurn(ctx, pos[0], "discarded from the command line"); err != nil {
 			return nil, err
@@ -451,7 +474,8 @@ func printAttempts(w io.Writer, key string, attempts []*storage.Attempt) {
 	}
 }
 
-func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode, kept []keptTurn, attempts []*storage.Attempt) {
+// printShow is 'session show' as text; db is the --db flag its retry hints repeat.
+func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branch string, turns []*storage.TurnNode, kept []keptTurn, attempts []*storage.Attempt, db string) {
 	fmt.Fprintf(w, "%s  %s\n", c.ID, c.Title)
 	fmt.Fprintf(w, "agent: %s   status: %s   created: %s   updated: %s\n", dash(c.Agent), c.Status, when(c.CreatedAt), when(c.UpdatedAt))
 	for _, k := range c.MetadataKeys() {
@@ -497,8 +521,12 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 			fmt.Fprintf(w, "         %s\n", clip(k.Error, 200))
 		}
 		printAttempts(w, k.Key, attempts)
-		if k.Status.Retryable() {
-			fmt.Fprintf(w, "         retry: sessionbench session retry %s\n", k.Key)
+		switch {
+		case capture.Recorded(c.Agent):
+			// its program runs outside sessionbench: nothing here can run the turn again
+			fmt.Fprintln(w, "         recorded by the proxy: not retried here")
+		case k.Status.Retryable():
+			fmt.Fprintf(w, "         retry: sessionbench session retry %s%s\n", k.Key, db)
 		}
 	}
 }
@@ -560,13 +588,14 @@ func printBranches(w io.Writer, bs []*storage.Branch) {
 	tw.Flush()
 }
 
-func printPending(w io.Writer, ps []*storage.PendingTurn) {
+// printPending lists in-flight turns; db is the --db flag their retry hints repeat.
+func printPending(w io.Writer, ps []*storage.PendingTurn, db string) {
 	if len(ps) == 0 {
 		fmt.Fprintln(w, "no in-flight turns")
 		return
 	}
 	for _, p := range ps {
-		state := "interrupted, resumable: sessionbench session retry " + p.Key
+		state := "interrupted, resumable: sessionbench session retry " + p.Key + db
 		switch {
 		case p.Status == trace.StatusRunning:
 			state = fmt.Sprintf("running in %s", p.Owner)
