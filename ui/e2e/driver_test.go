@@ -169,7 +169,14 @@ type term struct {
 func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 	t.Helper()
 	needTmux(t)
-	bin := binary(t)
+	return startCommand(t, ws, w, h, ws.args(binary(t)))
+}
+
+// startCommand runs a command line (the binary, a headless command) in a w×h tmux
+// window, so that what it prints reaches a real terminal.
+func startCommand(t *testing.T, ws *workspace, w, h int, cmd []string) *term {
+	t.Helper()
+	needTmux(t)
 	// a short folder: unix socket paths are limited to about 100 bytes
 	sockDir, err := os.MkdirTemp("", "sbe2e-")
 	if err != nil {
@@ -181,7 +188,7 @@ func startTerm(t *testing.T, ws *workspace, w, h int) *term {
 	if err := os.WriteFile(conf, []byte("set -g remain-on-exit on\nset -g status off\nset -g history-limit 0\nset -g set-clipboard on\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tm := &term{t: t, ws: ws, sock: filepath.Join(sockDir, "s"), target: "sb", cmd: ws.args(bin)}
+	tm := &term{t: t, ws: ws, sock: filepath.Join(sockDir, "s"), target: "sb", cmd: cmd}
 	t.Cleanup(func() {
 		_, _ = tm.tmux("kill-server")
 		os.RemoveAll(sockDir)

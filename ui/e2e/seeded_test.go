@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +117,52 @@ func TestHostileOutputAndNestedCalls(t *testing.T) {
 	tm.press("C-c")
 	if code := tm.waitExit(); code != 0 {
 		t.Fatalf("exit status %d", code)
+	}
+}
+
+// TestHostileOutputOfHeadlessCommands: on a real terminal, what session show, export
+// --format markdown and an error naming a hostile file print shows the escapes as
+// visible pictures: the title, the clipboard and the colours stay untouched.
+func TestHostileOutputOfHeadlessCommands(t *testing.T) {
+	t.Parallel()
+	needTmux(t)
+	ws := newWorkspace(t)
+	seedHostile(t, ws)
+	out, err := runBinary(t, ws, "session", "ls", "--json", "--db", ws.db)
+	if err != nil {
+		t.Fatalf("session ls: %v\n%s", err, out)
+	}
+	id := regexp.MustCompile(`"id": "([^"]+)"`).FindStringSubmatch(string(out))
+	if id == nil {
+		t.Fatalf("no conversation in %s", out)
+	}
+	bin := binary(t)
+	bad := filepath.Join(ws.dir, "evil \x1b]2;pwned\x07.json") // an error names it
+	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"session", "show", id[1], "--tree"},
+		{"export", id[1], "--format", "markdown"},
+		{"import", bad, "--db", filepath.Join(ws.dir, "other.db")},
+	} {
+		// tmux drops a dead pane's first line: an empty one goes first
+		cmd := append([]string{"sh", "-c", `echo; exec "$0" "$@"`, bin}, append(args, "--db", ws.db)...)
+		tm := startCommand(t, ws, 160, 50, cmd)
+		tm.waitExit()
+		os.Remove(tm.status) // the next command's run writes the same file
+		s := tm.screen()
+		if !strings.Contains(s, "␛]2;pwned␇") {
+			t.Errorf("%s: the escape is not shown as visible text:\n%s", args[0], s)
+		}
+		if got := tm.paneTitle(); strings.Contains(got, "pwned") {
+			t.Errorf("%s: the output set the terminal title to %q", args[0], got)
+		}
+		if bufs := strings.TrimSpace(tm.must("list-buffers")); bufs != "" {
+			t.Errorf("%s: the output reached the clipboard (OSC 52): tmux buffers %q", args[0], bufs)
+		}
+		if styled := tm.must("capture-pane", "-p", "-e", "-t", tm.target); strings.Contains(styled, "\x1b[31m") {
+			t.Errorf("%s: the output turned the terminal red:\n%q", args[0], styled)
+		}
 	}
 }
