@@ -443,7 +443,7 @@ func (m *Model) place() {
 // OfferModels opens the workbench on the model picker (Run does this when no model was
 // named and the server lists several); the models key opens it again later.
 func (m *Model) OfferModels(c ModelChoice) {
-	m.picker = NewModelPicker(c)
+	m.picker = NewModelPicker(c, m.e.keys)
 	m.picker.SetSize(m.w, m.h-2)
 }
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/sessionbench/sessionbench/themes"
@@ -28,36 +28,17 @@ type modelChosenMsg struct {
 	err  error
 }
 
-// pickerKeys are the picker's bindings; they drive both its dispatch and its help line.
-type pickerKeys struct {
-	Up, Down, Choose, Keep, Erase key.Binding
-}
-
-func (k pickerKeys) ShortHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.Choose, k.Keep, k.Erase}
-}
-
-func (k pickerKeys) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
-
-func defaultPickerKeys() pickerKeys {
-	return pickerKeys{
-		Up:     key.NewBinding(key.WithKeys("up", "ctrl+p"), key.WithHelp("↑", "up")),
-		Down:   key.NewBinding(key.WithKeys("down", "ctrl+n"), key.WithHelp("↓", "down")),
-		Choose: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "use this model")),
-		Keep:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "keep the current one")),
-		Erase:  key.NewBinding(key.WithKeys("backspace"), key.WithHelp("type", "filter")),
-	}
-}
-
 // ModelPicker is the model picker: the server's models, filtered by what is typed, one
-// chosen with enter. It is a self-contained component: the root model routes keys and
-// its own result message to it while it is active, and draws it into the body.
+// chosen with the send key. It is a self-contained component: the root model routes keys
+// and its own result message to it while it is active, and draws it into the body. Its
+// keys are the workbench's (KeyMap, rebindable in [keys]) in a binding table, as every
+// component's; the keys of that table that type something stay typed into the filter's
+// text field, whose own editing keys erase.
 type ModelPicker struct {
 	choice   ModelChoice
-	keys     pickerKeys
-	help     help.Model
+	keys     KeyMap
 	styles   themes.Styles
-	filter   string
+	filter   textinput.Model
 	shown    []string // the models matching the filter
 	sel      int      // index into shown
 	top      int      // first row drawn
@@ -68,8 +49,11 @@ type ModelPicker struct {
 }
 
 // NewModelPicker opens a picker on the choice, with its current model selected.
-func NewModelPicker(c ModelChoice) *ModelPicker {
-	p := &ModelPicker{choice: c, keys: defaultPickerKeys(), help: help.New(), active: true, w: 80, h: 20}
+func NewModelPicker(c ModelChoice, keys KeyMap) *ModelPicker {
+	p := &ModelPicker{choice: c, keys: keys, filter: textinput.New(), active: true, w: 80, h: 20}
+	p.filter.Prompt = ""
+	steady(&p.filter)
+	p.filter.Focus()
 	p.refilter()
 	return p
 }
@@ -83,7 +67,7 @@ func (p *ModelPicker) SetSize(w, h int) {
 		return
 	}
 	p.w, p.h = w, h
-	p.help.SetWidth(w)
+	p.filter.SetWidth(max(w-10, 1))
 }
 
 // SetStyles follows the workbench's theme.
@@ -91,6 +75,31 @@ func (p *ModelPicker) SetStyles(s themes.Styles) {
 	if p != nil {
 		p.styles = s
 	}
+}
+
+// bindings is the picker's key table (dispatch and footer). Only keys that type nothing
+// move the selection: a letter bound to up (k) filters, as it would in any text field.
+func (p *ModelPicker) bindings() []binding {
+	k := p.keys
+	return []binding{
+		bind(untyped("previous", k.Up, k.HistoryPrev), "previous", true, do(func() { p.move(-1) })),
+		bind(untyped("next", k.Down, k.HistoryNext), "next", true, do(func() { p.move(1) })),
+		bind(k.Send, "use this model", true, p.choose),
+		bind(k.Cancel, "keep the current", true, do(func() { p.active = false })),
+	}
+}
+
+// untyped is a binding of the keys of bs that type nothing (arrows, ctrl+…), for a
+// component where text is typed.
+func untyped(desc string, bs ...key.Binding) key.Binding {
+	var keys []string
+	for _, b := range bs {
+		keys = append(keys, nonPrintable(b.Keys())...)
+	}
+	if len(keys) == 0 {
+		return key.NewBinding(key.WithDisabled())
+	}
+	return key.NewBinding(key.WithKeys(keys...), key.WithHelp(keys[0], desc))
 }
 
 // Update handles a key while the picker is active and the outcome of a choice.
@@ -110,38 +119,33 @@ func (p *ModelPicker) Update(msg tea.Msg) tea.Cmd {
 		if !p.active || p.choosing {
 			return nil
 		}
-		switch {
-		case key.Matches(msg, p.keys.Up):
-			p.move(-1)
-		case key.Matches(msg, p.keys.Down):
-			p.move(1)
-		case key.Matches(msg, p.keys.Keep):
-			p.active = false
-		case key.Matches(msg, p.keys.Choose):
-			if len(p.shown) == 0 {
-				return nil
-			}
-			name := p.shown[p.sel]
-			if name == p.choice.Current || p.choice.Choose == nil {
-				p.active = false
-				return nil
-			}
-			p.choosing = true
-			choose := p.choice.Choose
-			return func() tea.Msg { return modelChosenMsg{name: name, err: choose(name)} }
-		case key.Matches(msg, p.keys.Erase):
-			if r := []rune(p.filter); len(r) > 0 {
-				p.filter = string(r[:len(r)-1])
-				p.refilter()
-			}
-		default:
-			if t := msg.Text; t != "" && !strings.ContainsAny(t, "\n\r\t") {
-				p.filter += t
-				p.refilter()
-			}
+		if cmd, ok := dispatch(msg, p.bindings()); ok {
+			return cmd
 		}
+		before := p.filter.Value()
+		var cmd tea.Cmd
+		p.filter, cmd = p.filter.Update(msg)
+		if p.filter.Value() != before {
+			p.refilter()
+		}
+		return cmd
 	}
 	return nil
+}
+
+// choose switches to the selected model (from a command), or closes on the current one.
+func (p *ModelPicker) choose() tea.Cmd {
+	if len(p.shown) == 0 {
+		return nil
+	}
+	name := p.shown[p.sel]
+	if name == p.choice.Current || p.choice.Choose == nil {
+		p.active = false
+		return nil
+	}
+	p.choosing = true
+	choose := p.choice.Choose
+	return func() tea.Msg { return modelChosenMsg{name: name, err: choose(name)} }
 }
 
 // Chosen is the model in use once the picker closed.
@@ -156,7 +160,7 @@ func (p *ModelPicker) move(d int) {
 // refilter keeps the models containing the filter (case-insensitively), the current
 // model selected when it is among them.
 func (p *ModelPicker) refilter() {
-	f := strings.ToLower(p.filter)
+	f := strings.ToLower(p.filter.Value())
 	p.shown = p.shown[:0]
 	p.sel = 0
 	for _, m := range p.choice.Models {
@@ -178,11 +182,11 @@ func (p *ModelPicker) View() string {
 	s := p.styles
 	lines := []string{
 		s.Title.Render(fit(fmt.Sprintf(" Choose a model · %s lists %d", termtext.OneLine(p.choice.Server), len(p.choice.Models)), p.w)),
-		fit(" filter: "+termtext.Sanitize(termtext.OneLine(p.filter))+"▏", p.w),
+		fit(" type to filter: "+p.filter.View(), p.w),
 	}
 	footer := []string{
 		s.Muted.Render(fit(" next time, pin one: --model NAME or SESSIONBENCH_MODEL=NAME", p.w)),
-		fit(" "+p.help.ShortHelpView(p.keys.ShortHelp()), p.w),
+		fit(hints(hintsOf(p.bindings())...), p.w),
 	}
 	switch {
 	case p.choosing:

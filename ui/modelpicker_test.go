@@ -23,6 +23,8 @@ func pickerKey(s string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeyDown}
 	case "backspace":
 		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	case "ctrl+o", "ctrl+d":
+		return tea.KeyPressMsg{Code: rune(s[len(s)-1]), Mod: tea.ModCtrl}
 	}
 	r := []rune(s)[0]
 	return tea.KeyPressMsg{Code: r, Text: s}
@@ -39,25 +41,34 @@ func TestModelPicker(t *testing.T) {
 		current    string
 		screenHas  []string
 		screenLack []string
+		rebind     map[string][]string // the [keys] table
 	}{
 		{name: "opens on the current model", active: true, current: "llama-3.1-8b",
 			screenHas: []string{"Choose a model · http://local/v1 lists 4", "▸ llama-3.1-8b", "qwen2.5-7b", "--model NAME", "enter use this model"}},
 		{name: "down and enter", keys: []string{"down", "enter"}, chosen: "qwen2.5-7b", current: "qwen2.5-7b"},
 		{name: "up wraps round", keys: []string{"up", "up", "enter"}, chosen: "qwen2.5-72b", current: "qwen2.5-72b"},
 		{name: "typing filters", keys: []string{"7", "2"}, active: true, current: "llama-3.1-8b",
-			screenHas: []string{"filter: 72", "▸ qwen2.5-72b"}, screenLack: []string{"llama-3.1-8b", "qwen2.5-7b "}},
+			screenHas: []string{"type to filter: 72", "▸ qwen2.5-72b"}, screenLack: []string{"llama-3.1-8b", "qwen2.5-7b "}},
 		{name: "backspace widens the filter", keys: []string{"7", "2", "backspace", "enter"}, chosen: "qwen2.5-7b", current: "qwen2.5-7b"},
 		{name: "no match", keys: []string{"z", "z", "enter"}, active: true, current: "llama-3.1-8b", screenHas: []string{"no model matches"}},
 		{name: "esc keeps the current model", keys: []string{"down", "esc"}, current: "llama-3.1-8b"},
 		{name: "enter on the current model", keys: []string{"enter"}, current: "llama-3.1-8b"},
+		{name: "rebound keys: ctrl+o uses, ctrl+d goes down, enter is no longer send", keys: []string{"ctrl+d", "enter", "ctrl+o"},
+			rebind: map[string][]string{"send": {"ctrl+o"}, "down": {"ctrl+d", "j"}}, chosen: "qwen2.5-7b", current: "qwen2.5-7b"},
+		{name: "a printable key bound to a move filters", keys: []string{"j"}, rebind: map[string][]string{"send": {"ctrl+o"}, "down": {"ctrl+d", "j"}},
+			active: true, current: "llama-3.1-8b", screenHas: []string{"type to filter: j", "no model matches", "ctrl+o use this model", "ctrl+d next"}},
 		{name: "a failed switch stays open and says why", keys: []string{"down", "enter"}, chooseErr: errors.New("provider \"env\": no such model"),
 			chosen: "qwen2.5-7b", active: true, current: "llama-3.1-8b", screenHas: []string{`✗ provider "env": no such model`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			called := ""
+			keys := DefaultKeys()
+			if err := keys.Rebind(tc.rebind); err != nil {
+				t.Fatal(err)
+			}
 			p := NewModelPicker(ModelChoice{Models: models, Current: "llama-3.1-8b", Server: "http://local/v1",
-				Choose: func(name string) error { called = name; return tc.chooseErr }})
+				Choose: func(name string) error { called = name; return tc.chooseErr }}, keys)
 			p.SetSize(80, 14)
 			p.SetStyles(themes.Dark().Styles())
 			for _, k := range tc.keys {
