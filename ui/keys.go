@@ -140,7 +140,17 @@ func (k *KeyMap) bindingNames() map[string]*key.Binding {
 	}
 }
 
-// Rebind applies the config file's [keys] table: name -> list of keys.
+// RebindError is a [keys] entry Rebind refuses: which action, and why. The caller that
+// read the table from a file locates it there (file:line:key).
+type RebindError struct {
+	Action string
+	Msg    string
+}
+
+func (e *RebindError) Error() string { return "keys: " + e.Msg }
+
+// Rebind applies the config file's [keys] table: name -> list of keys. A bad entry is a
+// *RebindError.
 func (k *KeyMap) Rebind(over map[string][]string) error {
 	names := k.bindingNames()
 	actions := make([]string, 0, len(over))
@@ -157,10 +167,10 @@ func (k *KeyMap) Rebind(over map[string][]string) error {
 				known = append(known, n)
 			}
 			sort.Strings(known)
-			return fmt.Errorf("keys: unknown action %q (known: %s)", a, strings.Join(known, ", "))
+			return &RebindError{Action: a, Msg: fmt.Sprintf("unknown action %q (known: %s)", a, strings.Join(known, ", "))}
 		}
 		if len(keys) == 0 {
-			return fmt.Errorf("keys: action %q has no keys", a)
+			return &RebindError{Action: a, Msg: fmt.Sprintf("action %q has no keys", a)}
 		}
 		bnd.SetKeys(keys...)
 		bnd.SetHelp(keys[0], bnd.Help().Desc)

@@ -63,6 +63,11 @@ func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 	}
 	keys := DefaultKeys()
 	if err := keys.Rebind(cfg.Keys); err != nil {
+		var re *RebindError
+		if errors.As(err, &re) {
+			// where it is in the file, as every other configuration problem
+			return themes.Theme{}, KeyMap{}, false, cfg.Errorf("keys."+re.Action, "%s", re.Msg)
+		}
 		return themes.Theme{}, KeyMap{}, false, fmt.Errorf("%s: %w", cfg.Name(), err)
 	}
 	name := cfg.Theme

@@ -43,3 +43,23 @@ func TestSetupReadsConfigAndFlag(t *testing.T) {
 		t.Fatalf("a config file named on the command line must exist: %v", err)
 	}
 }
+
+// A bad [keys] entry is reported like every other configuration problem: file, line
+// and key.
+func TestSetupLocatesBadKeys(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"unknown action", "theme = \"dark\"\n\n[keys]\nfork = [\"F\"]\nfrobnicate = [\"x\"]\n", `:5: keys.frobnicate: unknown action "frobnicate"`},
+		{"no keys", "[keys]\n\nundo = []\n", `:3: keys.undo: action "undo" has no keys`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.toml")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := ui.Setup(ui.Options{ConfigPath: path})
+			if err == nil || !strings.HasPrefix(err.Error(), path+tc.want) {
+				t.Fatalf("error %v, want it to start %q", err, path+tc.want)
+			}
+		})
+	}
+}

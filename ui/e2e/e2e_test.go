@@ -267,7 +267,7 @@ func TestBadInvocation(t *testing.T) {
 		{"stray argument", []string{"--db", ws.db, "stray"}, 2, `unexpected argument "stray"`},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{"unknown theme", []string{"--db", ws.db, "--config", ws.config, "--theme", "nosuch"}, 2, `unknown theme "nosuch"`},
-		{"unknown key action", []string{"--db", ws.db, "--config", badKeys}, 2, `unknown action "frob"`},
+		{"unknown key action", []string{"--db", ws.db, "--config", badKeys}, 2, `badkeys.toml:2: keys.frob: unknown action "frob"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
