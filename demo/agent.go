@@ -58,18 +58,37 @@ func (a Agent) Build() (core.Module, core.Options, error) {
 // sensible offline (see llm.DemoOptions.Scripts).
 func (a Agent) Scripts() []llm.Script { return append([]llm.Script(nil), a.script...) }
 
-// Signature is the user-facing call as a signature ("question -> reply, intent"), for
-// the input form.
+// historyInput is the input an agent lists to read the history its session injects
+// (core.Options' default history field, as the workflow engine reads it).
+const historyInput = "history"
+
+// Signature is the user-facing call as a signature ("question -> reply, intent"). An
+// input named history is the session's history (typed so): nobody types it.
 func (a Agent) Signature() *sig.Signature {
 	in := make([]sig.Field, len(a.Inputs))
 	for i, n := range a.Inputs {
 		in[i] = sig.Field{Name: n, Type: sig.TStr}
+		if n == historyInput {
+			in[i].Type = sig.THistory
+		}
 	}
 	out := make([]sig.Field, len(a.Outputs))
 	for i, n := range a.Outputs {
 		out[i] = sig.Field{Name: n, Type: sig.TStr}
 	}
 	return sig.New(a.Name, a.Description, in, out)
+}
+
+// UserInputs are the input fields a user fills in (the input form, run's --input and
+// script lines): the signature's inputs but the history the session injects.
+func (a Agent) UserInputs() []sig.Field {
+	var out []sig.Field
+	for _, f := range a.Signature().Inputs {
+		if !f.Type.IsHistory() {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Clock is what the date tool reads; tests pin it.

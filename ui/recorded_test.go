@@ -3,6 +3,8 @@ package ui_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,4 +122,26 @@ func TestRecordedConversationIsReadOnly(t *testing.T) {
 	hs.press("R")
 	assertContains(t, hs.screen(), "compare runs")
 	assertLacks(t, hs.screen(), "unchanged (proxy)")
+}
+
+// An agent file that lists history among its inputs asks for the session's history,
+// which the session injects: the input form asks only for the other inputs.
+func TestHistoryInputIsNotAFormField(t *testing.T) {
+	dir := t.TempDir()
+	agent := "name = \"remember\"\ninputs = [\"question\", \"history\"]\noutputs = [\"seen\"]\n[[steps]]\nname = \"look\"\nset = { seen = \"{history}\" }\n"
+	if err := os.WriteFile(filepath.Join(dir, "remember.toml"), []byte(agent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newReal(t, 0)
+	r.SetAgentDirs(dir)
+	r.converse(t, "remember", "history agent", "first question")
+	hs := newHarness(t, r, 100, 30)
+	hs.press("enter")
+	s := hs.screen()
+	assertContains(t, s, "╭─ remember ", "> question")
+	assertLacks(t, s, "history:", "question:")
+	// what is typed is the question; the turn sees the history the session injected
+	hs.typeText("second question")
+	hs.press("enter")
+	assertContains(t, hs.screen(), "turn recorded on main", `{"messages": [{"question": "first question"`)
 }

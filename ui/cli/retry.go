@@ -120,7 +120,7 @@ func runRetry(ctx context.Context, env Env) int {
 // retryInputs applies --input edits to a turn's inputs, checked against the agent's
 // input fields like run's.
 func retryInputs(ag demo.Agent, old *sig.Map, edits runInputFlag) (*sig.Map, error) {
-	fields := ag.Signature().Inputs
+	fields := ag.UserInputs()
 	m := old.Clone()
 	if m == nil {
 		m = sig.NewMap()

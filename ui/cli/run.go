@@ -269,7 +269,7 @@ func runFindAgent(spec string) (demo.Agent, error) {
 // runCollectInputs reads every turn's inputs before anything runs, so a mistake on line 9
 // of a script is reported before line 1 costs a model call.
 func runCollectInputs(ag demo.Agent, o runOptions) ([]runTurnInput, error) {
-	fields := ag.Signature().Inputs
+	fields := ag.UserInputs()
 	if o.script == "" {
 		m := sig.NewMap()
 		for _, p := range o.inputs.pairs {
@@ -498,9 +498,7 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Servic
 	if o.branch != storage.MainBranch {
 		fmt.Fprintf(env.Stderr, " --branch %s", o.branch)
 	}
-	if o.sf.db != "" {
-		fmt.Fprintf(env.Stderr, " --db %s", o.sf.db)
-	}
+	fmt.Fprint(env.Stderr, dbFlag(o.sf.db))
 	hint := "NAME"
 	if keys := turns[0].inputs.Keys(); len(keys) > 0 {
 		hint = keys[0]

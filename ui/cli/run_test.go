@@ -430,6 +430,28 @@ func TestRunAgentFile(t *testing.T) {
 	}
 }
 
+// An agent file that lists history among its inputs reads the session's history: run
+// asks only for the other inputs (the history is injected, never typed) and refuses a
+// typed one.
+func TestRunHistoryInputIsInjected(t *testing.T) {
+	db := runIsolated(t)
+	path := writeFile(t, "remember.toml", "name = \"remember\"\ninputs = [\"question\", \"history\"]\noutputs = [\"seen\"]\n"+
+		"[[steps]]\nname = \"look\"\nset = { seen = \"{history}\" }\n")
+	code, out, errs := runMain(context.Background(), "run", "--agent", path, "--input", "question=first", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := convIDOf(t, out)
+	code, out, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=second", "--json", "--db", db)
+	if code != 0 || !strings.Contains(out, `"seen":{"messages":[{"question":"first"`) {
+		t.Fatalf("second turn: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=x", "--input", "history=typed", "--db", db)
+	if code != 2 || !strings.Contains(errs, `unknown input field "history"`) {
+		t.Errorf("a typed history: exit %d %s", code, errs)
+	}
+}
+
 // TestRunFlagValue: --input text becomes a typed value only when it is valid JSON of the
 // field's type; a str field always takes the text as typed.
 func TestRunFlagValue(t *testing.T) {

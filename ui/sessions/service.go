@@ -66,14 +66,7 @@ func (a *Service) branchLock(conv, branch string) *sync.Mutex {
 func (a *Service) ModelName() string { return a.model.Name() }
 
 func agentInfo(ag demo.Agent) AgentInfo {
-	var ins, outs []sig.Field
-	for _, n := range ag.Inputs {
-		ins = append(ins, sig.Field{Name: n})
-	}
-	for _, n := range ag.Outputs {
-		outs = append(outs, sig.Field{Name: n})
-	}
-	return AgentInfo{Name: ag.Name, Description: ag.Description, Signature: sig.New(ag.Name, ag.Description, ins, outs)}
+	return AgentInfo{Name: ag.Name, Description: ag.Description, Signature: ag.Signature()}
 }
 
 // Strategies are the five history strategies of seed 000 §6 (core.Strategies: the one
