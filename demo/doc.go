@@ -15,5 +15,5 @@
 //
 // Agent files are compiled with the built-in tools and may borrow a built-in agent's
 // scripts (demo_script): Env, FileAgent. Reading them from disk is the application's
-// (sessions.LoadAgentFile, sessions.FindAgents).
+// (sessions.LoadAgentFile, sessions.Catalog).
 package demo

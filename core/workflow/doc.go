@@ -102,6 +102,6 @@
 // Validation happens at load time and reports every problem with file, line and key:
 // syntax and type errors, unknown keys, unknown predictors, tools and workflows, fields
 // not produced by any earlier step, workflow cycles, bad signatures and bad templates.
-// Files are found in $XDG_CONFIG_HOME/sessionbench/agents and ./agents (FindAgents)
+// Files are found in $XDG_CONFIG_HOME/sessionbench/agents and ./agents (sessions.Catalog)
 // or by path (LoadAgentFile).
 package workflow

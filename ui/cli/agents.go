@@ -26,8 +26,9 @@ func init() {
 	})
 }
 
-// agentSearch lets tests point the command at other directories.
-var agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgents() }
+// agentCatalog is the agents the commands know (ui/sessions' one lookup, also the
+// workbench's); tests point it at other directories.
+var agentCatalog = sessions.DefaultCatalog
 
 // agentOut is one agent as agents --json prints it.
 type agentOut struct {
@@ -92,8 +93,8 @@ func runAgents(ctx context.Context, env Env) int {
 }
 
 func agentsList(env Env, asJSON bool) int {
-	found, errs := agentSearch()
-	all := append(demo.Agents(), found...)
+	cat := agentCatalog()
+	all, errs := cat.All(), cat.Errors()
 	if asJSON {
 		out := struct {
 			Agents       []agentOut `json:"agents"`
@@ -160,19 +161,10 @@ func agentsShow(env Env, name string, asJSON bool) int {
 			return 0
 		}
 	}
-	a, ok := demo.Lookup(name)
-	if !ok {
-		found, _ := agentSearch()
-		for _, f := range found {
-			if strings.EqualFold(f.Name, name) {
-				a, ok = f, true
-				break
-			}
-		}
-	}
-	if !ok {
-		fmt.Fprintf(env.Stderr, "sessionbench agents show: no agent %q (see 'sessionbench agents ls'; built-in agent files: %s)\n",
-			name, strings.Join(demo.ExampleFiles(), ", "))
+	a, err := agentCatalog().Resolve(name)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "sessionbench agents show: %v (see 'sessionbench agents ls'; built-in agent files: %s)\n",
+			err, strings.Join(demo.ExampleFiles(), ", "))
 		return 1
 	}
 	_, opts, err := a.Build()

@@ -35,9 +35,9 @@ func TestAgentsCommand(t *testing.T) {
 	if err := os.WriteFile(badPath, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	saved := agentSearch
-	agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgentsIn([]string{dir}) }
-	defer func() { agentSearch = saved }()
+	saved := agentCatalog
+	agentCatalog = func() *sessions.Catalog { return sessions.NewCatalog(dir) }
+	defer func() { agentCatalog = saved }()
 
 	cases := []struct {
 		args     []string
@@ -49,6 +49,9 @@ func TestAgentsCommand(t *testing.T) {
 		{[]string{"agents", "show", "support"}, 0, "source:  " + goodPath, ""},
 		{[]string{"agents", "show", "retry.toml"}, 0, `until = "is_valid"`, ""},
 		{[]string{"agents", "show", "nobody"}, 1, "", `no agent "nobody"`},
+		// the workbench's lookup: a path names an agent file too, found or not in the directories
+		{[]string{"agents", "show", goodPath}, 0, "source:  " + goodPath, ""},
+		{[]string{"agents", "show", filepath.Join(dir, "none.toml")}, 1, "", "no such file"},
 		{[]string{"agents", "check", goodPath}, 0, `ok (agent "support": question -> reply, intent)`, ""},
 		{[]string{"agents", "check", badPath}, 1, "", `unknown predictor "reply" (defined: classify, respond)`},
 		{[]string{"agents", "check", filepath.Join(dir, "none.toml")}, 1, "", "no such file"},
@@ -82,9 +85,9 @@ func TestAgentsJSON(t *testing.T) {
 	badPath := filepath.Join(dir, "bad.toml")
 	os.WriteFile(goodPath, good, 0o600)
 	os.WriteFile(badPath, []byte(strings.Replace(string(good), `predictor = "respond"`, `predictor = "reply"`, 1)), 0o600)
-	saved := agentSearch
-	agentSearch = func() ([]demo.Agent, []error) { return sessions.FindAgentsIn([]string{dir}) }
-	defer func() { agentSearch = saved }()
+	saved := agentCatalog
+	agentCatalog = func() *sessions.Catalog { return sessions.NewCatalog(dir) }
+	defer func() { agentCatalog = saved }()
 
 	var ls struct {
 		Agents []agentOut `json:"agents"`

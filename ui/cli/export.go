@@ -98,7 +98,7 @@ func runExport(ctx context.Context, env Env) int {
 	if format == "examples" && src.Conv.Agent != "" {
 		// Turn-level examples derive their histories with the conversation's own session
 		// settings; an agent that no longer resolves leaves the stored ones.
-		if ag, err := runFindAgent(src.Conv.Agent); err == nil {
+		if ag, err := agentCatalog().Resolve(src.Conv.Agent); err == nil {
 			if _, opts, err := ag.Build(); err == nil {
 				eo.Session = opts
 			}

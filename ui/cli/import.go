@@ -10,6 +10,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 func init() {
@@ -70,12 +71,12 @@ func runImportCommand(ctx context.Context, env Env) int {
 		return storeUsage
 	}
 	if agent != "" {
-		ag, err := runFindAgent(agent)
+		ag, err := agentCatalog().Resolve(agent)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench import: %v\n", err)
 			return storeUsage
 		}
-		ref := runAgentRef(ag)
+		ref := sessions.AgentRef(ag)
 		if im.Agent != "" && !strings.EqualFold(im.Agent, ref) {
 			fmt.Fprintf(env.Stderr, "sessionbench import: %s was recorded with agent %q; --agent %q disagrees (leave it out)\n", file, im.Agent, agent)
 			return storeUsage

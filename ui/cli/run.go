@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -146,7 +145,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 		if title == "" {
 			title = runTitle(turns[0].inputs)
 		}
-		info, err := a.NewConversation(ctx, runAgentRef(ag), title)
+		info, err := a.NewConversation(ctx, sessions.AgentRef(ag), title)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeError
@@ -202,68 +201,32 @@ func runNoteSuperseded(ctx context.Context, env Env, s *storage.Store, conv, bra
 }
 
 // runPickAgent resolves --agent: a built-in agent, an agent file found in the agent
-// directories, or a path to an agent file. With a conversation it must match the
-// conversation's agent (turns of one conversation come from one agent), which is stored
-// as a built-in name or an agent file's absolute path.
+// directories, or a path to an agent file (agentCatalog: the workbench's lookup). With a
+// conversation it must match the conversation's agent (turns of one conversation come
+// from one agent), which is stored as a built-in name or an agent file's absolute path.
 func runPickAgent(spec string, conv *storage.Conversation) (demo.Agent, error) {
+	cat := agentCatalog()
 	if conv == nil {
-		return runFindAgent(spec)
+		return cat.Resolve(spec)
 	}
 	if conv.Agent == "" {
 		return demo.Agent{}, fmt.Errorf("conversation %s has no agent (imported without --agent?); it cannot be continued here", conv.ID)
 	}
-	own, err := runFindAgent(conv.Agent)
+	own, err := cat.Resolve(conv.Agent)
 	if err != nil {
 		return demo.Agent{}, fmt.Errorf("conversation %s: %w", conv.ID, err)
 	}
 	if spec == "" {
 		return own, nil
 	}
-	ag, err := runFindAgent(spec)
+	ag, err := cat.Resolve(spec)
 	if err != nil {
 		return demo.Agent{}, err
 	}
-	if runAgentRef(ag) != runAgentRef(own) {
+	if sessions.AgentRef(ag) != sessions.AgentRef(own) {
 		return demo.Agent{}, fmt.Errorf("conversation %s belongs to agent %q, not %q (leave out --agent to continue it)", conv.ID, conv.Agent, ag.Name)
 	}
 	return own, nil
-}
-
-// runAgentRef is how a conversation names its agent: a built-in agent's name, or an
-// agent file's absolute path (so it is found again from any directory); ui/sessions stores
-// the same.
-func runAgentRef(ag demo.Agent) string {
-	if ag.Source == "" || ag.Source == "built-in" {
-		return ag.Name
-	}
-	if abs, err := filepath.Abs(ag.Source); err == nil {
-		return abs
-	}
-	return ag.Source
-}
-
-func runFindAgent(spec string) (demo.Agent, error) {
-	if ag, ok := demo.Lookup(spec); ok {
-		return ag, nil
-	}
-	if strings.HasSuffix(strings.ToLower(spec), ".toml") || strings.ContainsRune(spec, os.PathSeparator) || strings.ContainsRune(spec, '/') {
-		ag, err := sessions.LoadAgentFile(spec)
-		if err != nil {
-			return demo.Agent{}, fmt.Errorf("--agent %s: %w", spec, err)
-		}
-		return ag, nil
-	}
-	found, _ := agentSearch()
-	for _, f := range found {
-		if strings.EqualFold(f.Name, spec) {
-			return f, nil
-		}
-	}
-	var names []string
-	for _, a := range append(demo.Agents(), found...) {
-		names = append(names, a.Name)
-	}
-	return demo.Agent{}, fmt.Errorf("no agent %q (agents: %s; or give a path to an agent file)", spec, strings.Join(names, ", "))
 }
 
 // runCollectInputs reads every turn's inputs before anything runs, so a mistake on line 9

@@ -31,7 +31,7 @@ func LoadAgentFile(path string) (demo.Agent, error) {
 	return demo.FileAgent(f), nil
 }
 
-// AgentDirs are the directories FindAgents searches, in order: config.AgentsDir
+// AgentDirs are the directories DefaultCatalog searches, in order: config.AgentsDir
 // (~/.config/sessionbench/agents) and ./agents.
 func AgentDirs(getenv config.Env) []string {
 	if dir := config.AgentsDir(getenv); dir != "" {
@@ -40,11 +40,9 @@ func AgentDirs(getenv config.Env) []string {
 	return []string{"agents"}
 }
 
-// FindAgents loads every *.toml agent file in AgentDirs(os.Getenv). Files that fail
-// to load are reported in the errors and left out; a name used twice keeps the first.
-func FindAgents() ([]demo.Agent, []error) { return FindAgentsIn(AgentDirs(os.Getenv)) }
-
-// FindAgentsIn is FindAgents over given directories (missing ones are skipped).
+// FindAgentsIn loads every *.toml agent file in dirs (missing ones are skipped). Files
+// that fail to load are reported in the errors and left out; a name used twice keeps the
+// first.
 func FindAgentsIn(dirs []string) ([]demo.Agent, []error) {
 	var agents []demo.Agent
 	var errs []error

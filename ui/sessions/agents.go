@@ -11,10 +11,12 @@ import (
 	"github.com/sessionbench/sessionbench/demo"
 )
 
-// agentFiles caches the agent files found in the agent directories. A listing is
-// reloaded only when the set of files or one's size or modification time changes, so
-// Agents() can be called per frame without re-reading TOML.
-type agentFiles struct {
+// Catalog is every agent a conversation can name: the built-in agents, the agent files
+// of its directories and agent files named by path. It is the one lookup the service and
+// the headless commands share. A listing of the directories is reloaded only when the set
+// of files or one's size or modification time changes, so it can be asked per frame
+// without re-reading TOML. It is safe for concurrent use.
+type Catalog struct {
 	mu     sync.Mutex
 	dirs   []string
 	stamp  string
@@ -25,31 +27,39 @@ type agentFiles struct {
 	byPath map[string]demo.Agent
 }
 
+// NewCatalog is the catalogue over agent directories (AgentDirs(os.Getenv) by default,
+// i.e. the user config dir and ./agents; missing ones are skipped).
+func NewCatalog(dirs ...string) *Catalog {
+	return &Catalog{dirs: append([]string(nil), dirs...)}
+}
+
+// DefaultCatalog is NewCatalog(AgentDirs(os.Getenv)...).
+func DefaultCatalog() *Catalog { return NewCatalog(AgentDirs(os.Getenv)...) }
+
 // SetAgentDirs replaces the directories searched for agent files (default:
 // AgentDirs(os.Getenv), i.e. the user config dir and ./agents). Call it before use.
-func (a *Service) SetAgentDirs(dirs ...string) {
-	a.files.mu.Lock()
-	defer a.files.mu.Unlock()
-	a.files.dirs = append([]string(nil), dirs...)
-	a.files.stamp, a.files.agents, a.files.errs = "", nil, nil
-}
+func (a *Service) SetAgentDirs(dirs ...string) { a.files = NewCatalog(dirs...) }
 
 // AgentErrors reports agent files that failed to load at the last listing, each with
 // its file, line and key.
-func (a *Service) AgentErrors() []error {
-	a.fileAgents()
-	a.files.mu.Lock()
-	defer a.files.mu.Unlock()
-	return append([]error(nil), a.files.errs...)
+func (a *Service) AgentErrors() []error { return a.files.Errors() }
+
+// Errors reports the agent files that failed to load at the last listing, each with its
+// file, line and key.
+func (c *Catalog) Errors() []error {
+	c.Files()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]error(nil), c.errs...)
 }
 
-// fileAgents lists the agent files of the agent directories (valid ones only).
-func (a *Service) fileAgents() []demo.Agent {
-	f := &a.files
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// Files lists the agent files of the directories (valid ones only), then those loaded
+// by path.
+func (c *Catalog) Files() []demo.Agent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var b strings.Builder
-	for _, d := range f.dirs {
+	for _, d := range c.dirs {
 		names, _ := filepath.Glob(filepath.Join(d, "*.toml"))
 		sort.Strings(names)
 		for _, n := range names {
@@ -58,15 +68,15 @@ func (a *Service) fileAgents() []demo.Agent {
 			}
 		}
 	}
-	if s := b.String(); s != f.stamp || f.agents == nil {
-		f.agents, f.errs = FindAgentsIn(f.dirs)
-		if f.agents == nil {
-			f.agents = []demo.Agent{}
+	if s := b.String(); s != c.stamp || c.agents == nil {
+		c.agents, c.errs = FindAgentsIn(c.dirs)
+		if c.agents == nil {
+			c.agents = []demo.Agent{}
 		}
-		f.stamp = s
+		c.stamp = s
 	}
-	out := append([]demo.Agent(nil), f.agents...)
-	for _, ag := range f.byPath {
+	out := append([]demo.Agent(nil), c.agents...)
+	for _, ag := range c.byPath {
 		if !hasSource(out, ag.Source) {
 			out = append(out, ag)
 		}
@@ -99,18 +109,18 @@ func isPath(ref string) bool {
 		strings.HasSuffix(strings.ToLower(ref), ".toml")
 }
 
-// allAgents are the built-in agents, then the agent files.
-func (a *Service) allAgents() []demo.Agent {
-	return append(demo.Agents(), a.fileAgents()...)
+// All are the built-in agents, then the agent files.
+func (c *Catalog) All() []demo.Agent {
+	return append(demo.Agents(), c.Files()...)
 }
 
-// resolveAgent finds an agent by built-in name, agent-file name (case-insensitive) or
+// Resolve finds an agent by built-in name, agent-file name (case-insensitive) or
 // agent-file path.
-func (a *Service) resolveAgent(ref string) (demo.Agent, error) {
+func (c *Catalog) Resolve(ref string) (demo.Agent, error) {
 	if ag, ok := demo.Lookup(ref); ok {
 		return ag, nil
 	}
-	files := a.fileAgents()
+	files := c.Files()
 	if isPath(ref) {
 		abs := absPath(ref)
 		for _, ag := range files {
@@ -122,12 +132,12 @@ func (a *Service) resolveAgent(ref string) (demo.Agent, error) {
 		if err != nil {
 			return demo.Agent{}, err
 		}
-		a.files.mu.Lock()
-		if a.files.byPath == nil {
-			a.files.byPath = map[string]demo.Agent{}
+		c.mu.Lock()
+		if c.byPath == nil {
+			c.byPath = map[string]demo.Agent{}
 		}
-		a.files.byPath[abs] = ag
-		a.files.mu.Unlock()
+		c.byPath[abs] = ag
+		c.mu.Unlock()
 		return ag, nil
 	}
 	for _, ag := range files {
@@ -136,29 +146,29 @@ func (a *Service) resolveAgent(ref string) (demo.Agent, error) {
 		}
 	}
 	var names []string
-	for _, ag := range a.allAgents() {
+	for _, ag := range append(demo.Agents(), files...) {
 		names = append(names, ag.Name)
 	}
-	return demo.Agent{}, fmt.Errorf("unknown agent %q (known: %s; agent files are read from %s)",
-		ref, strings.Join(names, ", "), strings.Join(a.files.dirs, ", "))
+	return demo.Agent{}, fmt.Errorf("no agent %q (agents: %s; agent files are read from %s; or give a path to an agent file)",
+		ref, strings.Join(names, ", "), strings.Join(c.dirs, ", "))
 }
 
-// agentRef is what a conversation stores to find its agent again: a built-in agent's
+// AgentRef is what a conversation stores to find its agent again: a built-in agent's
 // name, or an agent file's absolute path (a name alone would depend on the directory
-// the workbench is started from).
-func agentRef(ag demo.Agent) string {
+// the workbench or command is started from).
+func AgentRef(ag demo.Agent) string {
 	if ag.Source == "" || ag.Source == "built-in" {
 		return ag.Name
 	}
 	return absPath(ag.Source)
 }
 
-// agentName is the name to show for a stored agent reference.
-func (a *Service) agentName(ref string) string {
+// Name is the name to show for a stored agent reference.
+func (c *Catalog) Name(ref string) string {
 	if !isPath(ref) {
 		return ref
 	}
-	if ag, err := a.resolveAgent(ref); err == nil {
+	if ag, err := c.Resolve(ref); err == nil {
 		return ag.Name
 	}
 	return strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
@@ -168,7 +178,7 @@ func (a *Service) agentName(ref string) string {
 // conversations were started with).
 func (a *Service) Agents() []AgentInfo {
 	var out []AgentInfo
-	for _, ag := range a.allAgents() {
+	for _, ag := range a.files.All() {
 		out = append(out, agentInfo(ag))
 	}
 	return out

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core"
@@ -30,7 +29,7 @@ type Service struct {
 	model lm.LM
 	// resolver finds the models that agent-file predictors name for themselves.
 	resolver workflow.ModelResolver
-	files    agentFiles
+	files    *Catalog
 	// mu serialises turns per branch: one writer per branch path at a time.
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
@@ -44,7 +43,7 @@ type Service struct {
 // AgentDirs(os.Getenv); SetAgentDirs changes that.
 func New(store *storage.Store, model lm.LM) *Service {
 	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}}
-	a.files.dirs = AgentDirs(os.Getenv)
+	a.files = DefaultCatalog()
 	return a
 }
 
@@ -81,7 +80,7 @@ func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error)
 	}
 	out := make([]ConversationInfo, len(rows))
 	for i, r := range rows {
-		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.agentName(r.Agent), Status: r.Status, Kept: r.Kept,
+		out[i] = ConversationInfo{ID: r.ID, Title: r.Title, Agent: a.files.Name(r.Agent), Status: r.Status, Kept: r.Kept,
 			Recorded: capture.Recorded(r.Agent), Branches: r.Branches, Turns: r.Turns, Updated: r.UpdatedAt}
 	}
 	return out, nil
@@ -92,14 +91,14 @@ func (a *Service) Conversations(ctx context.Context) ([]ConversationInfo, error)
 // file's path; the conversation stores the built-in name or the file's absolute path,
 // so a file agent is found again on reopen wherever the workbench starts.
 func (a *Service) NewConversation(ctx context.Context, agent, title string) (ConversationInfo, error) {
-	ag, err := a.resolveAgent(agent)
+	ag, err := a.files.Resolve(agent)
 	if err != nil {
 		return ConversationInfo{}, fmt.Errorf("new conversation: %w", err)
 	}
 	if title == "" {
 		title = ag.Name + " conversation"
 	}
-	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: agentRef(ag)})
+	c, err := a.store.CreateConversation(ctx, storage.NewConversation{Title: title, Agent: AgentRef(ag)})
 	if err != nil {
 		return ConversationInfo{}, err
 	}
@@ -187,7 +186,7 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 	if capture.Recorded(ref) {
 		return demo.Agent{}, fmt.Errorf("conversation %s was recorded by `sessionbench proxy` from a program that runs outside sessionbench: its calls can be inspected, previewed and exported, but it takes no turns here", conv)
 	}
-	ag, err := a.resolveAgent(ref)
+	ag, err := a.files.Resolve(ref)
 	if err != nil {
 		return demo.Agent{}, fmt.Errorf("conversation %s: %w", conv, err)
 	}
