@@ -105,3 +105,51 @@ func TestCallTreeSeed003Attempts(t *testing.T) {
 		t.Fatalf("one best attempt expected:\n%s", screen)
 	}
 }
+
+// toolAgent's compute step runs a tool (no model call) until its result is truthy: 1-1
+// never is, so it makes three attempts, none with a call; then a predictor answers.
+const toolAgent = `name = "tools"
+inputs = ["question"]
+outputs = ["answer", "result"]
+[[predictors]]
+name = "answerer"
+signature = "question, result -> answer"
+[[steps]]
+name = "compute"
+tool = "calculator"
+inputs = { expression = "1-1" }
+max_retries = 3
+retry_until = "result"
+[[steps]]
+name = "answer"
+predictor = "answerer"
+`
+
+// Attempts of a retrying step that made no model call (a tool step) are rows of the call
+// tree too, before the call that followed them; selected, the wire pane says nothing was
+// sent.
+func TestCallTreeShowsToolOnlyAttempts(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tools.toml"), []byte(toolAgent), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newReal(t, 0)
+	r.SetAgentDirs(dir)
+	r.converse(t, "tools", "tool attempts", "what is 1-1?")
+	hs := newHarness(t, r, 120, 40)
+	hs.press("enter")        // open it
+	hs.press("esc", "enter") // focus the tree
+	screen := hs.screen()
+	assertContains(t, screen, "1 calls · 3 attempts")
+	rows := treeRows(screen, "attempt 1 · compute", 4)
+	for i, want := range []string{"├──   attempt 1 · compute  score 0  ★ best", "├──   attempt 2 · compute  score 0",
+		"├──   attempt 3 · compute  score 0", "└──   answerer"} {
+		if !strings.Contains(rows[i], want) {
+			t.Fatalf("row %d lacks %q:\n%s", i, want, strings.Join(rows, "\n"))
+		}
+	}
+	hs.press("g") // attempt 1
+	assertContains(t, hs.screen(), "attempt 1 of compute made no model calls", "nothing was sent")
+	hs.press("enter")
+	assertContains(t, hs.screen(), "attempt 1 of compute", "★ best of its run", "result: 0")
+}

@@ -2,8 +2,8 @@ package ui
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core/lm"
@@ -13,7 +13,8 @@ import (
 
 // callTree shows one turn's CallRecords as a collapsible tree drawn with lipgloss/tree's
 // glyphs. The calls made in one scored attempt of a retrying step (seed 003) hang under a
-// row of that attempt, the best one marked. The visible rows are flattened once per
+// row of that attempt, the best one marked; an attempt that made no call (a tool step)
+// is a row of its own (trace.Tree arranges them). The visible rows are flattened once per
 // change (expand, collapse, new turn); a frame then formats only the rows on screen.
 type callTree struct {
 	e         *env
@@ -21,7 +22,7 @@ type callTree struct {
 	turnID    string
 	index     int // the turn's Index
 	roots     []*trace.Call
-	attempts  map[string][]*trace.Attempt // by call ID: the attempts it was made in, outermost first
+	nodes     []*trace.Node // roots arranged under their attempts (trace.Tree)
 	nAttempts int
 	collapsed map[string]bool // by row key
 	rows      []treeRow
@@ -32,7 +33,7 @@ type callTree struct {
 type treeRow struct {
 	c      *trace.Call
 	att    *trace.Attempt
-	key    string // the call's ID, or the attempt's attemptKey
+	key    string // the call's ID, or an attempt's (nodeKey)
 	prefix string // "│   ├── " etc.
 	kids   bool
 }
@@ -51,37 +52,12 @@ func (t *callTree) set(turnID string, turn *trace.Turn) {
 		t.collapsed = map[string]bool{}
 		t.sel, t.top = 0, 0
 	}
-	t.turnID, t.roots, t.index, t.attempts, t.nAttempts = turnID, nil, 0, nil, 0
+	t.turnID, t.roots, t.index, t.nodes, t.nAttempts = turnID, nil, 0, nil, 0
 	if turn != nil {
 		t.roots, t.index = turn.Calls, turn.Index
-		t.indexAttempts(turn.Attempts)
+		t.nodes, t.nAttempts = trace.Tree(turn.Calls, turn.Attempts), len(turn.Attempts)
 	}
 	t.flatten()
-}
-
-// indexAttempts maps each call to the attempts it was made in. An attempt of a step
-// nested in another retrying step lists a subset of the outer attempt's calls, so the
-// outer one (more calls; recorded later on a tie) comes first.
-func (t *callTree) indexAttempts(as []*trace.Attempt) {
-	order := map[*trace.Attempt]int{}
-	for i, a := range as {
-		order[a] = i
-		for _, id := range a.Calls {
-			if t.attempts == nil {
-				t.attempts = map[string][]*trace.Attempt{}
-			}
-			t.attempts[id] = append(t.attempts[id], a)
-		}
-	}
-	t.nAttempts = len(as)
-	for _, chain := range t.attempts {
-		sort.SliceStable(chain, func(i, j int) bool {
-			if len(chain[i].Calls) != len(chain[j].Calls) {
-				return len(chain[i].Calls) > len(chain[j].Calls)
-			}
-			return order[chain[i]] > order[chain[j]]
-		})
-	}
 }
 
 // bindings is the tree's key table.
@@ -139,57 +115,36 @@ func (t *callTree) detail() tea.Cmd {
 
 func (t *callTree) flatten() {
 	t.rows = t.rows[:0]
-	t.emit(t.roots, "", 0)
+	t.emit(t.nodes, "")
 	t.sel = max(0, min(t.sel, len(t.rows)-1))
 }
 
-// emit appends the rows of sibling calls; runs of them made in the same attempt (the
-// d-th of their attempts, outermost first) go under one attempt row.
-func (t *callTree) emit(cs []*trace.Call, pre string, d int) {
-	type item struct {
-		att   *trace.Attempt
-		calls []*trace.Call
-	}
-	var items []item
-	for _, c := range cs {
-		var a *trace.Attempt
-		if chain := t.attempts[c.ID]; d < len(chain) {
-			a = chain[d]
-		}
-		if n := len(items); a != nil && n > 0 && items[n-1].att == a {
-			items[n-1].calls = append(items[n-1].calls, c)
-			continue
-		}
-		items = append(items, item{a, []*trace.Call{c}})
-	}
-	for i, it := range items {
+// emit appends the rows of sibling nodes and, unless folded, of their children.
+func (t *callTree) emit(ns []*trace.Node, pre string) {
+	for i, n := range ns {
 		branch, cont := "├── ", "│   "
-		if i == len(items)-1 {
+		if i == len(ns)-1 {
 			branch, cont = "└── ", "    "
 		}
-		if it.att != nil {
-			key := attemptKey(it.att)
-			t.rows = append(t.rows, treeRow{att: it.att, key: key, prefix: pre + branch, kids: true})
-			if !t.collapsed[key] {
-				t.emit(it.calls, pre+cont, d+1)
-			}
-			continue
-		}
-		c := it.calls[0]
-		t.rows = append(t.rows, treeRow{c: c, key: c.ID, prefix: pre + branch, kids: len(c.Children) > 0})
-		if len(c.Children) > 0 && !t.collapsed[c.ID] {
-			t.emit(c.Children, pre+cont, 0)
+		r := treeRow{c: n.Call, att: n.Attempt, key: nodeKey(n), prefix: pre + branch, kids: len(n.Children) > 0}
+		t.rows = append(t.rows, r)
+		if r.kids && !t.collapsed[r.key] {
+			t.emit(n.Children, pre+cont)
 		}
 	}
 }
 
-// attemptKey names an attempt's row for folding.
-func attemptKey(a *trace.Attempt) string {
-	first := ""
-	if len(a.Calls) > 0 {
-		first = a.Calls[0]
+// nodeKey names a row for folding: a call's ID, or its attempt's step, number and first
+// call (its time when it made none).
+func nodeKey(n *trace.Node) string {
+	if a := n.Attempt; a != nil {
+		at := a.Time.Format(time.RFC3339Nano)
+		if len(a.Calls) > 0 {
+			at = a.Calls[0]
+		}
+		return "attempt " + a.Step + " #" + strconv.Itoa(a.N) + " " + at
 	}
-	return "attempt " + a.Step + " #" + strconv.Itoa(a.N) + " " + first
+	return n.Call.ID
 }
 
 // selected is the call under the cursor (nil when the tree is empty or an attempt is
@@ -250,14 +205,16 @@ func (t *callTree) setAll(open bool) {
 	}
 	t.collapsed = map[string]bool{}
 	if !open {
-		trace.WalkCalls(t.roots, func(c *trace.Call, _ int) {
-			if len(c.Children) > 0 {
-				t.collapsed[c.ID] = true
+		var fold func(ns []*trace.Node)
+		fold = func(ns []*trace.Node) {
+			for _, n := range ns {
+				if len(n.Children) > 0 {
+					t.collapsed[nodeKey(n)] = true
+					fold(n.Children)
+				}
 			}
-			for _, a := range t.attempts[c.ID] {
-				t.collapsed[attemptKey(a)] = true
-			}
-		})
+		}
+		fold(t.nodes)
 	}
 	t.flatten()
 	// keep the cursor on the same row when it is still visible, else on its root
@@ -284,7 +241,7 @@ func (t *callTree) View(focused bool) []string {
 // body formats the rows on screen.
 func (t *callTree) body(w, h int, focused bool) []string {
 	s := t.e.st.s
-	if len(t.roots) == 0 {
+	if len(t.rows) == 0 {
 		return []string{s.Muted.Render("no calls: select a turn with a recorded call")}
 	}
 	t.scrollTo(h)
@@ -332,9 +289,12 @@ func (t *callTree) body(w, h int, focused bool) []string {
 // the failure.
 func (t *callTree) attemptRow(r treeRow, w int, sel, focused bool) string {
 	s, a := t.e.st.s, r.att
-	mark := "▾ "
-	if t.collapsed[r.key] {
+	mark := "  " // an attempt that made no call (a tool step) holds nothing
+	switch {
+	case r.kids && t.collapsed[r.key]:
 		mark = "▸ "
+	case r.kids:
+		mark = "▾ "
 	}
 	name := "attempt " + strconv.Itoa(a.N) + " · " + termtext.OneLine(a.Step)
 	meta := "  score " + strconv.FormatFloat(a.Score, 'g', -1, 64)
@@ -381,7 +341,7 @@ func callUsage(c *trace.Call) lm.Usage {
 func (t *callTree) footer() string {
 	n := 0
 	trace.WalkCalls(t.roots, func(*trace.Call, int) { n++ })
-	if n == 0 {
+	if len(t.rows) == 0 {
 		return ""
 	}
 	if t.nAttempts > 0 {

@@ -397,6 +397,8 @@ func (m *Model) wireTarget() wireTarget {
 	}
 	c := m.tree.selected()
 	switch {
+	case m.tree.selectedAttempt() != nil && !m.tree.rows[m.tree.sel].kids:
+		return wireTarget{empty: attemptTitle(m.tree.selectedAttempt()) + " made no model calls (a tool step): nothing was sent"}
 	case m.tree.selectedAttempt() != nil:
 		return wireTarget{empty: attemptTitle(m.tree.selectedAttempt()) + " is a try of a retrying step; select one of its calls in the call tree"}
 	case c == nil:

@@ -175,3 +175,45 @@ func TestSessionRefusesForeignFile(t *testing.T) {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }
+
+// 'session show --tree' marks attempts as the workbench's call tree does: each
+// attempt's calls under a line of it, the best starred, and attempts that made no model
+// call (a tool step) as lines of their own.
+func TestSessionShowTreeMarksAttempts(t *testing.T) {
+	db := runIsolated(t)
+	agent := writeFile(t, "tools.toml", `name = "tools"
+inputs = ["task"]
+outputs = ["answer", "result"]
+[[predictors]]
+name = "answerer"
+signature = "task, result -> answer"
+[[steps]]
+name = "compute"
+tool = "calculator"
+inputs = { expression = "1-1" }
+max_retries = 2
+retry_until = "result"
+[[steps]]
+name = "answer"
+predictor = "answerer"
+`)
+	for _, tc := range []struct {
+		agent string
+		want  []string
+	}{
+		{"RetryAgent", []string{"  ├─ attempt 1 of attempt  score 0.3\n  │  ├─ planner (ChainOfThought)", "  │  └─ validator (Predict)",
+			"  └─ attempt 2 of attempt  score 0.9  ★ best\n     ├─ planner (ChainOfThought)"}},
+		{agent, []string{"  ├─ attempt 1 of compute  score 0  ★ best  (no model calls)\n  ├─ attempt 2 of compute  score 0  (no model calls)\n  └─ answerer (Predict)"}},
+	} {
+		code, out, errs := runMain(context.Background(), "run", "--agent", tc.agent, "--input", "task=Plan a team offsite", "--db", db)
+		if code != 0 {
+			t.Fatalf("run %s: exit %d %s", tc.agent, code, errs)
+		}
+		code, out, errs = runMain(context.Background(), "session", "show", convIDOf(t, out), "--tree", "--db", db)
+		for _, want := range tc.want {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("%s: session show --tree lacks %q (exit %d %s):\n%s", tc.agent, want, code, errs, out)
+			}
+		}
+	}
+}
