@@ -162,7 +162,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Fatalf("loaded %d turns", l.Len())
 	}
 	for i, tr := range l.Turns() {
-		if !sig.Equal(tr.History, s.Turns()[i].History) || !tr.Inputs.Equal(s.Turns()[i].Inputs) {
+		if !py.Same(tr.History, s.Turns()[i].History) || !tr.Inputs.Equal(s.Turns()[i].Inputs) {
 			t.Fatalf("turn %d differs after load: %s vs %s", i, py.CompactJSON(tr.History), py.CompactJSON(s.Turns()[i].History))
 		}
 	}

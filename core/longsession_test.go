@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 )
 
 // With record mode "calls" the sink still receives every exact request and completion;
@@ -50,7 +50,7 @@ func TestHistoryAt(t *testing.T) {
 		for i := -s.Len() - 1; i <= s.Len(); i++ {
 			h, ok := s.HistoryAt(i)
 			want := s.Turn(i)
-			if ok != (want != nil) || want != nil && (!sig.Equal(h, want.History) || len(h.Messages) != len(want.History.Messages)) {
+			if ok != (want != nil) || want != nil && (!py.Same(h, want.History) || len(h.Messages) != len(want.History.Messages)) {
 				t.Errorf("%+v: HistoryAt(%d) = %v, %v; Turn(%d).History = %v", o, i, h, ok, i, want)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -74,7 +75,7 @@ func TestRestoreMatchesWalk(t *testing.T) {
 					if g, w := turnsJSON(t, got), turnsJSON(t, want); g != w {
 						t.Fatalf("restored turns differ:\n got %s\nwant %s", g, w)
 					}
-					if g, w := got.History(), want.History(); !sig.Equal(g, w) || len(g.Messages) != len(w.Messages) {
+					if g, w := got.History(), want.History(); !py.Same(g, w) || len(g.Messages) != len(w.Messages) {
 						t.Fatalf("next history %v, want %v", g, w)
 					}
 					// The next turn runs the same on both.
@@ -98,12 +99,12 @@ func sameValues(a, b []*trace.Turn) bool {
 	}
 	for i := range a {
 		x, y := a[i], b[i]
-		if !sig.Equal(x.Inputs, y.Inputs) || !sig.Equal(x.Outputs, y.Outputs) || !sig.Equal(x.History, y.History) ||
+		if !py.Same(x.Inputs, y.Inputs) || !py.Same(x.Outputs, y.Outputs) || !py.Same(x.History, y.History) ||
 			len(x.History.Messages) != len(y.History.Messages) || len(x.Calls) != len(y.Calls) {
 			return false
 		}
 		for j := range x.Calls {
-			if !sig.Equal(x.Calls[j].History, y.Calls[j].History) || !sig.Equal(x.Calls[j].Inputs, y.Calls[j].Inputs) {
+			if !py.Same(x.Calls[j].History, y.Calls[j].History) || !py.Same(x.Calls[j].Inputs, y.Calls[j].Inputs) {
 				return false
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -24,11 +24,11 @@ func TestRestoreFromTurns(t *testing.T) {
 	mustRun(t, ctx, orig, "task", "t3")
 	mustRun(t, ctx, r, "task", "t3")
 	a, b := orig.Turns()[2], r.Turns()[2]
-	if !sig.Equal(a.History, b.History) || len(a.Calls) != len(b.Calls) {
+	if !py.Same(a.History, b.History) || len(a.Calls) != len(b.Calls) {
 		t.Fatal("restored session diverges on the next turn")
 	}
 	for i := range a.Calls {
-		if !sig.Equal(a.Calls[i].History, b.Calls[i].History) {
+		if !py.Same(a.Calls[i].History, b.Calls[i].History) {
 			t.Fatalf("call %d saw a different history after restore", i)
 		}
 	}

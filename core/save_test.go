@@ -204,8 +204,8 @@ func TestSaveLoadSaveIsStable(t *testing.T) {
 			}
 			for i, tr := range l.Turns() {
 				w := s.Turns()[i]
-				if !tr.Inputs.Equal(w.Inputs) || !tr.Outputs.Equal(w.Outputs) || !sig.Equal(tr.History, w.History) ||
-					!sig.Equal(scoreOrNil(tr.Score), scoreOrNil(w.Score)) || tr.Explicit != w.Explicit || !tr.Started.Equal(w.Started) {
+				if !tr.Inputs.Equal(w.Inputs) || !tr.Outputs.Equal(w.Outputs) || !py.Same(tr.History, w.History) ||
+					!py.Same(scoreOrNil(tr.Score), scoreOrNil(w.Score)) || tr.Explicit != w.Explicit || !tr.Started.Equal(w.Started) {
 					t.Errorf("turn %d differs after load", i)
 				}
 			}

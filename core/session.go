@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/savefile"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -450,7 +451,7 @@ func (s *Session) recordableInputs(in *sig.Map) *sig.Map {
 // shown their history as it was at that turn (optimizer time-travel, seed 000 §7).
 func (s *Session) findReplay(h sig.History) *node {
 	for nd := s.tip; nd != nil; nd = nd.parent {
-		if sig.Equal(nd.turn.History, h) {
+		if py.Same(nd.turn.History, h) {
 			return nd
 		}
 	}

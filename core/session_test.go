@@ -172,7 +172,7 @@ func TestExplicitHistoryPolicies(t *testing.T) {
 	t.Run("use_if_provided records with that snapshot", func(t *testing.T) {
 		s, ctx := qa(t, Options{HistoryPolicy: UseIfProvided})
 		mustRun(t, ctx, s, "question", "Q", "history", h)
-		if s.Len() != 1 || !sig.Equal(s.Turns()[0].History, h) || !s.Turns()[0].Explicit {
+		if s.Len() != 1 || !py.Same(s.Turns()[0].History, h) || !s.Turns()[0].Explicit {
 			t.Fatal("snapshot is not the explicit history")
 		}
 	})
@@ -181,7 +181,7 @@ func TestExplicitHistoryPolicies(t *testing.T) {
 		mustRun(t, ctx, s, "question", "A")
 		mustRun(t, ctx, s, "question", "B")
 		mustRun(t, ctx, s, "question", "C", "history", h)
-		if s.Len() != 1 || !sig.Equal(s.Turns()[0].History, h) {
+		if s.Len() != 1 || !py.Same(s.Turns()[0].History, h) {
 			t.Fatalf("len=%d", s.Len())
 		}
 		if got := s.History().Messages[0].String("question"); got != "old" {

@@ -126,7 +126,7 @@ func TestDemoAgentConversations(t *testing.T) {
 			}
 			// inherit: every inner call sees the outer conversation.
 			for _, c := range turns[1].Calls {
-				if !sig.Equal(c.History, turns[1].History) || len(c.History.Messages) != 1 {
+				if !py.Same(c.History, turns[1].History) || len(c.History.Messages) != 1 {
 					t.Errorf("%s history = %s, want the outer %s", c.Path, histJSON(c.History), histJSON(turns[1].History))
 				}
 			}

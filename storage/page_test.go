@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -218,7 +218,7 @@ func TestLoadWithNoRequests(t *testing.T) {
 			t.Errorf("turn %d: lean call has %d messages and completion %q; full %d, %q", i, len(lc.Messages), lc.Completion,
 				len(fc.Messages), fc.Completion)
 		}
-		if !sig.Equal(lc.Outputs, fc.Outputs) || lc.Usage != fc.Usage || !sig.Equal(l.Inputs, f.Inputs) ||
+		if !py.Same(lc.Outputs, fc.Outputs) || lc.Usage != fc.Usage || !py.Same(l.Inputs, f.Inputs) ||
 			len(l.Calls[0].Children) != 1 {
 			t.Errorf("turn %d: lean load lost values", i)
 		}

@@ -21,7 +21,7 @@ func sameParse(t *testing.T, s *sig.Signature, completion string) (scanned bool)
 	if err != nil {
 		t.Fatalf("%q: the scan parsed %s, the line parse failed: %v", completion, py.Repr(got), err)
 	}
-	if py.Repr(got) != py.Repr(want) || !sig.Equal(got, want) {
+	if py.Repr(got) != py.Repr(want) || !py.Same(got, want) {
 		t.Fatalf("%q: scan %s, line parse %s", completion, py.Repr(got), py.Repr(want))
 	}
 	got.Range(func(k string, v any) bool {
@@ -96,7 +96,7 @@ func TestPlainNumber(t *testing.T) {
 		if isFloat {
 			got = f
 		}
-		if !sig.Equal(got, want) || sig.KindName(got) != sig.KindName(want) {
+		if !py.Same(got, want) || sig.KindName(got) != sig.KindName(want) {
 			t.Errorf("%q: %v (%s), literal_eval %v (%s)", text, got, sig.KindName(got), want, sig.KindName(want))
 		}
 		if RepairLoads(text) != "" {

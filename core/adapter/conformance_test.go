@@ -85,7 +85,7 @@ func TestValidateLikePydantic(t *testing.T) {
 			t.Errorf("%s %s: %v", c.typ, py.Repr(c.in), err)
 			continue
 		}
-		if !sig.Equal(got, c.want) || py.TypeName(got) != py.TypeName(c.want) {
+		if !py.Same(got, c.want) || py.TypeName(got) != py.TypeName(c.want) {
 			t.Errorf("%s %s: got %s %s, want %s %s", c.typ, py.Repr(c.in), py.TypeName(got), py.Text(got), py.TypeName(c.want), py.Text(c.want))
 		}
 	}

@@ -272,7 +272,7 @@ func validate(t *sig.Type, v any, loc []string) (any, *ValidationError) {
 		return h, nil
 	case sig.KindLiteral:
 		for _, l := range t.Lits {
-			if sig.Equal(l, v) {
+			if py.Same(l, v) {
 				return v, nil
 			}
 		}

@@ -192,16 +192,25 @@ func (p *litParser) atom(in bool) (any, error) {
 			}
 			return nil, ErrNotLiteral
 		}
-		switch word {
-		case "True":
-			return true, nil
-		case "False":
-			return false, nil
-		case "None":
-			return nil, nil
+		if v, ok := Keyword(word); ok {
+			return v, nil
 		}
 	}
 	return nil, ErrNotLiteral
+}
+
+// Keyword is the value of Python's keyword constants True, False and None (ok false for
+// any other word).
+func Keyword(word string) (v any, ok bool) {
+	switch word {
+	case "True":
+		return true, true
+	case "False":
+		return false, true
+	case "None":
+		return nil, true
+	}
+	return nil, false
 }
 
 // seq reads comma-separated expressions up to the closing bracket.

@@ -62,11 +62,28 @@ func TypeName(v any) string {
 
 // Equal is Python's == for the value kinds: numbers compare by value (1 == 1.0 == True),
 // lists element by element, dicts by their keys and values in any order.
-func Equal(a, b any) bool {
-	na, aNum := number(a)
-	nb, bNum := number(b)
-	if aNum || bNum {
-		return aNum && bNum && na == nb
+func Equal(a, b any) bool { return equal(a, b, false) }
+
+// Same is deep equality that keeps what Python's == forgets: the kinds (1, 1.0 and True
+// differ) and the order of a dict's keys. Values that are Same render, serialise and
+// validate alike (sig.Map.Equal; a stored default, a replayed history).
+func Same(a, b any) bool { return equal(a, b, true) }
+
+// Indexed is a Dict whose entries can be read by position (sig.Map), so Same compares
+// two of them in order without copying their keys.
+type Indexed interface {
+	Dict
+	Entry(i int) (key string, value any)
+}
+
+// equal is Equal, or Same when strict: the one deep comparison of values.
+func equal(a, b any, strict bool) bool {
+	if !strict {
+		na, aNum := number(a)
+		nb, bNum := number(b)
+		if aNum || bNum {
+			return aNum && bNum && na == nb
+		}
 	}
 	if isNil(a) {
 		a = nil
@@ -81,7 +98,7 @@ func Equal(a, b any) bool {
 			return false
 		}
 		for i := range x {
-			if !Equal(x[i], y[i]) {
+			if !equal(x[i], y[i], strict) {
 				return false
 			}
 		}
@@ -93,21 +110,50 @@ func Equal(a, b any) bool {
 		}
 		cx, fx := x.PyModel()
 		cy, fy := y.PyModel()
-		return cx == cy && Equal(fx, fy)
+		return cx == cy && equal(fx, fy, strict)
 	case Dict:
 		y, ok := b.(Dict)
 		if !ok || x.Len() != y.Len() {
 			return false
 		}
+		if strict {
+			return sameOrder(x, y)
+		}
 		eq := true
 		x.Range(func(k string, v any) bool {
 			w, found := y.Get(k)
-			eq = found && Equal(v, w)
+			eq = found && equal(v, w, false)
 			return eq
 		})
 		return eq
 	}
 	return a == b
+}
+
+// sameOrder compares two dicts of one length entry by entry, in order.
+func sameOrder(x, y Dict) bool {
+	ix, okx := x.(Indexed)
+	iy, oky := y.(Indexed)
+	if okx && oky {
+		for i := 0; i < x.Len(); i++ {
+			kx, vx := ix.Entry(i)
+			ky, vy := iy.Entry(i)
+			if kx != ky || !equal(vx, vy, true) {
+				return false
+			}
+		}
+		return true
+	}
+	var keys []string
+	var vals []any
+	y.Range(func(k string, v any) bool { keys, vals = append(keys, k), append(vals, v); return true })
+	i, eq := 0, true
+	x.Range(func(k string, v any) bool {
+		eq = keys[i] == k && equal(v, vals[i], true)
+		i++
+		return eq
+	})
+	return eq
 }
 
 // number is a value's numeric value when Python treats it as a number (bool included).

@@ -76,3 +76,70 @@ func TestStripAndSplitLines(t *testing.T) {
 		t.Errorf("PySplitLines keeps inner empty lines: %q", got)
 	}
 }
+
+// Equal is Python's ==; Same is the deep equality that also tells kinds and key order
+// apart. One comparison serves both, so they agree wherever Python's == is strict.
+func TestEqualAndSame(t *testing.T) {
+	hist := func(q string) sig.History { return sig.History{Messages: []*sig.Map{sig.NewMap("question", q)}} }
+	var nilMap *sig.Map
+	cases := []struct {
+		name        string
+		a, b        any
+		equal, same bool
+	}{
+		{"int and float", int64(1), 1.0, true, false},
+		{"True and 1", true, int64(1), true, false},
+		{"the same int", int64(3), int64(3), true, true},
+		{"strings", "a", "a", true, true},
+		{"lists of equal numbers", []any{int64(1)}, []any{1.0}, true, false},
+		{"lists of different lengths", []any{"a"}, []any{"a", "b"}, false, false},
+		{"dicts in another key order", sig.NewMap("a", "1", "b", "2"), sig.NewMap("b", "2", "a", "1"), true, false},
+		{"dicts alike", sig.NewMap("a", []any{"x"}), sig.NewMap("a", []any{"x"}), true, true},
+		{"dicts with other values", sig.NewMap("a", "1"), sig.NewMap("a", "2"), false, false},
+		{"a nil map is None", nilMap, nil, true, true},
+		{"histories alike", hist("q"), hist("q"), true, true},
+		{"histories apart", hist("q"), hist("r"), false, false},
+		{"a history is no dict", hist("q"), sig.NewMap("messages", []any{sig.NewMap("question", "q")}), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := py.Equal(tc.a, tc.b); got != tc.equal {
+				t.Errorf("Equal = %v, want %v", got, tc.equal)
+			}
+			if got := py.Same(tc.a, tc.b); got != tc.same {
+				t.Errorf("Same = %v, want %v", got, tc.same)
+			}
+			if got := py.Same(tc.b, tc.a); got != tc.same {
+				t.Errorf("Same reversed = %v, want %v", got, tc.same)
+			}
+		})
+	}
+	// sig.Map.Equal is Same, with a nil map equal to an empty one
+	if !nilMap.Equal(sig.NewMap()) || sig.NewMap("a", int64(1)).Equal(sig.NewMap("a", 1.0)) {
+		t.Error("Map.Equal")
+	}
+}
+
+// Keyword is the one reading of Python's constants, for literal_eval and for Literal[...]
+// types alike.
+func TestKeyword(t *testing.T) {
+	for _, tc := range []struct {
+		word string
+		v    any
+		ok   bool
+	}{{"True", true, true}, {"False", false, true}, {"None", nil, true}, {"true", nil, false}, {"null", nil, false}, {"NoneType", nil, false}} {
+		if v, ok := py.Keyword(tc.word); v != tc.v || ok != tc.ok {
+			t.Errorf("Keyword(%q) = %v, %v; want %v, %v", tc.word, v, ok, tc.v, tc.ok)
+		}
+		lit, err := py.LiteralEval(tc.word, func() py.SetDict { return sig.NewMap() })
+		if tc.ok && (err != nil || lit != tc.v) {
+			t.Errorf("literal_eval(%q) = %v, %v", tc.word, lit, err)
+		}
+		typ, err := sig.ParseType("Literal[" + tc.word + "]")
+		if tc.ok != (err == nil) {
+			t.Errorf("Literal[%s]: %v", tc.word, err)
+		} else if tc.ok && (len(typ.Lits) != 1 || typ.Lits[0] != tc.v) {
+			t.Errorf("Literal[%s] values %v", tc.word, typ.Lits)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func TestRoundTrip(t *testing.T) {
 				if rt.history != nil {
 					wantHist = stripped(*rt.history, r.Signature, ad.Name() == "chat")
 				}
-				if !sig.Equal(r.History, wantHist) {
+				if !py.Same(r.History, wantHist) {
 					t.Errorf("history %s, want %s", py.CompactJSON(r.History), py.CompactJSON(wantHist))
 				}
 				if len(r.Demos) != len(rt.demos) {

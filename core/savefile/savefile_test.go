@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -124,20 +125,20 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			f.Settings.HistoryInputFields != nil && len(f.Settings.HistoryInputFields) == 0 && f.Settings.HistoryPolicy == "use_if_provided"},
 		{"turns", len(f.Turns) == 2 && f.Turns[0].Turn.Inputs.Equal(want.Turns[0].Turn.Inputs) && f.Turns[0].Turn.Outputs.Equal(want.Turns[0].Turn.Outputs)},
 		{"score", f.Turns[0].Turn.Score == nil && *f.Turns[1].Turn.Score == 0.5},
-		{"explicit snapshot", !f.Turns[0].Turn.Explicit && f.Turns[1].Turn.Explicit && sig.Equal(f.Turns[1].Turn.History, want.Turns[1].Turn.History)},
+		{"explicit snapshot", !f.Turns[0].Turn.Explicit && f.Turns[1].Turn.Explicit && py.Same(f.Turns[1].Turn.History, want.Turns[1].Turn.History)},
 		{"times", f.Turns[0].Turn.Started.Equal(want.Turns[0].Turn.Started)},
 		{"calls", f.HasCalls && len(f.Turns[0].Turn.Calls) == 1 && f.Turns[0].Turn.Calls[0].Outputs.Equal(sig.NewMap("v", 1.0))},
 		{"attempts", len(f.Turns[0].Turn.Attempts) == 3 && f.Turns[0].Turn.Attempts[1].Best && f.Turns[0].Turn.Attempts[1].Score == 0.78 &&
 			f.Turns[0].Turn.Attempts[0].Calls[0] == "c1" && f.Turns[0].Turn.Attempts[0].Details.Equal(sig.NewMap("v", 1.0)) &&
 			f.Turns[0].Turn.Attempts[2].Error == "boom" && f.Turns[0].Turn.Attempts[2].Details == nil && f.Turns[1].Turn.Attempts == nil},
 		{"child turns", len(f.Turns[1].ChildTurns) == 1 && f.Turns[1].ChildTurns[0] == ChildCount{"w", 1}},
-		{"seed", f.InitialHistory != nil && sig.Equal(*f.InitialHistory, *want.InitialHistory)},
+		{"seed", f.InitialHistory != nil && py.Same(*f.InitialHistory, *want.InitialHistory)},
 		{"l2", f.L2Memory == "root notes"},
 		{"node w", f.Node("w") != nil && f.Node("w").L2Memory == "w notes" && len(f.Node("w").Turns) == 1 &&
 			f.Node("w").Turns[0].Snapshot != nil && f.Node("w").Node("inner").L2Memory == "deep"},
-		{"raw node", f.Node("gone") != nil && sig.Equal(f.Node("gone").Raw, want.Node("gone").Raw)},
-		{"extra", sig.Equal(f.Extra, want.Extra)},
-		{"options", sig.Equal(f.Options, want.Options)},
+		{"raw node", f.Node("gone") != nil && py.Same(f.Node("gone").Raw, want.Node("gone").Raw)},
+		{"extra", py.Same(f.Extra, want.Extra)},
+		{"options", py.Same(f.Options, want.Options)},
 		{"meta", f.Meta != nil && f.Meta.Title == "T" && string(f.Meta.Metadata["user"].(json.RawMessage)) == `"u"`},
 	}
 	for _, c := range checks {

@@ -212,18 +212,14 @@ func (m *Map) Filter(keep func(k string) bool) *Map {
 	return c
 }
 
-// Equal reports deep equality, including key order.
+// Equal reports deep equality, including key order and value kinds (py.Same); a nil
+// map equals an empty one.
 func (m *Map) Equal(o *Map) bool {
-	if m.Len() != o.Len() {
-		return false
-	}
-	for i, k := range m.keys {
-		if o.keys[i] != k || !Equal(m.vals[i], o.vals[i]) {
-			return false
-		}
-	}
-	return true
+	return m.Len() == 0 && o.Len() == 0 || py.Same(m, o)
 }
+
+// Entry is the i-th key and value in insertion order (py.Indexed).
+func (m *Map) Entry(i int) (string, any) { return m.keys[i], m.vals[i] }
 
 // MarshalJSON writes standard JSON in insertion order.
 func (m *Map) MarshalJSON() ([]byte, error) {
@@ -404,38 +400,6 @@ func Clone(v any) any {
 		return t.Clone()
 	}
 	return v
-}
-
-// Equal reports deep equality of two values (int 1 and float 1.0 differ, as kinds differ).
-func Equal(a, b any) bool {
-	switch x := a.(type) {
-	case *Map:
-		y, ok := b.(*Map)
-		return ok && x.Equal(y)
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !Equal(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case History:
-		y, ok := b.(History)
-		if !ok || len(x.Messages) != len(y.Messages) {
-			return false
-		}
-		for i := range x.Messages {
-			if !x.Messages[i].Equal(y.Messages[i]) {
-				return false
-			}
-		}
-		return true
-	}
-	return a == b
 }
 
 // KindName names a value's kind the way an error message should ("a string", "an int").

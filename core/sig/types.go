@@ -441,13 +441,8 @@ func (p *typeParser) literalValue() (any, error) {
 		p.pos++
 	}
 	word := p.src[start:p.pos]
-	switch word {
-	case "True":
-		return true, nil
-	case "False":
-		return false, nil
-	case "None":
-		return nil, nil
+	if v, ok := py.Keyword(word); ok {
+		return v, nil
 	}
 	if i, err := strconv.ParseInt(word, 10, 64); err == nil {
 		return i, nil

@@ -195,7 +195,7 @@ func (s *scope) changed(before *sig.Map) *sig.Map {
 	out := sig.NewMap()
 	for _, k := range s.written {
 		v, _ := s.vals.Get(k)
-		if old, ok := before.Get(k); !ok || !sig.Equal(old, v) {
+		if old, ok := before.Get(k); !ok || !py.Same(old, v) {
 			out.Set(k, v)
 		}
 	}

@@ -149,7 +149,7 @@ func TestContextModes(t *testing.T) {
 	if n := len(byPath["iso"].History.Messages); n != 0 {
 		t.Errorf("isolated (per_turn) predictor saw %d messages on turn 2", n)
 	}
-	if !sig.Equal(byPath["sha"].History, t2.History) {
+	if !py.Same(byPath["sha"].History, t2.History) {
 		t.Errorf("shared predictor history %s, want the outer %s", py.CompactJSON(byPath["sha"].History), py.CompactJSON(t2.History))
 	}
 	if h := byPath["inh"].History; len(h.Messages) != 1 || h.Messages[0].String("c") != "c:one" {

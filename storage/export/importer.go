@@ -206,7 +206,7 @@ func fileConfig(f *savefile.File) *sig.Map {
 		if k == "history_input_fields" && !ok {
 			v, ok = doc.Get("input_field_override") // the version 1 name
 		}
-		if ok && !sig.Equal(v, def) {
+		if ok && !py.Same(v, def) {
 			cfg.Set(k, v)
 		}
 	}

@@ -164,7 +164,7 @@ func TestImportVersion1(t *testing.T) {
 	orig, _ := savefile.Decode([]byte(v1File))
 	for i, e := range f.Turns {
 		tr, o := e.Turn, orig.Turns[i].Turn
-		if !tr.Inputs.Equal(o.Inputs) || !tr.Outputs.Equal(o.Outputs) || !sig.Equal(scoreOf(tr), scoreOf(o)) {
+		if !tr.Inputs.Equal(o.Inputs) || !tr.Outputs.Equal(o.Outputs) || !py.Same(scoreOf(tr), scoreOf(o)) {
 			t.Errorf("turn %d: %v %v", i, tr.Inputs, tr.Outputs)
 		}
 	}
@@ -172,7 +172,7 @@ func TestImportVersion1(t *testing.T) {
 		t.Errorf("explicit snapshot not carried")
 	}
 	ws, ow := f.Node("worker"), orig.Node("worker")
-	if ws == nil || ws.L2Memory != "worker notes" || !sig.Equal(ws.Raw, ow.Raw) {
+	if ws == nil || ws.L2Memory != "worker notes" || !py.Same(ws.Raw, ow.Raw) {
 		t.Errorf("worker state:\n%s\nwant\n%s", py.CompactJSON(ws.Raw), py.CompactJSON(ow.Raw))
 	}
 }
@@ -245,7 +245,7 @@ func TestImportVersion2(t *testing.T) {
 	for _, k := range wm.Keys() {
 		g, _ := gm.Get(k)
 		w, _ := wm.Get(k)
-		if !sig.Equal(g, w) {
+		if !py.Same(g, w) {
 			t.Errorf("%s differs:\n got %s\nwant %s", k, py.CompactJSON(g), py.CompactJSON(w))
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
@@ -472,7 +473,7 @@ func TestRunFlagValue(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := runFlagValue(sig.MustType(tc.typ), tc.text)
-		if !sig.Equal(got, tc.want) {
+		if !py.Same(got, tc.want) {
 			t.Errorf("%s %q: got %#v, want %#v", tc.typ, tc.text, got, tc.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -129,7 +130,7 @@ func liveSame(t *testing.T, a *Service, st *storage.Store, conv, branch string, 
 			t.Fatalf("%s: child %s differs:\n got %s\nwant %s", branch, path, g, w)
 		}
 	}
-	if g, w := l.run.s.History(), f.s.History(); !sig.Equal(g, w) {
+	if g, w := l.run.s.History(), f.s.History(); !py.Same(g, w) {
 		t.Fatalf("%s: next history %v, want %v", branch, g, w)
 	}
 	return l

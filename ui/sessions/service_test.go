@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -222,7 +223,7 @@ func TestReplay(t *testing.T) {
 				if shared != (i < tc.shared) {
 					t.Errorf("turn %d shared with main: %v", i, shared)
 				}
-				if !sig.Equal(rp.Turns[i].Inputs, main.Turns[i].Inputs) {
+				if !py.Same(rp.Turns[i].Inputs, main.Turns[i].Inputs) {
 					t.Errorf("turn %d inputs %v, want %v", i, rp.Turns[i].Inputs, main.Turns[i].Inputs)
 				}
 			}
