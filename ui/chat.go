@@ -36,6 +36,9 @@ type chatPane struct {
 	stale bool
 
 	sel  int // selected turn (absolute position); -1 = the last one, implicitly
+	// note is which kept turn drawn as a line before turn sel is selected (its index in
+	// notes[sel]), -1 for the turn itself (kept.go)
+	note int
 	list vlist
 
 	cache      map[string][]string // TurnID -> rendered lines at cacheWidth
@@ -73,7 +76,7 @@ type pageMsg struct {
 type focusTreeMsg struct{}
 
 func newChatPane(e *env, branch string) *chatPane {
-	p := &chatPane{e: e, branch: branch, sel: -1, list: vlist{follow: true}, cache: map[string][]string{}}
+	p := &chatPane{e: e, branch: branch, sel: -1, note: -1, list: vlist{follow: true}, cache: map[string][]string{}}
 	p.info, _ = e.branchInfo(branch)
 	return p
 }
@@ -97,7 +100,7 @@ func (p *chatPane) bindings() []binding {
 		bind(k.Send, "calls", true, p.e.emitter(focusTreeMsg{})),
 		bind(k.Fork, "fork", true, p.fork),
 		// a recorded conversation's turns come from a program outside: nothing to run them
-		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() && !p.e.recorded() }),
+		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() && p.noteAt() == nil && !p.e.recorded() }),
 		bind(k.Edit, "edit & retry", true, p.edit).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
 		bind(k.Retry, "retry from the failure", true, p.retry).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
 		bind(k.Delete, "delete this turn", true, p.deleteKept).only(p.keptSelected),
@@ -133,9 +136,12 @@ func (p *chatPane) Update(msg tea.Msg) tea.Cmd {
 
 // click selects the turn drawn at body row y.
 func (p *chatPane) click(y int) {
-	item, ok := p.itemAtRow(y)
+	item, line, ok := p.itemAtRow(y)
 	if ok && item < p.items() {
-		p.sel = item
+		p.sel, p.note = item, -1
+		if line < p.noteCount(item) {
+			p.note = line // a kept turn's line before the turn
+		}
 	}
 }
 
@@ -171,6 +177,9 @@ func (p *chatPane) selected() (string, *trace.Turn) {
 		i = p.items() - 1
 	}
 	if k := p.keptAt(i); k != nil {
+		return k.Key, k.Turn
+	}
+	if k := p.noteAt(); k != nil {
 		return k.Key, k.Turn
 	}
 	return p.turnAt(i)
@@ -295,11 +304,12 @@ func (p *chatPane) linesFunc() linesFunc {
 
 func (p *chatPane) scroll(delta int) { p.list.scroll(delta, p.count(), p.bodyH(), p.linesFunc()) }
 
-func (p *chatPane) top() { p.sel, p.list = 0, vlist{} }
+func (p *chatPane) top() { p.sel, p.note, p.list = 0, -1, vlist{} }
 
-func (p *chatPane) bottom() { p.sel, p.list = p.items()-1, vlist{follow: true} }
+func (p *chatPane) bottom() { p.sel, p.note, p.list = p.items()-1, -1, vlist{follow: true} }
 
-// selectTurn moves the selection by delta and scrolls it into view.
+// selectTurn moves the selection by delta and scrolls it into view. One step (up or
+// down) also stops on each kept turn's line drawn before a turn, as on a row of its own.
 func (p *chatPane) selectTurn(delta int) {
 	if p.items() == 0 {
 		return
@@ -307,12 +317,28 @@ func (p *chatPane) selectTurn(delta int) {
 	if p.sel < 0 {
 		p.sel = p.items() - 1 // the implicit selection is the last turn
 	}
-	p.selectAt(max(0, min(p.items()-1, p.sel+delta)))
+	switch n := p.noteCount(p.sel); {
+	case delta == -1 && p.note < 0 && n > 0:
+		p.note = n - 1
+	case delta == -1 && p.note > 0:
+		p.note--
+	case delta == 1 && p.note >= 0:
+		if p.note++; p.note >= n {
+			p.note = -1 // the turn after the lines
+		}
+	default:
+		p.selectAt(max(0, min(p.items()-1, p.sel+delta)))
+		if delta == 1 && p.sel > 0 && p.noteCount(p.sel) > 0 {
+			p.note = 0 // coming from above: the first line before the turn
+		}
+		return
+	}
+	p.list.show(p.sel, p.count(), p.bodyH(), p.linesFunc())
 }
 
 // selectAt selects turn i and scrolls it into view.
 func (p *chatPane) selectAt(i int) {
-	p.sel = i
+	p.sel, p.note = i, -1
 	p.list.show(i, p.count(), p.bodyH(), p.linesFunc())
 }
 
@@ -343,7 +369,10 @@ func (p *chatPane) body(focused bool) []string {
 	item, line := p.list.idx, p.list.line
 	for _, row := range body {
 		g := " "
-		if item == p.sel || p.sel < 0 && item == p.items()-1 && focused {
+		// the selected item's rows; when it has kept turns' lines before it, the line
+		// selected or else the turn's own rows
+		on := item == p.sel && (p.note == line || p.note < 0 && line >= p.noteCount(item))
+		if on || p.sel < 0 && item == p.items()-1 && focused {
 			g = st.Cursor.Render("▌")
 			if !focused {
 				g = st.Muted.Render("▏")
@@ -359,22 +388,23 @@ func (p *chatPane) body(focused bool) []string {
 	return rows
 }
 
-// itemAtRow is the item drawn at body row y.
-func (p *chatPane) itemAtRow(y int) (int, bool) {
+// itemAtRow is the item drawn at body row y and the line of it that row shows.
+func (p *chatPane) itemAtRow(y int) (int, int, bool) {
 	n := p.count()
 	if n == 0 || y < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	lf := p.linesFunc()
 	item, rows := p.list.idx, -p.list.line
 	for item < n {
-		rows += len(lf(item))
-		if y < rows {
-			return item, true
+		l := len(lf(item))
+		if y < rows+l {
+			return item, y - rows, true
 		}
+		rows += l
 		item++
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // visibleRange is the first and last item on screen. A pane following its end is
@@ -429,6 +459,8 @@ func (p *chatPane) footer() string {
 	s := " " + count(p.total, "turn")
 	if k := p.keptAt(p.sel); k != nil {
 		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected"
+	} else if k := p.noteAt(); k != nil {
+		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected (kept; the branch went on past it)"
 	} else if p.sel >= 0 {
 		s += " · " + turnLabel(p.sel) + " selected"
 	}

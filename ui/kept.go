@@ -21,9 +21,12 @@ import (
 // setKept takes the branch's kept turns: those after the tip become items, the others
 // notes. Rendered lines that show notes are dropped.
 func (p *chatPane) setKept(list []sessions.KeptTurn) {
-	selKey := ""
+	selKey, noteKey := "", ""
 	if k := p.keptAt(p.sel); k != nil {
 		selKey = k.Key
+	}
+	if k := p.noteAt(); k != nil {
+		noteKey = k.Key
 	}
 	p.tail, p.notes = nil, nil
 	for _, k := range list {
@@ -38,6 +41,12 @@ func (p *chatPane) setKept(list []sessions.KeptTurn) {
 		}
 	}
 	p.cache = map[string][]string{}
+	p.note = -1
+	for i, k := range p.notes[p.sel] {
+		if k.Key == noteKey {
+			p.note = i // the line selected before is still there
+		}
+	}
 	switch {
 	case selKey != "":
 		p.sel = -1 // the kept turn selected before is gone (retried, deleted): the last item
@@ -60,6 +69,28 @@ func (p *chatPane) keptAt(i int) *sessions.KeptTurn {
 		return &p.tail[j]
 	}
 	return nil
+}
+
+// noteCount is how many kept turns' lines are drawn before turn i (0 until it is loaded:
+// a placeholder shows none).
+func (p *chatPane) noteCount(i int) int {
+	if i < 0 || i >= p.total {
+		return 0
+	}
+	if _, t := p.turnAt(i); t == nil {
+		return 0
+	}
+	return len(p.notes[i])
+}
+
+// noteAt is the kept turn whose line before the selected turn is selected, or nil. It
+// is inspected like any turn (its calls in the call tree, its requests in the wire
+// pane); retrying it would need a branch of its own, so only the one after the tip is.
+func (p *chatPane) noteAt() *sessions.KeptTurn {
+	if p.note < 0 || p.note >= p.noteCount(p.sel) {
+		return nil
+	}
+	return &p.notes[p.sel][p.note]
 }
 
 // keptSelected reports whether the selection is a kept turn.

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/llm"
@@ -123,4 +124,65 @@ func TestFailedTurnInTheWorkbench(t *testing.T) {
 			t.Errorf("kept turn %s is %s", k.Key, k.Status)
 		}
 	}
+}
+
+// A failed turn the branch went on past (retried: the retry took its place) is a line
+// before that turn; up and down stop on it like on a turn, and selected it opens like
+// one: its calls in the call tree, the failing one marked, its request in the wire pane.
+func TestKeptLineBeforeATurnIsSelectable(t *testing.T) {
+	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	model := &flakyLM{inner: llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})}
+	svc := sessions.New(st, model)
+	svc.SetAgentDirs()
+	r := &real{Service: svc, store: st}
+	r.converse(t, "SupportAgent", "failures", "I can't log in")
+	model.failing.Store(true)
+	if _, err := svc.Send(context.Background(), sessions.SendRequest{Conv: r.conv, Branch: "main",
+		Inputs: sig.NewMap("question", "The reset email never arrives")}, nil); err == nil {
+		t.Fatal("the turn did not fail")
+	}
+	model.failing.Store(false)
+	kept, _ := svc.KeptTurns(context.Background(), r.conv, "main")
+	if len(kept) != 1 {
+		t.Fatalf("kept %d", len(kept))
+	}
+	if _, err := svc.Retry(context.Background(), sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
+		t.Fatal(err)
+	}
+	hs := newHarness(t, r, 140, 50)
+	hs.press("enter")
+	hs.press("esc") // the transcript: the last turn (the retry) is selected
+	assertContains(t, hs.screen(), "✗ failed #1 The reset email never arrives")
+	hs.press("up")
+	s := hs.screen()
+	assertContains(t, s, "failed turn 1 selected (kept; the branch went on past it)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
+	if row := lineWith(s, "✗ failed #1"); !strings.Contains(row, "▌") {
+		t.Errorf("the selected line has no gutter mark: %q", row)
+	}
+	if row := lineWith(s, "#1 you"); strings.Contains(row, "▌") {
+		t.Errorf("the turn after the line is marked too: %q", row)
+	}
+	hs.press("enter", "down") // its failing call, in the wire pane
+	assertContains(t, hs.screen(), "actual · respond", "The reset email never arrives")
+	hs.press("shift+tab") // back to the transcript, the line still selected
+	assertContains(t, hs.screen(), "failed turn 1 selected (kept")
+	hs.press("up")
+	assertContains(t, hs.screen(), "2 turns · turn 0 selected")
+	hs.press("down")
+	assertContains(t, hs.screen(), "failed turn 1 selected (kept")
+	hs.press("down")
+	assertContains(t, hs.screen(), "2 turns · turn 1 selected")
+	assertLacks(t, hs.screen(), "✗ error")
+	// a click on the line selects it too
+	for y, l := range strings.Split(hs.screen(), "\n") {
+		if strings.Contains(l, "✗ failed #1") {
+			hs.send(tea.MouseClickMsg{Button: tea.MouseLeft, X: 5, Y: y})
+			hs.settle()
+		}
+	}
+	assertContains(t, hs.screen(), "failed turn 1 selected (kept", "✗ error")
 }
