@@ -35,7 +35,7 @@ type chatPane struct {
 	gen   int
 	stale bool
 
-	sel  int // selected turn (absolute position); -1 = the last one, implicitly
+	sel int // selected turn (absolute position); -1 = the last one, implicitly
 	// note is which kept turn drawn as a line before turn sel is selected (its index in
 	// notes[sel]), -1 for the turn itself (kept.go)
 	note int
