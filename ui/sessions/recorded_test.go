@@ -123,3 +123,37 @@ func TestPreviewRecordedCalls(t *testing.T) {
 		t.Errorf("send on a recorded conversation: %v", err)
 	}
 }
+
+// A turn a proxy left open when it died is not offered for resuming: no agent here can
+// run it (capture.Recover ends it at the next proxy or workbench start).
+func TestPendingLeavesRecordedTurnsOut(t *testing.T) {
+	ctx := context.Background()
+	a, _, _, db := newWorkbench(t)
+	dying, err := storage.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dying.SetLease(time.Millisecond) // its owner is believed gone as soon as it stops renewing
+	rec, err := capture.New(ctx, capture.Options{Store: dying, IdleGap: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := recordedCall(t, "I can't log in", "technical", sig.History{}, time.Now())
+	if err := rec.Begin("", "", c.Started)(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	dying.Close() // the proxy is gone: its turn stays running, its lease runs out
+	// wait until the lease has run out (bounded only so a bug fails instead of hanging)
+	ps, err := a.store.PendingTurns(ctx)
+	for deadline := time.Now().Add(time.Minute); len(ps) == 0 || ps[0].Status != trace.StatusInterrupted; {
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("the dead proxy's turn: %+v %v", ps, err)
+		}
+		time.Sleep(time.Millisecond)
+		ps, err = a.store.PendingTurns(ctx)
+	}
+	got, err := a.Pending(ctx, "")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("offered for resuming: %+v (%v)", got, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/storage/capture"
 )
 
 // Pending lists the turns a crash, kill or signal left interrupted (in conv, or
@@ -18,18 +19,25 @@ func (a *Service) Pending(ctx context.Context, conv string) ([]PendingInfo, erro
 	if err != nil {
 		return nil, err
 	}
-	titles := map[string]string{}
+	convs := map[string]*storage.Conversation{}
 	var out []PendingInfo
 	for _, p := range ps {
 		if (conv != "" && p.ConvID != conv) || p.Status != trace.StatusInterrupted {
 			continue
 		}
-		title, ok := titles[p.ConvID]
+		c, ok := convs[p.ConvID]
 		if !ok {
-			if c, err := a.store.Conversation(ctx, p.ConvID); err == nil {
-				title = c.Title
+			c, _ = a.store.Conversation(ctx, p.ConvID)
+			convs[p.ConvID] = c
+		}
+		title := ""
+		if c != nil {
+			title = c.Title
+			if capture.Recorded(c.Agent) {
+				// a killed proxy's turn: nothing here runs it; the next proxy (or
+				// workbench) start ends it as the proxy would have (capture.Recover)
+				continue
 			}
-			titles[p.ConvID] = title
 		}
 		out = append(out, PendingInfo{Conv: p.ConvID, ConvTitle: title, Branch: p.Branch, TurnKey: p.Key,
 			Index: p.Index, Inputs: p.Inputs, Started: p.Started, CallsDone: requests(p.Calls),
