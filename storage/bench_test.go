@@ -30,7 +30,7 @@ func bulkAppend(tb testing.TB, s *Store, conv, branch string, n, batch int, mk f
 				if err != nil {
 					return err
 				}
-				if err := commitTurn(ctx, tx, br, id, t); err != nil {
+				if err := commitTurn(ctx, s.wc, tx, br, id, t); err != nil {
 					return err
 				}
 			}

@@ -71,8 +71,12 @@ func listHash(items []listItem) hash16 {
 // requestKey identifies an exact request: predictor path, messages and parameters. A
 // resumed turn finds the answers it already paid for by this key.
 func requestKey(path string, msgs []lm.Message, p lm.Params) []byte {
+	return requestKeyOf(path, listHash(messageItems(msgs)), p)
+}
+
+// requestKeyOf is requestKey for messages whose list hash is known (putList gives it).
+func requestKeyOf(path string, lh hash16, p lm.Params) []byte {
 	pj, _ := json.Marshal(p)
-	lh := listHash(messageItems(msgs))
 	d := sha256.New()
 	d.Write([]byte(path))
 	d.Write([]byte{0})
@@ -82,31 +86,31 @@ func requestKey(path string, msgs []lm.Message, p lm.Params) []byte {
 	return d.Sum(nil)[:16]
 }
 
-func insertCallIfMissing(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call) error {
+func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call) error {
 	if c == nil {
 		return nil
 	}
 	if c.ID != "" {
 		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
+		if err := wc.queryRow(ctx, tx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
 			for _, ch := range c.Children {
-				if err := insertCallIfMissing(ctx, tx, turnID, c.ID, ch); err != nil {
+				if err := insertCallIfMissing(ctx, wc, tx, turnID, c.ID, ch); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 	}
-	return insertCall(ctx, tx, turnID, parentKey, c, false)
+	return insertCall(ctx, wc, tx, turnID, parentKey, c, false)
 }
 
 // insertCall stores c under parentKey, and those of its children not stored yet.
-func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
+func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
 	var seq int
-	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
+	if err := wc.queryRow(ctx, tx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
 		return err
 	}
 	key := c.ID
@@ -114,7 +118,7 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 		key = fmt.Sprintf("#%d", seq)
 	}
 	if replace {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
+		if _, err := wc.exec(ctx, tx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
 			return err
 		}
 	}
@@ -126,11 +130,11 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 	if err != nil {
 		return fmt.Errorf("storage: call %s outputs: %w", key, err)
 	}
-	hist, _, err := putList(ctx, tx, historyItems(c.History))
+	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, historyItems(c.History))
 	if err != nil {
 		return err
 	}
-	msgs, _, err := putList(ctx, tx, messageItems(c.Messages))
+	msgs, err := putList(ctx, wc, tx, "m\x00"+c.Path, messageItems(c.Messages))
 	if err != nil {
 		return err
 	}
@@ -146,26 +150,17 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 		}
 		attempts = sql.NullString{String: redact.String(string(b)), Valid: true}
 	}
-	completion, err := nullContent(ctx, tx, c.Completion)
+	completion, err := nullContent(ctx, wc, tx, c.Completion)
 	if err != nil {
 		return err
 	}
-	rawMode, rawBody := 0, ""
-	if c.RawRequest != "" {
-		rawMode, rawBody = 1, c.RawRequest
-		bodies := make([]string, len(c.Messages))
-		for i, m := range c.Messages {
-			bodies[i] = m.Content
-		}
-		if tpl, ok := encodeRawRequest(c.RawRequest, bodies); ok {
-			rawMode, rawBody = 2, tpl
-		}
-	}
-	rawReq, err := nullContent(ctx, tx, rawBody)
+	rawMode, rawBody := encodeRequestBody(c.RawRequest, c.Messages)
+	rawReq, err := nullContent(ctx, wc, tx, rawBody)
 	if err != nil {
 		return err
 	}
-	rawResp, err := nullContent(ctx, tx, redact.String(c.RawResponse))
+	respMode, respBody := encodeResponseBody(redact.String(c.RawResponse))
+	rawResp, err := nullContent(ctx, wc, tx, respBody)
 	if err != nil {
 		return err
 	}
@@ -173,20 +168,22 @@ func insertCall(ctx context.Context, tx *sql.Tx, turnID int64, parentKey string,
 	if started.IsZero() {
 		started = now()
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
+	_, err = wc.exec(ctx, tx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
 			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
-			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,
+			messages_tail, messages_tail_len, history_tail, history_tail_len, raw_response_mode)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
-		in, out, hist, msgs, requestKey(c.Path, c.Messages, c.Params), string(params), completion,
+		in, out, hist.head, msgs.head, requestKeyOf(c.Path, msgs.hash, c.Params), string(params), completion,
 		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
-		fmtTime(started), int64(c.Latency), redact.String(c.Error), attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated)
+		fmtTime(started), int64(c.Latency), redact.String(c.Error), attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated,
+		msgs.tail, msgs.tailLen, hist.tail, hist.tailLen, respMode)
 	if err != nil {
 		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
 	}
 	for _, ch := range c.Children {
-		if err := insertCallIfMissing(ctx, tx, turnID, key, ch); err != nil {
+		if err := insertCallIfMissing(ctx, wc, tx, turnID, key, ch); err != nil {
 			return err
 		}
 	}
@@ -200,8 +197,9 @@ type callRow struct {
 	parentKey                   string
 	call                        *trace.Call
 	hist, msgs                  sql.NullInt64
+	histTail, msgsTail          tailRef
 	completion, rawReq, rawResp sql.NullInt64
-	rawMode                     int
+	rawMode, respMode           int
 }
 
 // loadCalls loads the call trees of the given turns in a fixed number of queries.
@@ -213,13 +211,15 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	rows, err := q.QueryContext(ctx, `SELECT turn_id, seq, call_key, parent_key, path, predictor_type, adapter, model,
 			inputs, outputs, history_node, messages_node, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
-			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated
+			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,
+			coalesce(messages_tail, 0), messages_tail_len, coalesce(history_tail, 0), history_tail_len, raw_response_mode
 		FROM calls WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY turn_id, seq`, idsJSON(turnIDs))
 	if err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
 	}
 	var all []*callRow
 	var lists, hists, contents []int64
+	var msgTails, histTails []tailRef
 	for rows.Next() {
 		r := &callRow{call: &trace.Call{}}
 		c := r.call
@@ -229,7 +229,8 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 		if err := rows.Scan(&r.turn, &r.seq, &c.ID, &r.parentKey, &c.Path, &c.PredictorType, &c.Adapter, &c.Model,
 			&in, &out, &r.hist, &r.msgs, &params, &r.completion,
 			&c.Usage.PromptTokens, &c.Usage.CompletionTokens, &c.Usage.CachedTokens, &c.Usage.TotalTokens,
-			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp, &c.Recovered, &c.Usage.Estimated); err != nil {
+			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp, &c.Recovered, &c.Usage.Estimated,
+			&r.msgsTail.id, &r.msgsTail.n, &r.histTail.id, &r.histTail.n, &r.respMode); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("storage: load calls: %w", err)
 		}
@@ -250,11 +251,17 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 		if r.hist.Valid {
 			hists = append(hists, r.hist.Int64)
 		}
+		if r.histTail.n > 0 {
+			histTails = append(histTails, r.histTail)
+		}
 		if o.NoRequests {
-			r.rawMode = 0
+			r.rawMode, r.msgsTail, r.rawResp = 0, tailRef{}, sql.NullInt64{}
 		} else {
 			if r.msgs.Valid {
 				lists = append(lists, r.msgs.Int64)
+			}
+			if r.msgsTail.n > 0 {
+				msgTails = append(msgTails, r.msgsTail)
 			}
 			for _, id := range []sql.NullInt64{r.completion, r.rawReq, r.rawResp} {
 				if id.Valid {
@@ -268,13 +275,20 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
 	}
-	msgLists, err := loadLists(ctx, q, lists, func(role, body string) (lm.Message, error) {
-		return lm.Message{Role: role, Content: body}, nil
-	})
+	message := func(role, body string) (lm.Message, error) { return lm.Message{Role: role, Content: body}, nil }
+	msgLists, err := loadLists(ctx, q, lists, message)
+	if err != nil {
+		return nil, err
+	}
+	msgRuns, err := loadTails(ctx, q, msgTails, message)
 	if err != nil {
 		return nil, err
 	}
 	histLists, err := loadLists(ctx, q, hists, dec.historyEntry)
+	if err != nil {
+		return nil, err
+	}
+	histRuns, err := loadTails(ctx, q, histTails, dec.historyEntry)
 	if err != nil {
 		return nil, err
 	}
@@ -289,21 +303,16 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	byKey := map[tk]*callRow{}
 	for _, r := range all {
 		c := r.call
-		c.Messages = msgLists[r.msgs.Int64]
-		c.History = sig.History{Messages: histLists[r.hist.Int64]}
+		c.Messages = joinRun(msgLists[r.msgs.Int64], r.msgsTail, msgRuns)
+		c.History = sig.History{Messages: joinRun(histLists[r.hist.Int64], r.histTail, histRuns)}
 		c.Completion = bodies[r.completion.Int64]
-		c.RawResponse = bodies[r.rawResp.Int64]
-		switch r.rawMode {
-		case 1:
-			c.RawRequest = bodies[r.rawReq.Int64]
-		case 2:
-			texts := make([]string, len(c.Messages))
-			for i, m := range c.Messages {
-				texts[i] = m.Content
-			}
-			if c.RawRequest, err = decodeRawRequest(bodies[r.rawReq.Int64], texts); err != nil {
+		if r.rawResp.Valid {
+			if c.RawResponse, err = decodeResponseBody(r.respMode, bodies[r.rawResp.Int64]); err != nil {
 				return nil, fmt.Errorf("storage: call %s of turn %d: %w", c.ID, r.turn, err)
 			}
+		}
+		if c.RawRequest, err = decodeRequestBody(r.rawMode, bodies[r.rawReq.Int64], c.Messages); err != nil {
+			return nil, fmt.Errorf("storage: call %s of turn %d: %w", c.ID, r.turn, err)
 		}
 		byKey[tk{r.turn, c.ID}] = r
 	}

@@ -1,16 +1,12 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // hash16 is the first half of a SHA-256: ample against accidental collisions for content
@@ -43,31 +39,37 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// putContent stores body once and returns its id.
-func putContent(ctx context.Context, tx *sql.Tx, body string) (int64, error) {
-	h := contentHash(body)
-	var id int64
-	err := tx.QueryRowContext(ctx, "SELECT id FROM contents WHERE hash = ?", h[:]).Scan(&id)
-	if err == nil {
-		return id, nil
+// putContent stores body once and returns its id and hash.
+func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (contentRef, error) {
+	if r, ok := wc.content(body); ok {
+		return r, nil
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("look up content: %w", err)
-	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO contents(hash, body) VALUES (?, ?)", h[:], []byte(body))
+	r := contentRef{hash: contentHash(body)}
+	id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM contents WHERE hash = ?", r.hash[:]))
 	if err != nil {
-		return 0, fmt.Errorf("store content: %w", err)
+		return r, fmt.Errorf("look up content: %w", err)
 	}
-	return res.LastInsertId()
+	if !ok {
+		res, err := wc.exec(ctx, tx, "INSERT INTO contents(hash, body) VALUES (?, ?)", r.hash[:], []byte(body))
+		if err != nil {
+			return r, fmt.Errorf("store content: %w", err)
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return r, err
+		}
+	}
+	r.id = id
+	wc.stContents[body] = r
+	return r, nil
 }
 
 // nullContent stores body unless it is empty (NULL then).
-func nullContent(ctx context.Context, tx *sql.Tx, body string) (sql.NullInt64, error) {
+func nullContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (sql.NullInt64, error) {
 	if body == "" {
 		return sql.NullInt64{}, nil
 	}
-	id, err := putContent(ctx, tx, body)
-	return sql.NullInt64{Int64: id, Valid: err == nil}, err
+	r, err := putContent(ctx, wc, tx, body)
+	return sql.NullInt64{Int64: r.id, Valid: err == nil}, err
 }
 
 // listItem is one element of a stored list: a chat message, or a history entry (role "h").
@@ -75,73 +77,227 @@ type listItem struct {
 	Role, Body string
 }
 
-// putList stores an ordered list as a path in the shared prefix tree and returns the id of
-// its last node (NULL for an empty list) and the list's hash. Only the elements after the
-// longest prefix already stored are written, which is what makes a long session cost about
-// its unique bytes: each request repeats the conversation so far and adds a few messages.
-func putList(ctx context.Context, tx *sql.Tx, items []listItem) (sql.NullInt64, hash16, error) {
-	var zero hash16
+// storedList is where putList put a list: the path ending at head (the whole list, or
+// the part before the run), then, when tailLen > 0, the last tailLen elements of the path
+// ending at tail (the run).
+type storedList struct {
+	head, tail sql.NullInt64
+	tailLen    int
+	hash       hash16 // listHash of the items
+}
+
+// runFrom is the number of new elements from which a list that continues no stored path
+// is looked for as a run of an earlier list's elements instead.
+const runFrom = 4
+
+// putList stores an ordered list in the shared prefix tree. A list that extends one
+// already stored (each request repeats the conversation so far and adds a few messages)
+// is a path from the root, and costs only its new elements: what makes a long session
+// cost about its unique bytes. A list that does not (a sliding window starts one turn
+// later each time) keeps its stored prefix (the system message, demos) as head and the
+// rest as a run: the continuation of the run of the list stored before it under the same
+// key (the same predictor's previous request), so consecutive windows share their nodes
+// too (key "" stores the list as one path). The prefix is found through the write cache, element by element, when it holds
+// the first element's node (the usual case: the previous request put it there);
+// otherwise by the chain hashes.
+func putList(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, items []listItem) (storedList, error) {
 	if len(items) == 0 {
-		return sql.NullInt64{}, zero, nil
+		return storedList{}, nil
 	}
+	parent := nodeRef{}
+	lo := 0 // items[:lo] are stored, ending at parent
+	for ; lo < len(items); lo++ {
+		c, ok := wc.content(items[lo].Body)
+		if !ok {
+			break
+		}
+		n, ok := wc.node(nodeKey{parent.id, items[lo].Role, c.id})
+		if !ok {
+			break
+		}
+		parent = n
+	}
+	if lo == 0 {
+		var err error
+		if parent, lo, err = storedPrefix(ctx, wc, tx, items); err != nil {
+			return storedList{}, err
+		}
+	}
+	rest := items[lo:]
+	if key != "" && len(rest) >= runFrom {
+		if l, ok, err := putRun(ctx, wc, tx, key, parent, rest); err != nil || ok {
+			l.hash = listHash(items)
+			return l, err
+		}
+	}
+	last, nodes, err := appendNodes(ctx, wc, tx, parent, rest)
+	if err != nil {
+		return storedList{}, err
+	}
+	if key != "" && len(rest) >= runFrom {
+		wc.stRuns[key] = nodes // a run the next list under this key may continue
+	}
+	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}, hash: last.hash}, nil
+}
+
+// putRun stores items (after the head node) as a run continuing the last run stored under
+// key: items[:r] are that run's elements from some position j on, and the rest are new
+// nodes after them. ok is false when no element lines up.
+func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head nodeRef, items []listItem) (storedList, bool, error) {
+	prev := wc.run(key)
+	if len(prev) == 0 {
+		return storedList{}, false, nil
+	}
+	first, ok := wc.content(items[0].Body)
+	if !ok {
+		return storedList{}, false, nil
+	}
+	j := -1
+	for i, n := range prev {
+		if n.content == first.id && n.role == items[0].Role {
+			j = i
+			break
+		}
+	}
+	if j < 0 {
+		return storedList{}, false, nil
+	}
+	r := 1
+	for r < len(items) && j+r < len(prev) {
+		c, ok := wc.content(items[r].Body)
+		if !ok || prev[j+r].content != c.id || prev[j+r].role != items[r].Role {
+			break
+		}
+		r++
+	}
+	last, nodes, err := appendNodes(ctx, wc, tx, prev[j+r-1], items[r:])
+	if err != nil {
+		return storedList{}, false, err
+	}
+	if len(items) == r {
+		last = prev[j+r-1]
+	}
+	wc.stRuns[key] = append(prev[j:j+r:j+r], nodes...)
+	l := storedList{tail: sql.NullInt64{Int64: last.id, Valid: true}, tailLen: len(items)}
+	if head.id != 0 {
+		l.head = sql.NullInt64{Int64: head.id, Valid: true}
+	}
+	return l, true, nil
+}
+
+// appendNodes stores items as a chain below parent (found in the cache or the table when
+// already there) and returns the last node and the chain.
+func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
+	nodes := make([]nodeRef, 0, len(items))
+	for i, it := range items {
+		c, err := putContent(ctx, wc, tx, it.Body)
+		if err != nil {
+			return parent, nil, err
+		}
+		k := nodeKey{parent.id, it.Role, c.id}
+		if n, ok := wc.node(k); ok {
+			parent = n
+			nodes = append(nodes, n)
+			continue
+		}
+		chain := chainHash(parent.hash, it.Role, c.hash)
+		id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM list_nodes WHERE hash = ?", chain[:]))
+		if err != nil {
+			return parent, nil, fmt.Errorf("look up list: %w", err)
+		}
+		if !ok {
+			res, err := wc.exec(ctx, tx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth) VALUES (?, ?, ?, ?, ?)",
+				chain[:], sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, it.Role, c.id, parent.depth+1)
+			if err != nil {
+				return parent, nil, fmt.Errorf("store list element %d: %w", i, err)
+			}
+			if id, err = res.LastInsertId(); err != nil {
+				return parent, nil, err
+			}
+		}
+		parent = nodeRef{id: id, hash: chain, depth: parent.depth + 1, role: it.Role, content: c.id}
+		wc.stNodes[k] = parent
+		nodes = append(nodes, parent)
+	}
+	return parent, nodes, nil
+}
+
+// storedPrefix finds the longest stored prefix of items without the cache: stored
+// prefixes are closed under shortening, so it is found by binary search over the chain
+// hashes (the whole list, a replayed or repeated request, is tried first). The nodes of
+// that prefix go into the cache, so the next list sharing it is found there.
+func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listItem) (nodeRef, int, error) {
 	chain := make([]hash16, len(items))
-	prev := zero
+	prev := hash16{}
 	for i, it := range items {
 		prev = chainHash(prev, it.Role, contentHash(it.Body))
 		chain[i] = prev
 	}
 	lookup := func(i int) (int64, bool, error) {
-		var id int64
-		err := tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ?", chain[i][:]).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
+		id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM list_nodes WHERE hash = ?", chain[i][:]))
+		if err != nil {
+			err = fmt.Errorf("look up list: %w", err)
 		}
-		return id, err == nil, err
+		return id, ok, err
 	}
-	// Stored prefixes are closed under shortening, so the longest one is found by binary
-	// search; the whole list (a replayed or repeated request) is tried first.
-	if id, ok, err := lookup(len(items) - 1); err != nil || ok {
-		return sql.NullInt64{Int64: id, Valid: ok}, chain[len(chain)-1], err
+	lo, hi := 0, len(items) // items[:lo] stored, items[:hi+1] not (hi = len: unknown)
+	if id, ok, err := lookup(len(items) - 1); err != nil {
+		return nodeRef{}, 0, err
+	} else if ok {
+		lo = len(items)
+		return wc.cachePath(ctx, tx, id, items, chain, lo)
 	}
-	lo, hi := 0, len(items)-1 // items[:lo] stored, items[:hi+1] not
-	var parent sql.NullInt64
+	hi = len(items) - 1
 	for lo < hi {
 		mid := (lo + hi) / 2 // probe prefix of length mid+1
-		id, ok, err := lookup(mid)
+		_, ok, err := lookup(mid)
 		if err != nil {
-			return sql.NullInt64{}, zero, fmt.Errorf("look up list: %w", err)
+			return nodeRef{}, 0, err
 		}
 		if ok {
-			lo, parent = mid+1, sql.NullInt64{Int64: id, Valid: true}
+			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
-	if lo > 0 && !parent.Valid {
-		id, _, err := lookup(lo - 1)
-		if err != nil {
-			return sql.NullInt64{}, zero, fmt.Errorf("look up list: %w", err)
-		}
-		parent = sql.NullInt64{Int64: id, Valid: true}
+	if lo == 0 {
+		return nodeRef{}, 0, nil
 	}
-	for i := lo; i < len(items); i++ {
-		cid, err := putContent(ctx, tx, items[i].Body)
-		if err != nil {
-			return sql.NullInt64{}, zero, err
-		}
-		res, err := tx.ExecContext(ctx,
-			"INSERT INTO list_nodes(hash, parent_id, role, content_id, depth) VALUES (?, ?, ?, ?, ?)",
-			chain[i][:], parent, items[i].Role, cid, i+1)
-		if err != nil {
-			return sql.NullInt64{}, zero, fmt.Errorf("store list element %d: %w", i, err)
-		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return sql.NullInt64{}, zero, err
-		}
-		parent = sql.NullInt64{Int64: id, Valid: true}
+	id, _, err := lookup(lo - 1)
+	if err != nil {
+		return nodeRef{}, 0, err
 	}
-	return parent, chain[len(chain)-1], nil
+	return wc.cachePath(ctx, tx, id, items, chain, lo)
+}
+
+// cachePath puts the nodes of the stored list items[:n], ending at node last, into the
+// cache (one walk up the tree), and returns that last node.
+func (c *writeCache) cachePath(ctx context.Context, tx *sql.Tx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth) AS (
+			SELECT id, parent_id, content_id, depth FROM list_nodes WHERE id = ?
+			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth FROM list_nodes l JOIN up ON l.id = up.parent_id)
+		SELECT id, coalesce(parent_id, 0), content_id, depth FROM up`, last)
+	if err != nil {
+		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, parent, content int64
+		var depth int
+		if err := rows.Scan(&id, &parent, &content, &depth); err != nil {
+			return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
+		}
+		if depth < 1 || depth > n {
+			return nodeRef{}, 0, fmt.Errorf("look up list: node %d is at depth %d of a %d-element list", id, depth, n)
+		}
+		it := items[depth-1]
+		c.stNodes[nodeKey{parent, it.Role, content}] = nodeRef{id: id, hash: chain[depth-1], depth: depth, role: it.Role, content: content}
+		c.stContents[it.Body] = contentRef{id: content, hash: contentHash(it.Body)}
+	}
+	if err := rows.Err(); err != nil {
+		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
+	}
+	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].Role}, n, nil
 }
 
 // idsJSON renders ids as a JSON array for json_each(?), which keeps a set of ids one
@@ -256,90 +412,90 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	return out, nil
 }
 
-// Raw HTTP request bodies repeat every message of the request, JSON-escaped. To keep them
-// byte-exact without paying for them again, a body is stored as a template: literal
-// segments and references to the call's own messages, re-escaped on load. The encoding is
-// verified at write time; a body that does not reproduce exactly is stored literally.
+// tailRef is a run of a stored list: the last n elements of the path ending at node id.
+type tailRef struct {
+	id int64
+	n  int
+}
 
-// encodeRawRequest returns the template of raw over msgs, or ok=false.
-func encodeRawRequest(raw string, msgs []string) (string, bool) {
-	var parts []any
-	cur := 0
-	for i, m := range msgs {
-		if len(m) < 32 {
-			continue // a short message is cheaper as a literal
-		}
-		for _, html := range []bool{true, false} {
-			esc := jsonString(m, html)
-			at := strings.Index(raw[cur:], esc)
-			if at < 0 {
-				continue
-			}
-			ref := i + 1
-			if !html {
-				ref = -ref
-			}
-			parts = append(parts, raw[cur:cur+at], ref)
-			cur += at + len(esc)
-			break
-		}
+// loadTails reads runs, each by walking up its n nodes (runs are short: windows), in two
+// queries.
+func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func(role, body string) (T, error)) (map[tailRef][]T, error) {
+	out := map[tailRef][]T{}
+	if len(tails) == 0 {
+		return out, nil
 	}
-	if len(parts) == 0 {
-		return "", false
+	var arg []byte
+	seen := map[tailRef]bool{}
+	for _, t := range tails {
+		if seen[t] {
+			continue
+		}
+		seen[t] = true
+		if len(arg) > 0 {
+			arg = append(arg, ',')
+		}
+		arg = fmt.Appendf(arg, "[%d,%d]", t.id, t.n)
 	}
-	parts = append(parts, raw[cur:])
-	b, err := json.Marshal(parts)
+	rows, err := q.QueryContext(ctx, `WITH RECURSIVE w(start, n, k, id) AS (
+			SELECT value ->> 0, value ->> 1, value ->> 1, value ->> 0 FROM json_each(?)
+			UNION ALL SELECT w.start, w.n, w.k - 1, l.parent_id FROM w JOIN list_nodes l ON l.id = w.id WHERE w.k > 1)
+		SELECT w.start, w.n, w.k, l.role, l.content_id FROM w JOIN list_nodes l ON l.id = w.id`, "["+string(arg)+"]")
 	if err != nil {
-		return "", false
+		return nil, fmt.Errorf("load runs: %w", err)
 	}
-	tpl := string(b)
-	if back, err := decodeRawRequest(tpl, msgs); err != nil || back != raw {
-		return "", false
+	type elem struct {
+		t       tailRef
+		k       int
+		role    string
+		content int64
 	}
-	return tpl, true
-}
-
-// decodeRawRequest rebuilds a body from its template.
-func decodeRawRequest(tpl string, msgs []string) (string, error) {
-	dec := json.NewDecoder(strings.NewReader(tpl))
-	dec.UseNumber()
-	var parts []any
-	if err := dec.Decode(&parts); err != nil {
-		return "", fmt.Errorf("raw request template: %w", err)
+	var elems []elem
+	var cids []int64
+	for rows.Next() {
+		var e elem
+		if err := rows.Scan(&e.t.id, &e.t.n, &e.k, &e.role, &e.content); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load runs: %w", err)
+		}
+		elems = append(elems, e)
+		cids = append(cids, e.content)
 	}
-	var b strings.Builder
-	for _, p := range parts {
-		switch v := p.(type) {
-		case string:
-			b.WriteString(v)
-		case json.Number:
-			n, err := v.Int64()
-			if err != nil {
-				return "", fmt.Errorf("raw request template: bad reference %s", v)
-			}
-			html := n > 0
-			if n < 0 {
-				n = -n
-			}
-			if n < 1 || int(n) > len(msgs) {
-				return "", fmt.Errorf("raw request template: message %d out of range (%d messages)", n, len(msgs))
-			}
-			b.WriteString(jsonString(msgs[n-1], html))
-		default:
-			return "", fmt.Errorf("raw request template: unexpected part %T", p)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load runs: %w", err)
+	}
+	bodies, err := loadContents(ctx, q, cids)
+	if err != nil {
+		return nil, err
+	}
+	found := map[tailRef]int{}
+	for _, e := range elems {
+		run := out[e.t]
+		if run == nil {
+			run = make([]T, e.t.n)
+			out[e.t] = run
+		}
+		v, err := conv(e.role, bodies[e.content])
+		if err != nil {
+			return nil, fmt.Errorf("list element %d of run %d: %w", e.k, e.t.id, err)
+		}
+		run[e.k-1] = v
+		found[e.t]++
+	}
+	for t := range seen {
+		if found[t] != t.n {
+			return nil, fmt.Errorf("load runs: the run of %d elements ending at list node %d has %d", t.n, t.id, found[t])
 		}
 	}
-	return b.String(), nil
+	return out, nil
 }
 
-// jsonString is s as a JSON string literal, as encoding/json writes it (with or without
-// its HTML escaping of <, > and &).
-func jsonString(s string, html bool) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(html)
-	if err := enc.Encode(s); err != nil {
-		return ""
+// joinRun is a list's head followed by its run (a new slice: heads are shared).
+func joinRun[T any](head []T, t tailRef, runs map[tailRef][]T) []T {
+	if t.n == 0 {
+		return head
 	}
-	return strings.TrimSuffix(buf.String(), "\n")
+	out := make([]T, 0, len(head)+t.n)
+	return append(append(out, head...), runs[t]...)
 }

@@ -92,7 +92,7 @@ func (s *Store) ImportConversation(ctx context.Context, nc NewConversation, turn
 		if err := setMeta(ctx, tx, nc.ID, nc.Metadata); err != nil {
 			return err
 		}
-		if _, err := appendTurns(ctx, tx, nc.ID, MainBranch, turns, ins); err != nil {
+		if _, err := appendTurns(ctx, s.wc, tx, nc.ID, MainBranch, turns, ins); err != nil {
 			return err
 		}
 		if status != "" && status != trace.StatusInProgress {
@@ -336,11 +336,15 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 
 // sweepContent deletes message lists and contents no longer used by any call or turn
 // (shared ones stay): a mark phase walks from every referenced list end to its root.
+// The write caches forget what they knew (see sweeps).
 func sweepContent(ctx context.Context, tx *sql.Tx) error {
+	sweeps.Add(1)
 	_, err := tx.ExecContext(ctx, `DELETE FROM list_nodes WHERE id NOT IN (
 		WITH RECURSIVE live(id) AS (
 			SELECT messages_node FROM calls WHERE messages_node IS NOT NULL
 			UNION SELECT history_node FROM calls WHERE history_node IS NOT NULL
+			UNION SELECT messages_tail FROM calls WHERE messages_tail IS NOT NULL
+			UNION SELECT history_tail FROM calls WHERE history_tail IS NOT NULL
 			UNION SELECT snapshot_node FROM turns WHERE snapshot_node IS NOT NULL
 			UNION SELECT l.parent_id FROM list_nodes l JOIN live ON l.id = live.id WHERE l.parent_id IS NOT NULL)
 		SELECT id FROM live)`)

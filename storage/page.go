@@ -340,7 +340,7 @@ func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []
 		if err := requireOpen(ctx, tx, convID); err != nil {
 			return err
 		}
-		keys, err = appendTurns(ctx, tx, convID, branch, turns, ins)
+		keys, err = appendTurns(ctx, s.wc, tx, convID, branch, turns, ins)
 		return err
 	})
 	if err != nil {
@@ -369,7 +369,7 @@ func turnInputs(turns []*trace.Turn) ([]string, error) {
 }
 
 // appendTurns commits turns after branch's tip inside tx (their inputs encoded as ins).
-func appendTurns(ctx context.Context, tx *sql.Tx, convID, branch string, turns []*trace.Turn, ins []string) ([]string, error) {
+func appendTurns(ctx context.Context, wc *writeCache, tx *sql.Tx, convID, branch string, turns []*trace.Turn, ins []string) ([]string, error) {
 	keys := make([]string, 0, len(turns))
 	for i, t := range turns {
 		br, err := branchByName(ctx, tx, convID, branch)
@@ -380,7 +380,7 @@ func appendTurns(ctx context.Context, tx *sql.Tx, convID, branch string, turns [
 		if err != nil {
 			return nil, err
 		}
-		if err := commitTurn(ctx, tx, br, id, t); err != nil {
+		if err := commitTurn(ctx, wc, tx, br, id, t); err != nil {
 			return nil, fmt.Errorf("storage: append turn %d: %w", i, err)
 		}
 		keys = append(keys, turnKey(id))

@@ -92,7 +92,7 @@ func TestBranchWindows(t *testing.T) {
 				c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
 			})
 			if toJSON(t, lean[i]) != toJSON(t, want) {
-				t.Fatalf("%s: NoRequests turn %d differs from LoadBranch without requests", br, i)
+				t.Fatalf("%s: NoRequests turn %d differs from LoadBranch without requests:\n%s\n%s", br, i, toJSON(t, lean[i]), toJSON(t, want))
 			}
 		}
 	}

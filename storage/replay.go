@@ -70,7 +70,7 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 		return lm.Response{}, false, err
 	}
 	rows, err := r.s.r.QueryContext(ctx, `SELECT c.id, c.call_key, c.model, c.completion_id, c.prompt_tokens, c.completion_tokens,
-			c.cached_tokens, c.total_tokens, c.attempts, c.raw_response_id
+			c.cached_tokens, c.total_tokens, c.attempts, c.raw_response_id, c.raw_response_mode
 		FROM calls c WHERE c.turn_id = ? AND c.request_key = ? AND c.error = '' ORDER BY c.seq`,
 		id, requestKey(req.Meta.Path, req.Messages, req.Params))
 	if err != nil {
@@ -81,6 +81,7 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 		key             string
 		resp            lm.Response
 		completion, raw sql.NullInt64
+		rawMode         int
 		attempts        sql.NullString
 	}
 	var hits []hit
@@ -88,7 +89,7 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 		var h hit
 		u := &h.resp.Usage
 		if err := rows.Scan(&h.id, &h.key, &h.resp.Model, &h.completion, &u.PromptTokens, &u.CompletionTokens,
-			&u.CachedTokens, &u.TotalTokens, &h.attempts, &h.raw); err != nil {
+			&u.CachedTokens, &u.TotalTokens, &h.attempts, &h.raw, &h.rawMode); err != nil {
 			rows.Close()
 			return lm.Response{}, false, fmt.Errorf("storage: replay lookup: %w", err)
 		}
@@ -116,7 +117,11 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 		}
 		h.resp.Text = bodies[h.completion.Int64]
 		if h.raw.Valid {
-			h.resp.ResponseBody = []byte(bodies[h.raw.Int64])
+			body, err := decodeResponseBody(h.rawMode, bodies[h.raw.Int64])
+			if err != nil {
+				return lm.Response{}, false, fmt.Errorf("storage: replay: call %d: %w", h.id, err)
+			}
+			h.resp.ResponseBody = []byte(body)
 		}
 		if h.attempts.Valid {
 			if err := json.Unmarshal([]byte(h.attempts.String), &h.resp.Tries); err != nil {

@@ -13,8 +13,9 @@ import (
 )
 
 // BranchSink is the engine's trace.Sink bound to one branch of one conversation. Every
-// method is its own transaction, so each finished inner call is durable the moment
-// RecordCall returns. A turn is 'running' from BeginTurn on, owned by this process (see
+// method is its own transaction, so each finished inner call is stored the moment
+// RecordCall returns: a killed process loses none (only a crash of the machine can take
+// back what the turn's commit, the one fsync per turn, did not yet make durable). A turn is 'running' from BeginTurn on, owned by this process (see
 // Owner), which renews its lease while it runs; it ends 'completed' (CommitTurn, the
 // only status on the branch's path) or failed, cancelled or interrupted (AbortTurn), kept
 // beside the branch. A crash leaves it 'running' with an owner that is gone: interrupted.
@@ -122,7 +123,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	b.mu.Unlock()
 	owner := b.s.newOwner()
 	var id int64
-	err = b.s.write(ctx, func(tx *sql.Tx) error {
+	err = b.s.writeLight(ctx, func(tx *sql.Tx) error {
 		if err := requireOpen(ctx, tx, b.conv); err != nil {
 			return err
 		}
@@ -288,12 +289,12 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	if c == nil {
 		return fmt.Errorf("storage: record call: nil call: %w", ErrInvalid)
 	}
-	return b.s.write(ctx, func(tx *sql.Tx) error {
+	return b.s.writeLight(ctx, func(tx *sql.Tx) error {
 		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
 		}
-		return insertCall(ctx, tx, id, parentCallID, c, true)
+		return insertCall(ctx, b.s.wc, tx, id, parentCallID, c, true)
 	})
 }
 
@@ -312,7 +313,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		if err != nil {
 			return err
 		}
-		return commitTurn(ctx, tx, br, id, t)
+		return commitTurn(ctx, b.s.wc, tx, br, id, t)
 	})
 	if err == nil {
 		b.end(key) // on failure the turn is still this sink's, to abort
@@ -320,7 +321,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	return err
 }
 
-func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.Turn) error {
+func commitTurn(ctx context.Context, wc *writeCache, tx *sql.Tx, br *Branch, id int64, t *trace.Turn) error {
 	p, err := readPos(ctx, tx, id)
 	if err != nil {
 		return err
@@ -330,7 +331,7 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 			br.Name, id, nullKey(br.tipID), ErrConflict)
 	}
 	for _, c := range t.Calls {
-		if err := insertCallIfMissing(ctx, tx, id, "", c); err != nil {
+		if err := insertCallIfMissing(ctx, wc, tx, id, "", c); err != nil {
 			return err
 		}
 	}
@@ -343,9 +344,11 @@ func commitTurn(ctx context.Context, tx *sql.Tx, br *Branch, id int64, t *trace.
 	}
 	var snap sql.NullInt64
 	if t.Explicit {
-		if snap, _, err = putList(ctx, tx, historyItems(t.History)); err != nil {
+		l, err := putList(ctx, wc, tx, "", historyItems(t.History)) // one path: no run
+		if err != nil {
 			return err
 		}
+		snap = l.head
 	}
 	ended := t.Ended
 	if ended.IsZero() {
@@ -410,7 +413,7 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 			return err
 		}
 		for _, c := range t.Calls {
-			if err := insertCallIfMissing(ctx, tx, id, "", c); err != nil {
+			if err := insertCallIfMissing(ctx, b.s.wc, tx, id, "", c); err != nil {
 				return err
 			}
 		}
@@ -464,7 +467,7 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 			return err
 		}
 		key = turnKey(id)
-		return commitTurn(ctx, tx, br, id, t)
+		return commitTurn(ctx, s.wc, tx, br, id, t)
 	})
 	return key, err
 }

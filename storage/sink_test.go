@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -86,9 +87,40 @@ func TestRawRequestStoredAsTemplate(t *testing.T) {
 		}
 	}
 	var templated, literal int
-	s.r.QueryRow("SELECT count(*) FILTER (WHERE raw_request_mode = 2), count(*) FILTER (WHERE raw_request_mode = 1) FROM calls").Scan(&templated, &literal)
+	s.r.QueryRow("SELECT count(*) FILTER (WHERE raw_request_mode = 3), count(*) FILTER (WHERE raw_request_mode = 1) FROM calls").Scan(&templated, &literal)
 	if templated != 9 || literal != 0 {
-		t.Errorf("raw requests: %d templated, %d literal; want all 9 templated", templated, literal)
+		t.Errorf("raw requests: %d stored around their messages, %d literal; want all 9 around their messages", templated, literal)
+	}
+	// The encodings, each given back exactly: around the messages when the body holds
+	// them as the OpenAI client writes them, the older template when it holds them some
+	// other way, literal otherwise.
+	msgs := []lm.Message{{Role: "system", Content: "Answer <b>&</b>\n\t\u2028 \x01 é"}, {Role: "user", Content: strings.Repeat("q", 40)},
+		{Role: "assistant"}}
+	openaiBody := `{"model":"m","messages":[` + string(messageJSON(nil, msgs[0])) + `,` + string(messageJSON(nil, msgs[1])) + `,` +
+		string(messageJSON(nil, msgs[2])) + `],"stream":true}`
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content,omitempty"`
+	}
+	viaJSON, _ := json.Marshal(map[string]any{"messages": []message{{"system", msgs[0].Content}}})
+	if string(viaJSON) != `{"messages":[`+string(messageJSON(nil, msgs[0]))+`]}` {
+		t.Errorf("messageJSON differs from encoding/json: %s", viaJSON)
+	}
+	for _, c := range []struct {
+		body string
+		msgs []lm.Message
+		mode int
+	}{
+		{openaiBody, msgs, rawRequestMessages},
+		{`{"messages":[{"content":"` + strings.Repeat("q", 40) + `","role":"user"}]}`, msgs[1:2], rawRequestTemplate},
+		{`{"x":1}`, msgs, rawRequestLiteral},
+		{"", msgs, rawRequestNone},
+	} {
+		mode, stored := encodeRequestBody(c.body, c.msgs)
+		back, err := decodeRequestBody(mode, stored, c.msgs)
+		if mode != c.mode || err != nil || back != c.body {
+			t.Errorf("%.40s: mode %d (want %d), back %q, %v", c.body, mode, c.mode, back, err)
+		}
 	}
 	// A body that does not contain the messages is kept literally.
 	tpl, ok := encodeRawRequest(`{"x":1}`, []string{strings.Repeat("a", 40)})

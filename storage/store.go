@@ -39,7 +39,8 @@ type Store struct {
 	leaseMu sync.Mutex
 	lease   time.Duration // of the turns this store runs; 0 means DefaultLease
 
-	readOnly string // why the store is read-only (OpenRead); "" when it can write
+	readOnly string      // why the store is read-only (OpenRead); "" when it can write
+	wc       *writeCache // used only inside a write transaction (see writeCache)
 }
 
 // dsn builds the connection string. The settings, and why:
@@ -99,6 +100,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	s.r = r
+	s.wc = newWriteCache()
 	return s, nil
 }
 
@@ -200,6 +202,9 @@ func (s *Store) Close() error {
 		errs = append(errs, s.r.Close())
 	}
 	if s.w != nil {
+		if s.wc != nil {
+			s.wc.close()
+		}
 		errs = append(errs, s.w.Close())
 	}
 	return errors.Join(errs...)
@@ -232,14 +237,32 @@ func (s *Store) IntegrityCheck(ctx context.Context) error {
 // write runs fn in one IMMEDIATE transaction on the writer connection. If another process
 // keeps the database locked past busy_timeout, the whole transaction is retried with
 // backoff, so SQLITE_BUSY does not reach the caller while the other side makes progress.
-// fn must only touch the database (it may run more than once).
+// fn must only touch the database (it may run more than once). The commit is durable
+// (fsynced) before write returns.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeWith(ctx, false, fn)
+}
+
+// writeLight is write whose commit is not fsynced on its own: it survives the process
+// being killed (it is in the write-ahead log, which the OS has) and becomes durable with
+// the next durable commit, which syncs the log; only a crash of the machine in between
+// can lose it, leaving the database as it was before (the log is checksummed). A turn
+// records itself this way as it runs (its beginning, each finished call) and commits
+// durably once: one fsync per turn.
+func (s *Store) writeLight(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeWith(ctx, true, fn)
+}
+
+func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *sql.Tx) error) error {
 	if s.readOnly != "" {
 		return fmt.Errorf("storage: %s: %s; nothing was changed: %w", s.path, s.readOnly, ErrReadOnly)
 	}
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err := s.writeOnce(ctx, fn)
+		err := s.writeOnce(ctx, light, fn)
+		if err == nil && s.wc != nil {
+			s.wc.prepare(ctx, s.w) // the connection is free again
+		}
 		if err == nil || !isBusy(err) || attempt >= 20 {
 			return err
 		}
@@ -254,17 +277,52 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (s *Store) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *sql.Tx) error) (err error) {
+	var tx *sql.Tx
+	if light {
+		// A commit without its own fsync: it is in the log (a killed process loses
+		// nothing) and becomes durable with the next durable commit (see writeLight).
+		conn, err := s.w.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("storage: begin: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+			return fmt.Errorf("storage: begin: %w", err)
+		}
+		defer func() {
+			if _, serr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); serr != nil && err == nil {
+				err = fmt.Errorf("storage: after commit: %w", serr)
+			}
+		}()
+		tx, err = conn.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("storage: begin: %w", err)
+		}
+	} else if tx, err = s.w.BeginTx(ctx, nil); err != nil {
 		return fmt.Errorf("storage: begin: %w", err)
+	}
+	if s.wc != nil {
+		if err := s.wc.begin(ctx, tx); err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
+		if s.wc != nil {
+			s.wc.end(false)
+		}
 		return err
 	}
 	if err := tx.Commit(); err != nil {
+		if s.wc != nil {
+			s.wc.end(false)
+		}
 		return fmt.Errorf("storage: commit: %w", err)
+	}
+	if s.wc != nil {
+		s.wc.end(true)
 	}
 	return nil
 }

@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+)
+
+// Raw HTTP bodies are kept byte for byte, but not paid for again: a request body repeats
+// every message of the request, JSON-escaped, and a streamed response is hundreds of
+// near-identical events. Every encoding is checked at write time by decoding it back; a
+// body that does not come back exactly is stored as it is.
+
+// Request body encodings (calls.raw_request_mode).
+const (
+	rawRequestNone     = 0
+	rawRequestLiteral  = 1 // the body itself
+	rawRequestTemplate = 2 // schema 1-6: literal segments and references to the messages
+	// rawRequestMessages: the body is its prefix, the request's messages as a JSON array
+	// (each {"role":...,"content":...}, as an OpenAI client writes them) and its suffix;
+	// only the prefix and suffix are stored, the same for every call of a conversation
+	// (schema 7).
+	rawRequestMessages = 3
+)
+
+// Response body encodings (calls.raw_response_mode, schema 7).
+const (
+	rawResponseLiteral = 0
+	rawResponseDeflate = 1 // DEFLATE-compressed (an SSE stream shrinks some 25 times)
+)
+
+// encodeRequestBody picks the smallest exact encoding of a request body.
+func encodeRequestBody(raw string, msgs []lm.Message) (int, string) {
+	if raw == "" {
+		return rawRequestNone, ""
+	}
+	if tpl, ok := encodeMessagesBody(raw, msgs); ok {
+		return rawRequestMessages, tpl
+	}
+	bodies := make([]string, len(msgs))
+	for i, m := range msgs {
+		bodies[i] = m.Content
+	}
+	if tpl, ok := encodeRawRequest(raw, bodies); ok {
+		return rawRequestTemplate, tpl
+	}
+	return rawRequestLiteral, raw
+}
+
+// decodeRequestBody rebuilds a request body stored in mode.
+func decodeRequestBody(mode int, stored string, msgs []lm.Message) (string, error) {
+	switch mode {
+	case rawRequestNone:
+		return "", nil
+	case rawRequestLiteral:
+		return stored, nil
+	case rawRequestTemplate:
+		bodies := make([]string, len(msgs))
+		for i, m := range msgs {
+			bodies[i] = m.Content
+		}
+		return decodeRawRequest(stored, bodies)
+	case rawRequestMessages:
+		return decodeMessagesBody(stored, msgs)
+	}
+	return "", fmt.Errorf("raw request: unknown encoding %d", mode)
+}
+
+// messagesKey opens the messages array in an OpenAI request body.
+const messagesKey = `"messages":[`
+
+// encodeMessagesBody stores raw as [prefix, suffix] around its messages array, when the
+// array is exactly the messages as messageJSON writes them.
+func encodeMessagesBody(raw string, msgs []lm.Message) (string, bool) {
+	at := strings.Index(raw, messagesKey)
+	if at < 0 || len(msgs) == 0 {
+		return "", false
+	}
+	pos := at + len(messagesKey)
+	var buf []byte
+	for i, m := range msgs {
+		if m.Extra != "" {
+			return "", false // more keys than role and content: not this encoding
+		}
+		if i > 0 {
+			if pos >= len(raw) || raw[pos] != ',' {
+				return "", false
+			}
+			pos++
+		}
+		buf = messageJSON(buf[:0], m)
+		if !strings.HasPrefix(raw[pos:], string(buf)) {
+			return "", false
+		}
+		pos += len(buf)
+	}
+	if pos >= len(raw) || raw[pos] != ']' {
+		return "", false
+	}
+	b, err := json.Marshal([2]string{raw[:at+len(messagesKey)-1], raw[pos+1:]})
+	if err != nil {
+		return "", false
+	}
+	if back, err := decodeMessagesBody(string(b), msgs); err != nil || back != raw {
+		return "", false
+	}
+	return string(b), true
+}
+
+func decodeMessagesBody(stored string, msgs []lm.Message) (string, error) {
+	var parts [2]string
+	if err := json.Unmarshal([]byte(stored), &parts); err != nil {
+		return "", fmt.Errorf("raw request: %w", err)
+	}
+	var b []byte
+	b = append(b, parts[0]...)
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = messageJSON(b, m)
+	}
+	b = append(b, ']')
+	b = append(b, parts[1]...)
+	return string(b), nil
+}
+
+// messageJSON appends m as the OpenAI client encodes a chat message: {"role":..} and
+// "content" unless it is empty.
+func messageJSON(dst []byte, m lm.Message) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = appendJSONString(dst, m.Role)
+	if m.Content != "" {
+		dst = append(dst, `,"content":`...)
+		dst = appendJSONString(dst, m.Content)
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as a JSON string as encoding/json writes it with its HTML
+// escaping: <, > and & as \u003c..., control characters as \n, \t... or \u00XX,
+// U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd. It is this package's own, so
+// stored bodies decode the same whatever Go version reads them.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// encodeRawRequest returns the template of raw over msgs, or ok=false: literal segments
+// and references to the messages (schema 1-6's encoding, still the fallback).
+func encodeRawRequest(raw string, msgs []string) (string, bool) {
+	var parts []any
+	cur := 0
+	for i, m := range msgs {
+		if len(m) < 32 {
+			continue // a short message is cheaper as a literal
+		}
+		for _, html := range []bool{true, false} {
+			esc := jsonString(m, html)
+			at := strings.Index(raw[cur:], esc)
+			if at < 0 {
+				continue
+			}
+			ref := i + 1
+			if !html {
+				ref = -ref
+			}
+			parts = append(parts, raw[cur:cur+at], ref)
+			cur += at + len(esc)
+			break
+		}
+	}
+	if len(parts) == 0 {
+		return "", false
+	}
+	parts = append(parts, raw[cur:])
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return "", false
+	}
+	tpl := string(b)
+	if back, err := decodeRawRequest(tpl, msgs); err != nil || back != raw {
+		return "", false
+	}
+	return tpl, true
+}
+
+// decodeRawRequest rebuilds a body from its template.
+func decodeRawRequest(tpl string, msgs []string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(tpl))
+	dec.UseNumber()
+	var parts []any
+	if err := dec.Decode(&parts); err != nil {
+		return "", fmt.Errorf("raw request template: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		switch v := p.(type) {
+		case string:
+			b.WriteString(v)
+		case json.Number:
+			n, err := v.Int64()
+			if err != nil {
+				return "", fmt.Errorf("raw request template: bad reference %s", v)
+			}
+			html := n > 0
+			if n < 0 {
+				n = -n
+			}
+			if n < 1 || int(n) > len(msgs) {
+				return "", fmt.Errorf("raw request template: message %d out of range (%d messages)", n, len(msgs))
+			}
+			b.WriteString(jsonString(msgs[n-1], html))
+		default:
+			return "", fmt.Errorf("raw request template: unexpected part %T", p)
+		}
+	}
+	return b.String(), nil
+}
+
+// jsonString is s as a JSON string literal, as encoding/json writes it (with or without
+// its HTML escaping of <, > and &).
+func jsonString(s string, html bool) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(s); err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+var (
+	deflaters = sync.Pool{New: func() any { w, _ := flate.NewWriter(nil, flate.DefaultCompression); return w }}
+	inflaters = sync.Pool{New: func() any { return flate.NewReader(nil) }}
+)
+
+// encodeResponseBody compresses a response body when that makes it smaller.
+func encodeResponseBody(raw string) (int, string) {
+	if len(raw) < 256 {
+		return rawResponseLiteral, raw
+	}
+	var buf bytes.Buffer
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(&buf)
+	if _, err := io.WriteString(w, raw); err != nil || w.Close() != nil || buf.Len() >= len(raw) {
+		return rawResponseLiteral, raw
+	}
+	if back, err := decodeResponseBody(rawResponseDeflate, buf.String()); err != nil || back != raw {
+		return rawResponseLiteral, raw
+	}
+	return rawResponseDeflate, buf.String()
+}
+
+// decodeResponseBody gives back a response body stored in mode.
+func decodeResponseBody(mode int, stored string) (string, error) {
+	switch mode {
+	case rawResponseLiteral:
+		return stored, nil
+	case rawResponseDeflate:
+		r := inflaters.Get().(io.ReadCloser)
+		defer inflaters.Put(r)
+		if err := r.(flate.Resetter).Reset(strings.NewReader(stored), nil); err != nil {
+			return "", fmt.Errorf("raw response: %w", err)
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return "", fmt.Errorf("raw response: %w", err)
+		}
+		return string(b), nil
+	}
+	return "", fmt.Errorf("raw response: unknown encoding %d", mode)
+}

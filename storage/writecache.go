@@ -1,0 +1,209 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// writeCache spares a long session's writes the work that repeats. Every request repeats
+// the conversation so far, so almost every message of a call's request, and the list
+// nodes holding them in order, are already stored: the cache remembers which (by text,
+// and by parent node, role and content), so a call costs its new messages instead of a
+// SHA-256 and a lookup for every message. It also keeps the write statements prepared,
+// so SQLite parses each once instead of on every execution.
+//
+// Writes are serialised through the one writer connection, and only a transaction
+// running on it touches the cache; mu is held from begin to end (the connection goes
+// back to the pool at commit, just before end). What a transaction adds is staged
+// and kept only when it commits (an id from a rolled-back insert would name nothing, or
+// later another row). Another connection's commit (another process: it may have swept
+// unreferenced contents away) empties the cache at the next write: SQLite's data_version
+// says when.
+type writeCache struct {
+	mu          sync.Mutex
+	dataVersion int64
+	sweeps      int64 // the sweeps counter when the cache was last known good
+	contents    map[string]contentRef
+	nodes       map[nodeKey]nodeRef
+	bytes       int // of the texts contents references
+	// runs holds, by list key (a predictor's requests or histories), the nodes of the
+	// last run stored, oldest first (each the parent of the next): the next list under
+	// the key may continue it (see putList).
+	runs map[string][]nodeRef
+	// staged holds what the running transaction added.
+	stContents map[string]contentRef
+	stNodes    map[nodeKey]nodeRef
+	stRuns     map[string][]nodeRef
+
+	// stmts and pending are also used after a transaction, by prepare: stmtMu guards them.
+	stmtMu  sync.Mutex
+	stmts   map[string]*sql.Stmt
+	pending map[string]bool // statements to prepare once the connection is free
+}
+
+type contentRef struct {
+	id   int64
+	hash hash16
+}
+
+// nodeKey names a list node by what it holds: the list before it, its role and content.
+type nodeKey struct {
+	parent  int64 // 0 for a list's first element
+	role    string
+	content int64
+}
+
+type nodeRef struct {
+	id      int64
+	hash    hash16 // the chain hash of the path ending here
+	depth   int    // elements on that path
+	role    string
+	content int64
+}
+
+// sweeps counts the sweeps of unreferenced contents and list nodes this process began
+// (sweepContent): ids a cache holds may be gone after one, and this connection's own
+// writes do not move data_version.
+var sweeps atomic.Int64
+
+// maxCachedTextBytes bounds the message texts the cache keeps alive.
+const maxCachedTextBytes = 64 << 20
+
+func newWriteCache() *writeCache {
+	return &writeCache{dataVersion: -1, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
+
+// begin starts a transaction's use of the cache (the transaction holds the writer
+// connection from here to commit or rollback).
+func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
+	c.mu.Lock()
+	var v int64
+	if err := tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("storage: data version: %w", err)
+	}
+	if sw := sweeps.Load(); v != c.dataVersion || sw != c.sweeps || c.contents == nil || c.bytes > maxCachedTextBytes {
+		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}, 0
+		c.dataVersion, c.sweeps = v, sw
+	}
+	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
+	return nil
+}
+
+// end closes a transaction's use of the cache, keeping what it added when it committed.
+func (c *writeCache) end(committed bool) {
+	if committed {
+		for k, v := range c.stContents {
+			c.contents[k] = v
+			c.bytes += len(k)
+		}
+		for k, v := range c.stNodes {
+			c.nodes[k] = v
+		}
+		for k, v := range c.stRuns {
+			c.runs[k] = v
+		}
+	}
+	c.stContents, c.stNodes, c.stRuns = nil, nil, nil
+	c.mu.Unlock()
+}
+
+func (c *writeCache) content(body string) (contentRef, bool) {
+	if r, ok := c.contents[body]; ok {
+		return r, true
+	}
+	r, ok := c.stContents[body]
+	return r, ok
+}
+
+func (c *writeCache) run(key string) []nodeRef {
+	if r, ok := c.stRuns[key]; ok {
+		return r
+	}
+	return c.runs[key]
+}
+
+func (c *writeCache) node(k nodeKey) (nodeRef, bool) {
+	if r, ok := c.nodes[k]; ok {
+		return r, true
+	}
+	r, ok := c.stNodes[k]
+	return r, ok
+}
+
+// stmt is the prepared form of query for tx, or nil until it is prepared (after the
+// transaction; the caller runs the query unprepared meanwhile).
+func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	c.stmtMu.Lock()
+	st, ok := c.stmts[query]
+	if !ok {
+		c.pending[query] = true
+	}
+	c.stmtMu.Unlock()
+	if !ok {
+		return nil
+	}
+	return tx.StmtContext(ctx, st)
+}
+
+// prepare prepares the statements asked for while the connection was busy.
+func (c *writeCache) prepare(ctx context.Context, db *sql.DB) {
+	c.stmtMu.Lock()
+	var todo []string
+	for q := range c.pending {
+		todo = append(todo, q)
+	}
+	clear(c.pending)
+	c.stmtMu.Unlock()
+	for _, q := range todo {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			continue // it runs unprepared, as before
+		}
+		c.stmtMu.Lock()
+		if old := c.stmts[q]; old != nil {
+			st.Close() // prepared meanwhile by another writer
+		} else {
+			c.stmts[q] = st
+		}
+		c.stmtMu.Unlock()
+	}
+}
+
+func (c *writeCache) close() {
+	c.stmtMu.Lock()
+	defer c.stmtMu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+}
+
+// exec runs a write statement of the transaction, prepared once.
+func (c *writeCache) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := c.stmt(ctx, tx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// queryRow runs a one-row query of the transaction, prepared once.
+func (c *writeCache) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := c.stmt(ctx, tx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
+// lookupID scans a one-column id query, reporting whether a row was found.
+func lookupID(row *sql.Row) (int64, bool, error) {
+	var id int64
+	err := row.Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
