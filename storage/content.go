@@ -240,14 +240,12 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listI
 		}
 		return id, ok, err
 	}
-	lo, hi := 0, len(items) // items[:lo] stored, items[:hi+1] not (hi = len: unknown)
 	if id, ok, err := lookup(len(items) - 1); err != nil {
 		return nodeRef{}, 0, err
 	} else if ok {
-		lo = len(items)
-		return wc.cachePath(ctx, tx, id, items, chain, lo)
+		return wc.cachePath(ctx, tx, id, items, chain, len(items))
 	}
-	hi = len(items) - 1
+	lo, hi := 0, len(items)-1 // items[:lo] stored, items[:hi+1] not
 	for lo < hi {
 		mid := (lo + hi) / 2 // probe prefix of length mid+1
 		_, ok, err := lookup(mid)
