@@ -71,7 +71,7 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 	}
 	if keepChild != nil && !f.readonly && ch.scope != Stateless && keepChild.opts.Lifespan != LifespanStateless {
 		keepChild.appendTurn(&trace.Turn{
-			Inputs: c.Inputs.Clone(), Outputs: c.Outputs.Clone(), History: hist.Clone(),
+			Inputs: c.Inputs.Clone(), Outputs: c.Outputs.Clone(), History: hist.Share(),
 			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency),
 		}, nil)
 	}

@@ -20,7 +20,7 @@ func (s *Session) AddTurn(inputs, outputs *sig.Map) *trace.Turn {
 	s.mu.Lock()
 	s.opts.OnTurn = hook
 	s.mu.Unlock()
-	return t.Clone()
+	return t.Share()
 }
 
 // tipKids is the children's current tips (a hand-added turn leaves them where they are).

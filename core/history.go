@@ -1,6 +1,8 @@
 package core
 
 import (
+	"sync"
+
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -47,15 +49,72 @@ func (f filters) message(inputs, outputs *sig.Map) *sig.Map {
 	return m
 }
 
-// buildHistory walks back from the tip to since (exclusive; nil = the beginning) collecting
-// at most the window, then prepends seed messages while the window has room. Its cost
-// is bounded by the window, not by the number of turns.
+// msgLog is the history messages of a line of turns by depth (msgs[d-1] is the message
+// of the turn at depth d), shared by the line's nodes: a session's history is a window of
+// it, shared rather than copied (without a window it is every earlier turn, so copying
+// it made each turn cost the whole conversation). It only grows: a turn added after a
+// node that is not the line's last (after an undo, on a fork) starts a new line holding
+// a copy of what comes before it. mu guards msgs against a fork appending meanwhile.
+type msgLog struct {
+	mu   sync.Mutex
+	msgs []*sig.Map
+}
+
+// newNode is the node of turn t after parent, its message on parent's line.
+func newNode(parent *node, t *trace.Turn, msg *sig.Map, kids map[string]*node) *node {
+	if parent == nil {
+		return &node{turn: t, depth: 1, msg: msg, kids: kids, log: &msgLog{msgs: []*sig.Map{msg}}}
+	}
+	pl, lg := parent.log, parent.log
+	pl.mu.Lock()
+	if len(pl.msgs) == parent.depth {
+		pl.msgs = append(pl.msgs, msg)
+	} else {
+		msgs := make([]*sig.Map, parent.depth, parent.depth+1)
+		copy(msgs, pl.msgs)
+		lg = &msgLog{msgs: append(msgs, msg)}
+	}
+	pl.mu.Unlock()
+	return &node{turn: t, parent: parent, depth: parent.depth + 1, msg: msg, kids: kids, log: lg}
+}
+
+// window is the messages of the turns at depths (from, to] of nd's line, shared.
+func (nd *node) window(from, to int) []*sig.Map {
+	nd.log.mu.Lock()
+	defer nd.log.mu.Unlock()
+	return nd.log.msgs[from:to:to]
+}
+
+// buildHistory is the tip's history: the turns after since (exclusive; nil = the
+// beginning), at most the window, with seed messages before them while the window has
+// room. From the beginning it is a window of the tip's line, shared; since a node (a
+// per-turn child's start) it walks back to it, the turns of one outer turn.
 func (s *Session) buildHistory(since *node) sig.History {
 	limit := -1
 	if s.opts.MaxTurns != nil {
 		limit = *s.opts.MaxTurns
 	}
 	stored := s.storedCount()
+	if since == nil && s.tip != nil && s.tip.log != nil {
+		k := stored
+		if limit >= 0 {
+			k = min(k, limit)
+		}
+		turns := s.tip.window(s.tip.depth-k, s.tip.depth)
+		seed := s.seed.Messages
+		room := len(seed)
+		if limit >= 0 {
+			room = min(room, max(limit-k, 0))
+		}
+		if room == 0 {
+			if turns == nil {
+				turns = []*sig.Map{}
+			}
+			return sig.History{Messages: turns}
+		}
+		msgs := make([]*sig.Map, 0, room+len(turns))
+		return sig.History{Messages: append(append(msgs, seed[len(seed)-room:]...), turns...)}
+	}
 	var rev []*sig.Map
 	nd := s.tip
 	for i := 0; nd != nil && nd != since && i < stored && (limit < 0 || len(rev) < limit); i++ {

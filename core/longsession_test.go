@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
 )
 
 // With record mode "calls" the sink still receives every exact request and completion;
@@ -53,6 +54,55 @@ func TestHistoryAt(t *testing.T) {
 			if ok != (want != nil) || want != nil && (!py.Same(h, want.History) || len(h.Messages) != len(want.History.Messages)) {
 				t.Errorf("%+v: HistoryAt(%d) = %v, %v; Turn(%d).History = %v", o, i, h, ok, i, want)
 			}
+		}
+	}
+}
+
+// Sessions that share turns (a fork, the line after an undo) each keep their own
+// history: the shared line of messages is copied when a turn is added anywhere but at its
+// end, and what callers get shares the messages without letting them write into it.
+func TestSharedHistoryLines(t *testing.T) {
+	ctx := ctxWith(echoLM())
+	questions := func(h sig.History) []string {
+		var out []string
+		for _, m := range h.Messages {
+			out = append(out, m.String("question"))
+		}
+		return out
+	}
+	for _, o := range []Options{{}, {MaxTurns: Int(2)}, {InitialHistory: &sig.History{Messages: []*sig.Map{sig.NewMap("question", "seed")}}}} {
+		s := MustSessionify(MustPredict("question -> answer"), o)
+		for i := range 3 {
+			mustRun(t, ctx, s, "question", fmt.Sprint("q", i))
+		}
+		f := s.Fork(true)
+		mustRun(t, ctx, s, "question", "s3")
+		mustRun(t, ctx, f, "question", "f3")
+		s.Undo(1, true)
+		mustRun(t, ctx, s, "question", "s3b")
+		want := map[*Session][]string{s: {"q0", "q1", "q2", "s3b"}, f: {"q0", "q1", "q2", "f3"}}
+		for sess, w := range want {
+			if o.MaxTurns != nil {
+				w = w[len(w)-*o.MaxTurns:]
+			}
+			if o.InitialHistory != nil {
+				w = append([]string{"seed"}, w...)
+			}
+			if got := questions(sess.History()); fmt.Sprint(got) != fmt.Sprint(w) {
+				t.Errorf("%+v: history %v, want %v", o, got, w)
+			}
+		}
+		// A caller appending to a returned history or turn writes into its own copy.
+		h := s.History()
+		_ = append(h.Messages, sig.NewMap("question", "intruder"))
+		tr := s.Turn(-1)
+		tr.History.Messages = append(tr.History.Messages, sig.NewMap("question", "intruder"))
+		tr.Inputs.Set("question", "changed")
+		if got := questions(s.History()); got[len(got)-1] != "s3b" {
+			t.Errorf("%+v: a caller's append reached the session: %v", o, got)
+		}
+		if s.Turn(-1).Inputs.String("question") != "s3b" {
+			t.Errorf("%+v: a caller's change to a returned turn reached the session", o)
 		}
 	}
 }

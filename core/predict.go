@@ -115,13 +115,13 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 	if model == nil {
 		model = LMFrom(ctx)
 	}
-	callIn := in.Clone()
-	if hf := eff.HistoryField(); hf != "" {
-		callIn.Delete(hf)
-	}
+	// The call's inputs without the history (which is shared, never copied: it holds
+	// the whole conversation); the rest is the caller's to change later, so copied.
+	hf := eff.HistoryField()
+	callIn := in.Filter(func(k string) bool { return hf == "" || k != hf }).Clone()
 	c := &trace.Call{Path: path, PredictorType: p.TypeName(), Inputs: callIn, Adapter: ad.Name(), Params: p.Params, Started: time.Now().UTC()}
 	if hist != nil {
-		c.History = hist.Clone()
+		c.History = hist.Share()
 	}
 	fail := func(err error) (*trace.Call, error) {
 		c.Error = err.Error()

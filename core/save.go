@@ -146,14 +146,10 @@ func (s *Session) childAt(path string) *child {
 
 // pushNode appends a loaded turn without hooks (caller owns s exclusively).
 func (s *Session) pushNode(t *trace.Turn, kids map[string]*node) {
-	depth := 1
-	if s.tip != nil {
-		depth = s.tip.depth + 1
-	}
 	if kids == nil {
 		kids = s.childTips()
 	}
-	s.tip = &node{turn: t, parent: s.tip, depth: depth, msg: s.message(t.Inputs, t.Outputs), kids: kids}
+	s.tip = newNode(s.tip, t, s.message(t.Inputs, t.Outputs), kids)
 }
 
 // kidsAt finds each child's node at the depth recorded for an outer turn.

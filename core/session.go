@@ -20,6 +20,7 @@ type node struct {
 	parent *node
 	depth  int      // number of turns from the root to here, this one included
 	msg    *sig.Map // the history message this turn contributes (filtered inputs + outputs)
+	log    *msgLog  // holds msg at depth-1, after every ancestor's (see msgLog)
 	// kids holds every child session's tip right after this turn, by child path (root
 	// sessions only): moving this session's tip to a node restores all children exactly
 	// (cascades), and forks share nodes because paths, unlike sessions, do not change.
@@ -189,7 +190,7 @@ func (s *Session) HistoryAt(i int) (sig.History, bool) {
 
 // turnCopy copies a node's turn with this session's score (caller holds s.mu).
 func (s *Session) turnCopy(nd *node) *trace.Turn {
-	t := nd.turn.Clone()
+	t := nd.turn.Share()
 	if v, ok := s.scores[nd.turn]; ok {
 		t.Score = &v
 	}
@@ -233,18 +234,14 @@ func (s *Session) appendTurn(t *trace.Turn, kids map[string]*node) *trace.Turn {
 		next = s.tip.turn.Index + 1
 	}
 	t.Index = next
-	depth := 1
-	if s.tip != nil {
-		depth = s.tip.depth + 1
-	}
-	s.tip = &node{turn: t, parent: s.tip, depth: depth, msg: s.message(t.Inputs, t.Outputs), kids: kids}
+	s.tip = newNode(s.tip, t, s.message(t.Inputs, t.Outputs), kids)
 	s.redo = nil
 	hook := s.opts.OnTurn
 	s.mu.Unlock()
 	if hook != nil {
 		func() {
 			defer func() { _ = recover() }() // a failing hook never fails the call (dspy-session logs it)
-			hook(s, t.Clone())
+			hook(s, t.Share())
 		}()
 	}
 	return t
@@ -386,7 +383,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 			t.Calls = nil
 		}
 		if sink != nil {
-			if aerr := sink.AbortTurn(context.WithoutCancel(ctx), turnKey, t.Clone()); aerr != nil {
+			if aerr := sink.AbortTurn(context.WithoutCancel(ctx), turnKey, t.Share()); aerr != nil {
 				err = fmt.Errorf("%w (and keeping the %s turn failed: %w)", err, t.Status, aerr)
 			}
 		}
@@ -425,14 +422,14 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	t = s.appendTurn(t, kids)
 	var commitErr error
 	if sink != nil {
-		if err := sink.CommitTurn(context.WithoutCancel(ctx), turnKey, t.Clone()); err != nil {
+		if err := sink.CommitTurn(context.WithoutCancel(ctx), turnKey, t.Share()); err != nil {
 			commitErr = fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
 		}
 	}
 	if endsEpisode {
 		s.applyLifespan(ctx) // an episodic root consolidates its own turn too
 	}
-	return pred, t.Clone(), calls, commitErr
+	return pred, t.Share(), calls, commitErr
 }
 
 // recordableInputs keeps a root predictor's signature inputs only (dspy-session), and every

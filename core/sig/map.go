@@ -264,6 +264,12 @@ func (h History) Clone() History {
 	return out
 }
 
+// Share is h for a reader that does not change its messages: the messages are shared,
+// and appending to the copy does not write into h's array.
+func (h History) Share() History {
+	return History{Messages: h.Messages[:len(h.Messages):len(h.Messages)]}
+}
+
 // MarshalJSON writes {"messages": [...]}.
 func (h History) MarshalJSON() ([]byte, error) {
 	msgs := h.Messages

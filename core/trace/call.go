@@ -81,6 +81,24 @@ func (c *Call) Clone() *Call {
 	return &out
 }
 
+// Share copies the call tree as Turn.Share does: history messages and requests shared.
+func (c *Call) Share() *Call {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Inputs = c.Inputs.Clone()
+	out.Outputs = c.Outputs.Clone()
+	out.History = c.History.Share()
+	out.Messages = c.Messages[:len(c.Messages):len(c.Messages)]
+	out.Tries = append([]lm.Try(nil), c.Tries...)
+	out.Children = make([]*Call, len(c.Children))
+	for i, ch := range c.Children {
+		out.Children[i] = ch.Share()
+	}
+	return &out
+}
+
 // WalkCalls visits every call of a forest depth-first.
 func WalkCalls(calls []*Call, f func(c *Call, depth int)) {
 	for _, c := range calls {

@@ -58,6 +58,35 @@ func (t *Turn) Clone() *Turn {
 	return &out
 }
 
+// Share copies the turn for a reader that does not change its history or requests: the
+// history's messages and each call's request are shared with t (a session never changes
+// them once recorded, so a long session's turns do not each carry a copy of everything
+// before them); the values, calls and attempts are copied.
+func (t *Turn) Share() *Turn {
+	if t == nil {
+		return nil
+	}
+	out := *t
+	out.Inputs = t.Inputs.Clone()
+	out.Outputs = t.Outputs.Clone()
+	out.History = t.History.Share()
+	if t.Score != nil {
+		s := *t.Score
+		out.Score = &s
+	}
+	out.Calls = make([]*Call, len(t.Calls))
+	for i, c := range t.Calls {
+		out.Calls[i] = c.Share()
+	}
+	if t.Attempts != nil {
+		out.Attempts = make([]*Attempt, len(t.Attempts))
+		for i, a := range t.Attempts {
+			out.Attempts[i] = a.Clone()
+		}
+	}
+	return &out
+}
+
 // Sink receives a turn as it happens, so a crash mid-turn loses nothing that finished:
 // the engine calls BeginTurn, then RecordCall for each inner call the moment it ends
 // (children before their parent), a failing call included, before the error goes up;

@@ -1,0 +1,145 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// instantModel answers every request at once (the time of a call is the engine's).
+type instantModel struct{}
+
+func (instantModel) Name() string { return "instant" }
+func (instantModel) Call(_ context.Context, req lm.Request) (lm.Response, error) {
+	var kv []any
+	for _, f := range req.Meta.Signature.Outputs {
+		kv = append(kv, f.Name, "technical")
+	}
+	return lm.Response{Text: chatAnswer(kv...), Tries: []lm.Try{{N: 1}}}, nil
+}
+
+// timedChat is the ChatAdapter, timing how long formatting takes: the request's bytes,
+// which grow with an unwindowed history as they must.
+type timedChat struct {
+	adapter.Chat
+	ns *atomic.Int64
+}
+
+func (a timedChat) Format(req adapter.Request) ([]lm.Message, error) {
+	t0 := time.Now()
+	msgs, err := a.Chat.Format(req)
+	a.ns.Add(int64(time.Since(t0)))
+	return msgs, err
+}
+
+// supportTurns are n recorded SupportAgent turns (classify, respond), each call's history
+// every earlier call of its predictor, sharing one array as storage's loaded lists do.
+func supportTurns(n int) []*trace.Turn {
+	at := time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC)
+	var cl, re []*sig.Map
+	out := make([]*trace.Turn, n)
+	for i := range out {
+		q := fmt.Sprintf("question %d: why was I charged twice?", i)
+		r := fmt.Sprintf("reply %d: the second charge is a pending authorisation.", i)
+		c1 := &trace.Call{ID: "c1", Path: "classify", PredictorType: "Predict", Adapter: "chat", Inputs: sig.NewMap("question", q),
+			Outputs: sig.NewMap("intent", "billing"), History: sig.History{Messages: cl[:len(cl):len(cl)]}, Started: at}
+		c2 := &trace.Call{ID: "c2", Path: "respond", PredictorType: "Predict", Adapter: "chat", Inputs: sig.NewMap("question", q, "intent", "billing"),
+			Outputs: sig.NewMap("reply", r), History: sig.History{Messages: re[:len(re):len(re)]}, Started: at}
+		cl = append(cl, sig.NewMap("question", q, "intent", "billing"))
+		re = append(re, sig.NewMap("question", q, "intent", "billing", "reply", r))
+		out[i] = &trace.Turn{Index: i, Inputs: sig.NewMap("question", q), Outputs: sig.NewMap("reply", r, "intent", "billing"),
+			Calls: []*trace.Call{c1, c2}, Started: at, Ended: at, Status: trace.StatusCompleted}
+	}
+	return out
+}
+
+// BenchmarkEngineTurn is one SupportAgent turn of a session already holding 100, 1,000
+// or 10,000 turns (restored), with no window and with a window of 4 turns, recording
+// every call (the library's default for a recursive session: requests kept) and calls
+// only (what the workbench keeps: the sink has the requests). The model answers at once.
+// format-ns/op is the ChatAdapter producing the two requests; overhead-ns/op is the rest
+// of the turn: the engine's own work, which must not grow with the session.
+func BenchmarkEngineTurn(b *testing.B) {
+	for _, rec := range []RecordMode{RecordAll, RecordCalls} {
+		for _, window := range []int{0, 4} {
+			for _, n := range []int{100, 1000, 10000} {
+				name := fmt.Sprintf("record=%s/window=%d/turns=%d", rec, window, n)
+				b.Run(name, func(b *testing.B) {
+					var ns atomic.Int64
+					ag := supportAgent(true)
+					for _, sub := range ag.Subs {
+						sub.Module.(*Predict).Adapter = timedChat{ns: &ns}
+					}
+					o := Options{Recursive: Predictors, Record: rec}
+					if window > 0 {
+						o.MaxTurns = Int(window)
+					}
+					s, err := Restore(ag, o, supportTurns(n))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ctx := WithLM(context.Background(), instantModel{})
+					b.ReportAllocs()
+					ns.Store(0)
+					start := time.Now()
+					i := 0
+					for b.Loop() {
+						i++
+						if _, err := s.Forward(ctx, sig.NewMap("question", fmt.Sprintf("next question %d?", i))); err != nil {
+							b.Fatal(err)
+						}
+					}
+					total := time.Since(start)
+					b.ReportMetric(float64(ns.Load())/float64(i), "format-ns/op")
+					b.ReportMetric(float64(total.Nanoseconds()-ns.Load())/float64(i), "overhead-ns/op")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkEngineMemory runs 200 turns on a session of 1,000 turns and reports the heap
+// it keeps per turn, with the returned turns dropped and kept by the caller: with the
+// history shared, a turn costs the same whatever the session's length.
+func BenchmarkEngineMemory(b *testing.B) {
+	for _, rec := range []RecordMode{RecordAll, RecordCalls} {
+		for _, keep := range []bool{false, true} {
+			b.Run(fmt.Sprintf("record=%s/keep-returned=%v", rec, keep), func(b *testing.B) {
+				for b.Loop() {
+					s, err := Restore(supportAgent(true), Options{Recursive: Predictors, Record: rec}, supportTurns(1000))
+					if err != nil {
+						b.Fatal(err)
+					}
+					ctx := WithLM(context.Background(), instantModel{})
+					var kept []*trace.Turn
+					var m0, m1 runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&m0)
+					const turns = 200
+					for i := range turns {
+						_, t, err := s.Run(ctx, sig.NewMap("question", fmt.Sprintf("q%d", i)))
+						if err != nil {
+							b.Fatal(err)
+						}
+						if keep {
+							kept = append(kept, t)
+						}
+					}
+					runtime.GC()
+					runtime.ReadMemStats(&m1)
+					runtime.KeepAlive(s)
+					runtime.KeepAlive(kept)
+					b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/turns/1024, "KB/turn")
+				}
+			})
+		}
+	}
+}
