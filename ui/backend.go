@@ -31,8 +31,10 @@ type Backend interface {
 	DeleteConversation(ctx context.Context, conv string) error
 
 	Branches(ctx context.Context, conv string) ([]sessions.BranchInfo, error)
-	// TurnTree is every turn of the conversation, parents before children.
-	TurnTree(ctx context.Context, conv string) ([]storage.TurnNode, error)
+	// TurnTreePage is up to limit turns of the conversation's tree after turn after ("" for
+	// the first page), parents before children, and the turn to continue after ("" when
+	// there are no more): a long conversation's tree arrives by pages.
+	TurnTreePage(ctx context.Context, conv, after string, limit int) ([]storage.TurnNode, string, error)
 	// LoadTurns returns up to limit turns of a branch's path starting at position from
 	// (0 = first turn; a negative from counts from the end, so -limit is the last page),
 	// plus the path's total length, so a long branch loads by pages.

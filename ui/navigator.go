@@ -10,11 +10,18 @@ import (
 	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
+// treeMsg is a page of the turn tree for navigator nav; next is the turn to continue
+// after ("" when it was the last page).
 type treeMsg struct {
+	nav   *navigator
 	conv  string
 	nodes []storage.TurnNode
+	next  string
 	err   error
 }
+
+// navPage is how many turns a page of the turn tree holds.
+const navPage = 2000
 
 // navigator is the branch navigator: the conversation's turn tree, walked depth-first.
 // A straight run of turns stays at one indentation; only a fork point indents its
@@ -32,6 +39,7 @@ type navigator struct {
 	rows     []navRow
 	sel, top int
 	loading  bool
+	onTip    bool // the selection was put on the active tip
 }
 
 type navRow struct {
@@ -51,13 +59,19 @@ type switchBranchMsg struct {
 // the command loading the tree.
 func newNavigator(e *env, active string) (*navigator, tea.Cmd) {
 	n := &navigator{e: e, loading: true, folded: map[string]bool{}, active: active}
-	ctx, b, conv := e.ctx, e.b, e.convID()
-	return n, func() tea.Msg {
-		nodes, err := b.TurnTree(ctx, conv)
+	return n, n.page("")
+}
+
+// page loads the page of the tree after turn after: the tree arrives page by page, drawn
+// as it comes, so a long conversation's navigator opens at once.
+func (n *navigator) page(after string) tea.Cmd {
+	ctx, b, conv := n.e.ctx, n.e.b, n.e.convID()
+	return func() tea.Msg {
+		nodes, next, err := b.TurnTreePage(ctx, conv, after, navPage)
 		if err != nil {
 			err = fmt.Errorf("turn tree: %w", err)
 		}
-		return treeMsg{conv: conv, nodes: nodes, err: err}
+		return treeMsg{nav: n, conv: conv, nodes: nodes, next: next, err: err}
 	}
 }
 
@@ -101,11 +115,18 @@ func (n *navigator) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch msg := msg.(type) {
 	case treeMsg:
+		if msg.nav != n {
+			return nil // a page asked for by a navigator closed since
+		}
 		if msg.err != nil {
 			n.loading = false
 			return n.e.fail(msg.err)
 		}
-		n.setNodes(msg.nodes, n.e.branches)
+		n.setNodes(append(n.nodes, msg.nodes...), n.e.branches)
+		if msg.next != "" {
+			n.loading = true
+			return n.page(msg.next)
+		}
 	}
 	return nil
 }
@@ -153,14 +174,17 @@ func (n *navigator) switchTo() tea.Cmd {
 	return nil
 }
 
+// setNodes shows nodes, which extend the nodes shown (a later page) or replace them.
 func (n *navigator) setNodes(nodes []storage.TurnNode, branches []sessions.BranchInfo) {
 	n.loading = false
+	from := len(n.nodes)
+	if n.byID == nil || from > len(nodes) {
+		n.byID, n.children, from = make(map[string]int, len(nodes)), map[string][]int{}, 0
+	}
 	n.nodes = nodes
-	n.byID = make(map[string]int, len(nodes))
-	n.children = map[string][]int{}
-	for i, nd := range nodes {
-		n.byID[nd.Key] = i
-		n.children[nd.Parent] = append(n.children[nd.Parent], i)
+	for i, nd := range nodes[from:] {
+		n.byID[nd.Key] = from + i
+		n.children[nd.Parent] = append(n.children[nd.Parent], from+i)
 	}
 	n.tips = map[string][]string{}
 	n.onPath = map[string]string{}
@@ -182,10 +206,12 @@ func (n *navigator) setNodes(nodes []storage.TurnNode, branches []sessions.Branc
 		}
 	}
 	n.flatten()
-	// start on the active tip
-	for i, r := range n.rows {
-		if n.nodes[r.node].Key == n.active {
-			n.sel = i
+	// start on the active tip (once its page has come)
+	if !n.onTip {
+		for i, r := range n.rows {
+			if n.nodes[r.node].Key == n.active {
+				n.sel, n.onTip = i, true
+			}
 		}
 	}
 }
@@ -236,7 +262,7 @@ func (n *navigator) View() []string {
 	bh := h - 2
 	var body []string
 	switch {
-	case n.loading:
+	case n.loading && len(n.rows) == 0:
 		body = []string{s.Muted.Render("loading the turn tree…")}
 	case len(n.rows) == 0:
 		body = []string{s.Muted.Render("no turns yet")}
@@ -249,6 +275,11 @@ func (n *navigator) View() []string {
 		}
 		for i := n.top; i < len(n.rows) && len(body) < bh; i++ {
 			body = append(body, n.rowView(i, w-2))
+		}
+		if n.loading && len(body) == bh {
+			body[bh-1] = s.Muted.Render(fmt.Sprintf("loading the turn tree… %d turns so far", len(n.nodes)))
+		} else if n.loading {
+			body = append(body, s.Muted.Render(fmt.Sprintf("loading the turn tree… %d turns so far", len(n.nodes))))
 		}
 	}
 	return frame(s.PaneFocused, s.PaneTitle, " branches · turn tree ", hints(hintsOf(n.bindings())...), body, w, h)

@@ -1,9 +1,14 @@
 package ui
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/themes"
+	"github.com/sessionbench/sessionbench/ui/sessions"
 )
 
 // Sibling first turns (turn 1 edited and resubmitted) are indented like a fork's
@@ -31,5 +36,70 @@ func TestNavigatorIndentsSiblingRoots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// pagedTree serves a turn tree by pages, as the real backend does.
+type pagedTree struct {
+	Backend
+	nodes []storage.TurnNode
+	asked int
+}
+
+func (p *pagedTree) TurnTreePage(_ context.Context, _, after string, limit int) ([]storage.TurnNode, string, error) {
+	p.asked++
+	from := 0
+	for i, n := range p.nodes {
+		if n.Key == after {
+			from = i + 1
+		}
+	}
+	end := min(from+limit, len(p.nodes))
+	next := ""
+	if end < len(p.nodes) {
+		next = p.nodes[end-1].Key
+	}
+	return p.nodes[from:end], next, nil
+}
+
+// A long conversation's tree arrives page by page: the navigator draws each page as it
+// comes, says it is still loading, and ends with every turn, the selection on the active
+// tip; a page asked for by a navigator closed since is dropped.
+func TestNavigatorPagesTheTree(t *testing.T) {
+	const total = 2*navPage + 17
+	tree := &pagedTree{}
+	for i := range total {
+		nd := storage.TurnNode{Key: fmt.Sprintf("t%d", i), Index: i, InputPreview: fmt.Sprint("question ", i)}
+		if i > 0 {
+			nd.Parent = fmt.Sprintf("t%d", i-1)
+		}
+		tree.nodes = append(tree.nodes, nd)
+	}
+	th := themes.Dark()
+	tip := tree.nodes[total-1].Key
+	e := &env{ctx: context.Background(), b: tree, conv: &sessions.ConversationInfo{ID: "c1"}, st: &stylesheet{theme: th, s: th.Styles()},
+		branches: []sessions.BranchInfo{{Name: "main", Tip: tip, Turns: total}}, status: &statusBar{}}
+	n, cmd := newNavigator(e, tip)
+	n.SetSize(80, 20)
+	_, oldCmd := newNavigator(e, tip)
+	pages := 0
+	for cmd != nil {
+		msg := cmd()
+		if pages++; pages > 10 {
+			t.Fatal("the tree never finished loading")
+		}
+		cmd = n.Update(msg)
+		if cmd != nil && !strings.Contains(strings.Join(n.View(), "\n"), "turns so far") {
+			t.Errorf("page %d: the view does not say the tree is still loading", pages)
+		}
+	}
+	if pages != 3 || len(n.nodes) != total || len(n.rows) != total || n.loading {
+		t.Fatalf("%d pages, %d nodes, %d rows, loading %v; want 3 pages of %d turns", pages, len(n.nodes), len(n.rows), n.loading, total)
+	}
+	if nd := n.selected(); nd == nil || nd.Key != tip {
+		t.Fatalf("selection %+v, want the active tip %s", nd, tip)
+	}
+	if n.Update(oldCmd()) != nil || len(n.nodes) != total {
+		t.Fatal("a closed navigator's page was taken in")
 	}
 }

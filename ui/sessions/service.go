@@ -149,6 +149,24 @@ func (a *Service) TurnTree(ctx context.Context, conv string) ([]storage.TurnNode
 	return out, nil
 }
 
+// TurnTreePage is up to limit turns of the tree after the turn after ("" for the first
+// page), parents before children, and the key to continue from ("" after the last page):
+// the navigator shows the tree as its pages arrive instead of waiting for the whole of a
+// long conversation. Only committed turns are listed (a page may hold fewer than limit).
+func (a *Service) TurnTreePage(ctx context.Context, conv, after string, limit int) ([]storage.TurnNode, string, error) {
+	nodes, next, err := a.store.TurnTreePage(ctx, conv, after, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]storage.TurnNode, 0, len(nodes))
+	for _, n := range nodes {
+		if n.Status == trace.StatusCompleted {
+			out = append(out, *n)
+		}
+	}
+	return out, next, nil
+}
+
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
 // branch (storage walks the path by jump pointers). A negative from counts from the end:
 // LoadTurns(-n, n) is the last page of n turns, with the branch's length in one read.

@@ -228,20 +228,34 @@ func (m *Memory) Branches(ctx context.Context, id string) ([]sessions.BranchInfo
 	return out, nil
 }
 
-func (m *Memory) TurnTree(ctx context.Context, id string) ([]storage.TurnNode, error) {
+func (m *Memory) TurnTreePage(ctx context.Context, id, after string, limit int) ([]storage.TurnNode, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, err := m.convLocked(id)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	out := make([]storage.TurnNode, 0, len(c.order))
-	for _, nid := range c.order {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("turn tree page: limit must be positive (got %d)", limit)
+	}
+	from := 0
+	if after != "" {
+		from = slices.Index(c.order, after) + 1
+		if from == 0 {
+			return nil, "", fmt.Errorf("conversation %q has no turn %q", id, after)
+		}
+	}
+	var out []storage.TurnNode
+	for _, nid := range c.order[from:min(from+limit, len(c.order))] {
 		n := c.nodes[nid]
 		out = append(out, storage.TurnNode{Key: n.id, Parent: n.parent, Index: n.turn.Index, Status: trace.StatusCompleted,
 			Started: n.turn.Started, InputPreview: firstValue(n.turn.Inputs), OutputPreview: firstValue(n.turn.Outputs)})
 	}
-	return out, nil
+	next := ""
+	if from+limit < len(c.order) {
+		next = c.order[from+limit-1]
+	}
+	return out, next, nil
 }
 
 func firstValue(m *sig.Map) string {
