@@ -72,6 +72,10 @@ func (m *Model) switchBranch(msg switchBranchMsg) tea.Cmd {
 			m.cur, m.focus = i, focusChat
 			m.input.blur()
 			p.selectAt(msg.index)
+			if msg.kept != "" && !p.selectKept(msg.kept) {
+				p.want = msg.kept // not among the kept turns read yet: read them again
+				return p.load(-1)
+			}
 			return nil
 		}
 	}
@@ -84,6 +88,12 @@ func (m *Model) switchBranch(msg switchBranchMsg) tea.Cmd {
 	m.focus = focusChat
 	m.input.blur()
 	m.e.status.set("switched to " + termtext.OneLine(msg.branch))
+	if msg.kept != "" {
+		// the kept turns come with the branch's last page; the page holding the turn the
+		// kept one stands before follows as it scrolls into view
+		p.want = msg.kept
+		return p.load(-1)
+	}
 	return p.load(max(0, msg.index/pageSize*pageSize))
 }
 

@@ -39,6 +39,9 @@ type chatPane struct {
 	// note is which kept turn drawn as a line before turn sel is selected (its index in
 	// notes[sel]), -1 for the turn itself (kept.go)
 	note int
+	// want is a kept turn to select once the branch's kept turns arrive (the navigator's
+	// enter on one)
+	want string
 	list vlist
 
 	cache      map[string][]string // TurnID -> rendered lines at cacheWidth

@@ -47,6 +47,10 @@ func (p *chatPane) setKept(list []sessions.KeptTurn) {
 			p.note = i // the line selected before is still there
 		}
 	}
+	if p.want != "" && p.selectKept(p.want) {
+		p.want = ""
+		return
+	}
 	switch {
 	case selKey != "":
 		p.sel = -1 // the kept turn selected before is gone (retried, deleted): the last item
@@ -91,6 +95,27 @@ func (p *chatPane) noteAt() *sessions.KeptTurn {
 		return nil
 	}
 	return &p.notes[p.sel][p.note]
+}
+
+// selectKept selects the kept turn key, after the tip or as a line before a turn, and
+// scrolls it into view; false when the branch's kept turns read so far lack it.
+func (p *chatPane) selectKept(key string) bool {
+	for j, k := range p.tail {
+		if k.Key == key {
+			p.selectAt(p.total + j)
+			return true
+		}
+	}
+	for i, list := range p.notes {
+		for j, k := range list {
+			if k.Key == key {
+				p.selectAt(i)
+				p.note = j
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // keptSelected reports whether the selection is a kept turn.

@@ -130,29 +130,7 @@ func TestFailedTurnInTheWorkbench(t *testing.T) {
 // before that turn; up and down stop on it like on a turn, and selected it opens like
 // one: its calls in the call tree, the failing one marked, its request in the wire pane.
 func TestKeptLineBeforeATurnIsSelectable(t *testing.T) {
-	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	model := &flakyLM{inner: llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})}
-	svc := sessions.New(st, model)
-	svc.SetAgentDirs()
-	r := &real{Service: svc, store: st}
-	r.converse(t, "SupportAgent", "failures", "I can't log in")
-	model.failing.Store(true)
-	if _, err := svc.Send(context.Background(), sessions.SendRequest{Conv: r.conv, Branch: "main",
-		Inputs: sig.NewMap("question", "The reset email never arrives")}, nil); err == nil {
-		t.Fatal("the turn did not fail")
-	}
-	model.failing.Store(false)
-	kept, _ := svc.KeptTurns(context.Background(), r.conv, "main")
-	if len(kept) != 1 {
-		t.Fatalf("kept %d", len(kept))
-	}
-	if _, err := svc.Retry(context.Background(), sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := failedThenRetried(t)
 	hs := newHarness(t, r, 140, 50)
 	hs.press("enter")
 	hs.press("esc") // the transcript: the last turn (the retry) is selected
@@ -185,4 +163,80 @@ func TestKeptLineBeforeATurnIsSelectable(t *testing.T) {
 		}
 	}
 	assertContains(t, hs.screen(), "failed turn 1 selected (kept", "✗ error")
+}
+
+// failedThenRetried is a real backend whose SupportAgent conversation has turn 0, a turn
+// 1 that failed in respond (kept) and its retry, which took its place.
+func failedThenRetried(t *testing.T) (*real, *flakyLM) {
+	t.Helper()
+	r, model := flaky(t)
+	model.failing.Store(true)
+	if _, err := r.Send(context.Background(), sessions.SendRequest{Conv: r.conv, Branch: "main",
+		Inputs: sig.NewMap("question", "The reset email never arrives")}, nil); err == nil {
+		t.Fatal("the turn did not fail")
+	}
+	model.failing.Store(false)
+	kept, _ := r.KeptTurns(context.Background(), r.conv, "main")
+	if len(kept) != 1 {
+		t.Fatalf("kept %d", len(kept))
+	}
+	if _, err := r.Retry(context.Background(), sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return r, model
+}
+
+// flaky is a real backend on the flaky demo model with a SupportAgent conversation of
+// one turn.
+func flaky(t *testing.T) (*real, *flakyLM) {
+	t.Helper()
+	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	model := &flakyLM{inner: llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})}
+	svc := sessions.New(st, model)
+	svc.SetAgentDirs()
+	r := &real{Service: svc, store: st}
+	r.converse(t, "SupportAgent", "failures", "I can't log in")
+	return r, model
+}
+
+// The branch navigator shows the turns kept beside the branches with their mark, under
+// the turn they followed; enter on one shows it in its branch's pane, selected (its
+// calls in the call tree), whether the branch went on past it or it is the last.
+func TestNavigatorShowsKeptTurns(t *testing.T) {
+	r, model := failedThenRetried(t)
+	model.failing.Store(true) // and a last turn that fails: kept after main's tip
+	if _, err := r.Send(context.Background(), sessions.SendRequest{Conv: r.conv, Branch: "main",
+		Inputs: sig.NewMap("question", "Still nothing")}, nil); err == nil {
+		t.Fatal("the last turn did not fail")
+	}
+	model.failing.Store(false)
+	hs := newHarness(t, r, 140, 40)
+	hs.press("enter")
+	hs.press("esc", "b")
+	s := hs.screen()
+	rows := treeRows(s, "• #0 ", 4)
+	for i, want := range []string{"#0 ", "│ ✗ failed #1 The reset email never arrives · ", "#1 ", "│ ✗ failed #2 Still nothing · "} {
+		if !strings.Contains(rows[i], want) {
+			t.Fatalf("navigator row %d lacks %q:\n%s", i, want, s)
+		}
+	}
+	if !strings.Contains(rows[2], "[main]") || !strings.Contains(rows[2], "active tip") {
+		t.Errorf("the retried turn is not main's tip:\n%s", s)
+	}
+	// the failed turn the retry replaced: shown in main, as the line before turn 1
+	hs.press("g", "down")
+	hs.press("f")
+	assertContains(t, hs.screen(), "a failed turn is on no branch, so it cannot be forked from")
+	hs.press("enter")
+	s = hs.screen()
+	assertContains(t, s, "failed turn 1 selected (kept; the branch went on past it)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
+	assertLacks(t, s, "branches · turn tree")
+	// the failed last turn: shown after main's tip
+	hs.press("b")
+	hs.press("G", "enter")
+	assertContains(t, hs.screen(), "failed turn 2 selected", "calls · turn 2")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
 	"github.com/sessionbench/sessionbench/ui/termtext"
@@ -25,7 +26,10 @@ const navPage = 2000
 
 // navigator is the branch navigator: the conversation's turn tree, walked depth-first.
 // A straight run of turns stays at one indentation; only a fork point indents its
-// children, so a long linear conversation does not march off the right edge.
+// children, so a long linear conversation does not march off the right edge. A turn kept
+// beside its branch (failed, cancelled, interrupted: trace.Status) is a leaf drawn with
+// its mark under the turn it followed, one step in, before the turns that went on; it
+// makes no fork.
 type navigator struct {
 	e        *env
 	w, h     int
@@ -53,6 +57,7 @@ type navRow struct {
 type switchBranchMsg struct {
 	branch string
 	index  int
+	kept   string // a kept turn to select instead (it stands at index, beside the branch)
 }
 
 // newNavigator opens on the tip of the branch active (the focused pane's) and returns
@@ -83,6 +88,15 @@ func (n *navigator) bindings() []binding {
 	move := func(d int) func() tea.Cmd {
 		return do(func() { n.sel = max(0, min(len(n.rows)-1, n.sel+d)) })
 	}
+	notKept := func(what string, f func() tea.Cmd) func() tea.Cmd {
+		return func() tea.Cmd {
+			if nd := n.selected(); nd != nil && nd.Status != trace.StatusCompleted {
+				return n.e.say(fmt.Sprintf("a %s turn is on no branch, so it cannot be %s: %s shows it where it happened",
+					nd.Status, what, k.Send.Help().Key))
+			}
+			return f()
+		}
+	}
 	fold := func(shut bool) func() tea.Cmd {
 		return do(func() {
 			if nd := n.selected(); nd != nil && len(n.children[nd.Key]) > 0 {
@@ -93,8 +107,8 @@ func (n *navigator) bindings() []binding {
 	}
 	return []binding{
 		bind(k.Send, "switch", true, n.switchTo),
-		bind(k.Fork, "fork", true, n.fork),
-		bind(k.Edit, "edit & resubmit", true, n.edit),
+		bind(k.Fork, "fork", true, notKept("forked from", n.fork)),
+		bind(k.Edit, "edit & resubmit", true, notKept("resubmitted from here", n.edit)),
 		bind(k.Collapse, "fold", true, fold(true)),
 		bind(k.Expand, "unfold", true, fold(false)),
 		bind(k.Up, "up", false, move(-1)),
@@ -161,14 +175,26 @@ func (n *navigator) switchTo() tea.Cmd {
 	if nd == nil {
 		return nil
 	}
-	branch := n.onPath[nd.Key]
-	if names := n.tips[nd.Key]; len(names) > 0 {
-		branch = names[0]
+	msg := switchBranchMsg{index: nd.Index}
+	if nd.Status != trace.StatusCompleted {
+		// kept beside the branches that reach the turn it followed: shown in one of them
+		msg.kept = nd.Key
+		msg.branch = n.onPath[nd.Parent]
+		if nd.Parent == "" {
+			msg.branch = n.onPath[n.active] // a first turn: beside every branch
+		}
+		if msg.branch == "" {
+			return n.e.say("no branch reaches the turn it followed")
+		}
+	} else {
+		msg.branch = n.onPath[nd.Key]
+		if names := n.tips[nd.Key]; len(names) > 0 {
+			msg.branch = names[0]
+		}
 	}
-	if branch == "" {
+	if msg.branch == "" {
 		return n.e.say("no branch reaches this turn: " + n.e.keys.Fork.Help().Key + " forks one here")
 	}
-	msg := switchBranchMsg{branch: branch, index: nd.Index}
 	n.e.emit(closeModalMsg{})
 	n.e.emit(msg)
 	return nil
@@ -221,7 +247,14 @@ func (n *navigator) flatten() {
 	n.rows = n.rows[:0]
 	type item struct{ node, indent int }
 	var stack []item
-	roots := n.children[""]
+	var roots, beside []int // first turns; kept first turns (beside every branch's first)
+	for _, r := range n.children[""] {
+		if n.nodes[r].Status == trace.StatusCompleted {
+			roots = append(roots, r)
+		} else {
+			beside = append(beside, r)
+		}
+	}
 	rootIndent := 0
 	if len(roots) > 1 {
 		rootIndent = 1 // first turns edited and resubmitted: siblings like any fork's
@@ -229,21 +262,34 @@ func (n *navigator) flatten() {
 	for i := len(roots) - 1; i >= 0; i-- {
 		stack = append(stack, item{roots[i], rootIndent})
 	}
+	for i := len(beside) - 1; i >= 0; i-- {
+		stack = append(stack, item{beside[i], rootIndent + 1})
+	}
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		nd := n.nodes[it.node]
-		kids := n.children[nd.Key]
-		n.rows = append(n.rows, navRow{node: it.node, indent: it.indent, fork: len(kids) > 1})
+		var goOn, beside []int // completed children; kept ones (leaves)
+		for _, k := range n.children[nd.Key] {
+			if n.nodes[k].Status == trace.StatusCompleted {
+				goOn = append(goOn, k)
+			} else {
+				beside = append(beside, k)
+			}
+		}
+		n.rows = append(n.rows, navRow{node: it.node, indent: it.indent, fork: len(goOn) > 1})
 		if n.folded[nd.Key] {
 			continue
 		}
 		ind := it.indent
-		if len(kids) > 1 {
+		if len(goOn) > 1 {
 			ind++
 		}
-		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, item{kids[i], ind})
+		for i := len(goOn) - 1; i >= 0; i-- {
+			stack = append(stack, item{goOn[i], ind})
+		}
+		for i := len(beside) - 1; i >= 0; i-- { // popped first: right under the turn
+			stack = append(stack, item{beside[i], it.indent + 1})
 		}
 	}
 	n.sel = max(0, min(n.sel, len(n.rows)-1))
@@ -312,6 +358,18 @@ func (n *navigator) rowView(i, w int) string {
 	text := termtext.OneLine(nd.InputPreview)
 	if nd.OutputPreview != "" {
 		text += " → " + termtext.OneLine(nd.OutputPreview)
+	}
+	if nd.Status != trace.StatusCompleted {
+		// kept beside the branch: its mark and status where a turn's would be, its
+		// reason after the text
+		mark, tags = nd.Status.Mark()+" ", string(nd.Status)+" "
+		if nd.Error != "" {
+			text += " · " + termtext.OneLine(nd.Error)
+		}
+		if i == n.sel {
+			return s.Selected.Render(fit(ind+mark+tags+num+text, w))
+		}
+		return s.TreeBranch.Render(ind) + keptMark(n.e, nd.Status) + " " + s.Text.Render(num) + s.Muted.Render(text)
 	}
 	if i == n.sel {
 		return s.Selected.Render(fit(ind+mark+num+tags+text, w))

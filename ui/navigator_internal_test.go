@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/themes"
 	"github.com/sessionbench/sessionbench/ui/sessions"
@@ -22,9 +23,18 @@ func TestNavigatorIndentsSiblingRoots(t *testing.T) {
 		{"one root", []storage.TurnNode{{Key: "a"}, {Key: "b", Parent: "a", Index: 1}}, []int{0, 0}},
 		{"sibling roots", []storage.TurnNode{{Key: "a"}, {Key: "b", Parent: "a", Index: 1}, {Key: "a2"}}, []int{1, 1, 1}},
 		{"fork below a root", []storage.TurnNode{{Key: "a"}, {Key: "b", Parent: "a", Index: 1}, {Key: "c", Parent: "a", Index: 1}}, []int{0, 1, 1}},
+		// a kept turn is a leaf one step in, right under the turn it followed; no fork
+		{"a failed turn beside", []storage.TurnNode{{Key: "a"}, {Key: "b", Parent: "a", Index: 1}, {Key: "k", Parent: "a", Index: 1, Status: trace.StatusFailed},
+			{Key: "c", Parent: "b", Index: 2}}, []int{0, 1, 0, 0}},
+		{"a cancelled first turn, before the first turn", []storage.TurnNode{{Key: "a"}, {Key: "k", Status: trace.StatusCancelled}}, []int{1, 0}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			for i := range c.nodes {
+				if c.nodes[i].Status == "" {
+					c.nodes[i].Status = trace.StatusCompleted
+				}
+			}
 			n := &navigator{folded: map[string]bool{}}
 			n.setNodes(c.nodes, nil)
 			if len(n.rows) != len(c.want) {

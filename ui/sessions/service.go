@@ -152,17 +152,16 @@ func (a *Service) TurnTree(ctx context.Context, conv string) ([]storage.TurnNode
 // TurnTreePage is up to limit turns of the tree after the turn after ("" for the first
 // page), parents before children, and the key to continue from ("" after the last page):
 // the navigator shows the tree as its pages arrive instead of waiting for the whole of a
-// long conversation. Only committed turns are listed (a page may hold fewer than limit).
+// long conversation. Turns kept beside their branch (failed, cancelled, interrupted,
+// running elsewhere) are listed with their Status, as leaves of the turn they followed.
 func (a *Service) TurnTreePage(ctx context.Context, conv, after string, limit int) ([]storage.TurnNode, string, error) {
 	nodes, next, err := a.store.TurnTreePage(ctx, conv, after, limit)
 	if err != nil {
 		return nil, "", err
 	}
-	out := make([]storage.TurnNode, 0, len(nodes))
-	for _, n := range nodes {
-		if n.Status == trace.StatusCompleted {
-			out = append(out, *n)
-		}
+	out := make([]storage.TurnNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = *n
 	}
 	return out, next, nil
 }

@@ -254,6 +254,14 @@ func (m *Memory) TurnTreePage(ctx context.Context, id, after string, limit int) 
 	next := ""
 	if from+limit < len(c.order) {
 		next = c.order[from+limit-1]
+	} else {
+		// the last page: the turns kept beside the branches, as the real backend lists them
+		for _, k := range m.kept {
+			if k.conv == id {
+				out = append(out, storage.TurnNode{Key: k.kt.Key, Parent: k.parent, Index: k.kt.Index, Status: k.kt.Status,
+					Error: k.kt.Reason, Started: k.kt.Turn.Started, InputPreview: firstValue(k.kt.Turn.Inputs)})
+			}
+		}
 	}
 	return out, next, nil
 }
