@@ -42,16 +42,7 @@ func (f *flakyLM) Call(ctx context.Context, req lm.Request) (lm.Response, error)
 // request in the wire pane under every strategy); ctrl+r retries it paying only the
 // failed call; a failed turn can be edited and retried, or deleted.
 func TestFailedTurnInTheWorkbench(t *testing.T) {
-	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	model := &flakyLM{inner: llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})}
-	svc := sessions.New(st, model)
-	svc.SetAgentDirs()
-	r := &real{Service: svc, store: st}
-	r.converse(t, "SupportAgent", "failures", "I can't log in")
+	r, model := flaky(t)
 	hs := newHarness(t, r, 140, 60)
 	hs.press("enter")
 
