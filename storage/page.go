@@ -252,6 +252,27 @@ func (s *Store) Locate(ctx context.Context, convID, key string) (string, int, er
 	return "", 0, fmt.Errorf("storage: turn %s is on no branch of conversation %q: %w", key, convID, ErrNotFound)
 }
 
+// CountRequests counts the model requests of the given turns: their calls that asked a
+// model and got an answer (no inner calls, no error), without loading any.
+func (s *Store) CountRequests(ctx context.Context, keys []string) (int, error) {
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		id, err := parseTurnKey(k)
+		if err != nil {
+			return 0, err
+		}
+		ids[i] = id
+	}
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM calls c WHERE c.turn_id IN (SELECT value FROM json_each(?))
+		AND c.error = '' AND NOT EXISTS (SELECT 1 FROM calls ch WHERE ch.turn_id = c.turn_id AND ch.parent_key = c.call_key)`,
+		idsJSON(ids)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("storage: count requests: %w", err)
+	}
+	return n, nil
+}
+
 // LoadOptions choose how much of each call LoadBranchWith reassembles.
 type LoadOptions struct {
 	// NoRequests leaves out each call's request messages, completion and raw HTTP bodies,

@@ -224,3 +224,44 @@ func TestLoadWithNoRequests(t *testing.T) {
 		}
 	}
 }
+
+// CountRequests counts what a loaded turn's leaf calls without an error count: the
+// model requests undo reports as rolled back.
+func TestCountRequests(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	var keys []string
+	want := 0
+	for i := range 4 {
+		tr := fixtureTurn(i, 0, false) // a planner with a nested tool call, and an answer
+		if i == 2 {
+			tr.Calls[1].Error = "answer failed"
+		}
+		k, err := s.AppendTurn(ctx, "S", MainBranch, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+		trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) {
+			if len(c.Children) == 0 && c.Error == "" {
+				want++
+			}
+		})
+	}
+	for _, ks := range [][]string{keys, keys[2:3], nil} {
+		got, err := s.CountRequests(ctx, ks)
+		exp := 0
+		if len(ks) == len(keys) {
+			exp = want
+		} else if len(ks) == 1 {
+			exp = 1 // the tool call; the answer failed
+		}
+		if err != nil || got != exp {
+			t.Errorf("CountRequests(%v) = %d, %v; want %d", ks, got, err, exp)
+		}
+	}
+	if want != 7 {
+		t.Fatalf("fixture has %d requests, want 7", want)
+	}
+}

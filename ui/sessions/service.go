@@ -442,14 +442,14 @@ func (a *Service) Undo(ctx context.Context, conv, branch string, steps int) (Und
 		return UndoResult{}, err
 	}
 	res := UndoResult{Turns: len(keys)}
-	turns := a.cachedTurns(conv, branch, keys)
-	if turns == nil {
-		if turns, err = a.store.LoadTurnsWith(ctx, keys, storage.LoadOptions{NoRequests: true}); err != nil {
-			return res, fmt.Errorf("undo on %s: the undone turns: %w", branch, err)
+	if turns := a.cachedTurns(conv, branch, keys); turns != nil {
+		for _, t := range turns {
+			res.Calls += requests(t.Calls)
 		}
+		return res, nil
 	}
-	for _, t := range turns {
-		res.Calls += requests(t.Calls)
+	if res.Calls, err = a.store.CountRequests(ctx, keys); err != nil {
+		return res, fmt.Errorf("undo on %s: the undone turns: %w", branch, err)
 	}
 	return res, nil
 }
