@@ -208,7 +208,7 @@ func TestScenarioACallsAndExamples(t *testing.T) {
 	}
 	var b strings.Builder
 	PrintTraceTree(&b, s.Turns()[1], "SupportAgent")
-	want := "▼ [Turn 2] SupportAgent\n" +
+	want := "▼ [Turn 1] SupportAgent\n" +
 		"  Inputs: question=\"The reset email never arrives\"\n" +
 		"  ├─ classify (Predict)  → intent=\"technical\"\n" +
 		"  └─ respond (Predict)   → reply=\"Let's check your spam folder.\"\n" +

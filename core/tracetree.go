@@ -14,17 +14,19 @@ import (
 
 // PrintTraceTree prints a turn and its call records as the seed's §4.3 tree:
 //
-//	▼ [Turn 2] SupportAgent
+//	▼ [Turn 1] SupportAgent
 //	  Inputs: question="The reset email never arrives."
 //	  ├─ classify (Predict)  → intent="technical"
 //	  └─ respond (Predict)   → reply="Let's check your spam folder..."
 //	  Outputs: reply="Let's check your spam folder..."
 //
-// Turns are numbered from 1 in the heading. The calls made in one scored attempt of a
+// The heading numbers the turn by its index, as every sessionbench view does (the
+// seed's picture counts from 1; a turn has one number across the workbench, the CLI
+// and the exports). The calls made in one scored attempt of a
 // retrying step (seed 003) hang under a line of that attempt, the run's best marked;
 // an attempt that made no call (a tool step) is a line of its own (trace.Tree).
 func PrintTraceTree(w io.Writer, t *trace.Turn, name string) {
-	fmt.Fprintf(w, "▼ [Turn %d] %s\n", t.Index+1, name)
+	fmt.Fprintf(w, "▼ [Turn %d] %s\n", t.Index, name)
 	fmt.Fprintf(w, "  Inputs: %s\n", kvLine(t.Inputs))
 	nodes := trace.Tree(t.Calls, t.Attempts)
 	width := 0

@@ -59,7 +59,7 @@ func TestSessionCommands(t *testing.T) {
 		{[]string{"session", "ls", "--db", db}, 0, "conv1"},
 		{[]string{"session", "show", "conv1", "--db", db}, 0, "turns on main:"},
 		{[]string{"session", "show", "conv1", "--tree", "--db", db}, 0,
-			"\n▼ [Turn 3] support\n  Inputs: question=\"thanks\"\n  └─ reply (Predict)  → reply=\"answer thanks\"\n  Outputs: reply=\"answer thanks\"\n"},
+			"\n▼ [Turn 2] support\n  Inputs: question=\"thanks\"\n  └─ reply (Predict)  → reply=\"answer thanks\"\n  Outputs: reply=\"answer thanks\"\n"},
 		{[]string{"session", "fork", "conv1", "--at", "1", "--name", "alt", "--db", db}, 0, `forked "alt" from "main" at turn 1: 2 shared turns`},
 		{[]string{"session", "fork", "conv1", "--at", "9", "--name", "bad", "--db", db}, 1, "out of range (0-2)"},
 		{[]string{"session", "fork", "conv1", "--name", "x", "--db", db}, 2, "--at N"},
