@@ -168,3 +168,31 @@ func TestUsageEstimatedWhenNotReported(t *testing.T) {
 		t.Errorf("reported usage %+v", c.Usage)
 	}
 }
+
+// TestRequestTooLarge: a body over the proxy's bound is refused with 413 and never sent.
+func TestRequestTooLarge(t *testing.T) {
+	up := newUpstream(t)
+	sent := false
+	up.answer = func(w http.ResponseWriter, _ *http.Request, _ []byte) { sent = true }
+	srv, _ := New(Options{Upstream: Upstream{BaseURL: up.URL}, Recorder: newMemRecorder()})
+	px := httptest.NewServer(srv)
+	defer px.Close()
+	resp, err := http.Post(px.URL+"/chat/completions", "application/json", io.LimitReader(zeros{}, maxRequest+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "larger than 64 MiB") || sent {
+		t.Fatalf("status %d, body %s, sent upstream: %v", resp.StatusCode, b, sent)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}

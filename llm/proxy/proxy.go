@@ -7,7 +7,8 @@
 // Keys: the caller's Authorization is passed through (or replaced by the configured
 // key); no key or header is ever recorded or logged, and key text that an upstream
 // echoes is redacted from what is recorded. Memory: what is recorded of a request or a
-// response is bounded (Options.MaxRecord); what passes through is not.
+// response is bounded (Options.MaxRecord); a request body is held whole while it is
+// forwarded (64 MiB at most, else 413); a response streams through unbounded.
 package proxy
 
 import (
@@ -24,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -35,6 +37,9 @@ const (
 
 // DefaultMaxRecord bounds what is kept of one request body and of one response.
 const DefaultMaxRecord = 16 << 20
+
+// maxRequest bounds a request body, which is held whole while it is forwarded.
+const maxRequest = 64 << 20
 
 // Upstream is where requests go.
 type Upstream struct {
@@ -135,22 +140,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeoutCause(ctx, s.opts.Upstream.Total, errTotal)
 		defer cancel()
 	}
-	var body io.Reader = http.NoBody
+	// The caller's body is read whole before it goes upstream: Go's server may close a
+	// request body once the response's headers are flushed, so a body still being
+	// streamed upstream when the answer starts would cut the upstream connection.
+	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
-		body = io.TeeReader(r.Body, &ex.req)
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, maxRequest+1))
+		ex.req.Write(body)
+		switch {
+		case err != nil:
+			ex.callerGone = r.Context().Err() != nil
+			ex.fail(w, http.StatusBadRequest, fmt.Errorf("reading the request: %w", err))
+			return
+		case len(body) > maxRequest:
+			ex.fail(w, http.StatusRequestEntityTooLarge, fmt.Errorf("the request is larger than %s", limits.Bytes(maxRequest)))
+			return
+		}
 	}
-	out, err := http.NewRequestWithContext(ctx, r.Method, s.target(r.URL), body)
+	out, err := http.NewRequestWithContext(ctx, r.Method, s.target(r.URL), bytes.NewReader(body))
 	if err != nil {
 		ex.fail(w, http.StatusBadGateway, fmt.Errorf("building the upstream request: %w", err))
 		return
 	}
-	out.ContentLength = r.ContentLength
+	if body == nil {
+		out.Body, out.ContentLength = http.NoBody, 0
+	}
 	s.outHeaders(out.Header, r.Header)
 	resp, err := s.client.Do(out)
 	if err != nil {
-		// Read what the caller sent, so the record has the request even when the
-		// upstream never took it.
-		_, _ = io.Copy(io.Discard, body)
 		status := http.StatusBadGateway
 		if errors.Is(context.Cause(ctx), errTotal) {
 			status, err = http.StatusGatewayTimeout, fmt.Errorf("no complete answer within %s: %w", s.opts.Upstream.Total, err)
