@@ -84,6 +84,14 @@ func (b *BranchSink) Began() string {
 	return b.began
 }
 
+// forkPoint says where a branch for a turn at index i starts.
+func forkPoint(i int) string {
+	if i == 0 {
+		return "empty (the turn was the first)"
+	}
+	return fmt.Sprintf("after turn %d", i-1)
+}
+
 // resumable says why turn n cannot be taken up on branch br, or nil.
 func resumable(n *TurnNode, br *Branch) error {
 	switch {
@@ -92,8 +100,8 @@ func resumable(n *TurnNode, br *Branch) error {
 	case n.Status == trace.StatusRunning && n.Owner != nil && n.Owner.Alive:
 		return fmt.Errorf("storage: turn %s is running in %s: %w", n.Key, n.Owner, ErrBusy)
 	case n.Parent != nullKey(br.tipID):
-		return fmt.Errorf("storage: branch %q moved since turn %s began (its tip is now %s): retry it on a branch forked at turn %d: %w",
-			br.Name, n.Key, dash(nullKey(br.tipID)), n.Index-1, ErrConflict)
+		return fmt.Errorf("storage: branch %q moved on since turn %s began (its tip is now turn %s): retry it on a new branch that starts %s: %w",
+			br.Name, n.Key, dash(nullKey(br.tipID)), forkPoint(n.Index), ErrConflict)
 	}
 	return nil
 }

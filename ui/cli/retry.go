@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -107,6 +108,10 @@ func runRetry(ctx context.Context, env Env) int {
 	start := time.Now()
 	t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)
 	out := turnPrinter{env: env, json: sf.json, conv: n.Conv, branch: on}
+	if err != nil && branch == "" && errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrBusy) {
+		// The branch went on past the turn (it was retried, or others were sent).
+		return fail(storeError, "%v\nto retry it on a new branch: sessionbench session retry %s --branch NAME%s", err, key, dbFlag(sf.db))
+	}
 	if err != nil {
 		return out.failed(ctx, "turn "+key, 0, err, sf.db)
 	}

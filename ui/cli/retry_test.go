@@ -114,9 +114,14 @@ func TestRetryFromTheFailure(t *testing.T) {
 			if len(kept) != 1 || kept[0].Key != failed.Turn || kept[0].Status != trace.StatusFailed {
 				t.Errorf("the failed turn after its retry: %+v", kept)
 			}
+			// session show says where it was retried, and offers no retry of it any more.
+			_, out, _ = runMain(context.Background(), "session", "show", failed.Conversation, "--db", db)
+			if !strings.Contains(out, "retried as ["+done.Turn+"] on main") || strings.Contains(out, "retry: sessionbench session retry "+failed.Turn) {
+				t.Errorf("session show after the retry:\n%s", out)
+			}
 			// Retrying it again: the branch has moved on; --branch retries on a fork.
 			code, _, errs = runMain(context.Background(), "session", "retry", failed.Turn, "--base-url", good.URL+"/v1", "--model", "m", "--db", db)
-			if code != 1 || !strings.Contains(errs, "moved since turn") {
+			if code != 1 || !strings.Contains(errs, "moved on since turn") || !strings.Contains(errs, "session retry "+failed.Turn+" --branch NAME") {
 				t.Errorf("second retry: exit %d %s", code, errs)
 			}
 			code, _, errs = runMain(context.Background(), "session", "retry", failed.Turn, "--branch", "again", "--base-url", good.URL+"/v1",

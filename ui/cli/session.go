@@ -492,7 +492,11 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 	if len(turns) == 0 {
 		fmt.Fprintln(w, "  (none)")
 	}
+	retriedAs := map[string]string{} // a kept turn's key -> the turn that retried it
 	for _, t := range turns {
+		if t.RetryOf != "" {
+			retriedAs[t.RetryOf] = t.Key
+		}
 		score := ""
 		if t.Score != nil {
 			score = "  score " + strconv.FormatFloat(*t.Score, 'g', -1, 64)
@@ -525,6 +529,8 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 		case capture.Recorded(c.Agent):
 			// its program runs outside sessionbench: nothing here can run the turn again
 			fmt.Fprintln(w, "         recorded by the proxy: not retried here")
+		case retriedAs[k.Key] != "":
+			fmt.Fprintf(w, "         retried as [%s] on %s\n", retriedAs[k.Key], branch)
 		case k.Status.Retryable():
 			fmt.Fprintf(w, "         retry: sessionbench session retry %s%s\n", k.Key, db)
 		}

@@ -160,7 +160,7 @@ func TestDiscardAndStale(t *testing.T) {
 	if !p.Stale || p.CallsExpected != 0 {
 		t.Errorf("pending after the tip moved: %+v, want stale", p)
 	}
-	if _, err := a.Resume(ctx, p.TurnKey, nil); err == nil || !strings.Contains(err.Error(), `branch "main" moved since turn`) {
+	if _, err := a.Resume(ctx, p.TurnKey, nil); err == nil || !strings.Contains(err.Error(), `branch "main" moved on since turn`) {
 		t.Errorf("resume of a stale turn: %v", err)
 	}
 	if err := a.Discard(ctx, p.TurnKey); err != nil {
