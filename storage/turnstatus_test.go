@@ -208,7 +208,7 @@ func TestFailedTurnRetry(t *testing.T) {
 		t.Fatalf("the failed turn after its retry: %+v", kept)
 	}
 	// It cannot be retried again here: the branch moved on.
-	if err := s.Sink("S", MainBranch).Resume(ctx, key); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "fork") {
+	if err := s.Sink("S", MainBranch).Resume(ctx, key); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "new branch that starts after turn 1") {
 		t.Errorf("retry after the branch moved: %v", err)
 	}
 	if err := s.Sink("S", MainBranch).Resume(ctx, k2); !errors.Is(err, ErrConflict) {
