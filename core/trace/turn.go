@@ -33,50 +33,37 @@ type Turn struct {
 func (t *Turn) Completed() bool { return t.Status == "" || t.Status == StatusCompleted }
 
 // Clone deep-copies the turn and its calls.
-func (t *Turn) Clone() *Turn {
-	if t == nil {
-		return nil
-	}
-	out := *t
-	out.Inputs = t.Inputs.Clone()
-	out.Outputs = t.Outputs.Clone()
-	out.History = t.History.Clone()
-	if t.Score != nil {
-		s := *t.Score
-		out.Score = &s
-	}
-	out.Calls = make([]*Call, len(t.Calls))
-	for i, c := range t.Calls {
-		out.Calls[i] = c.Clone()
-	}
-	if t.Attempts != nil {
-		out.Attempts = make([]*Attempt, len(t.Attempts))
-		for i, a := range t.Attempts {
-			out.Attempts[i] = a.Clone()
-		}
-	}
-	return &out
-}
+func (t *Turn) Clone() *Turn { return t.copy(false) }
 
 // Share copies the turn for a reader that does not change its history or requests: the
 // history's messages and each call's request are shared with t (a session never changes
 // them once recorded, so a long session's turns do not each carry a copy of everything
 // before them); the values, calls and attempts are copied.
-func (t *Turn) Share() *Turn {
+func (t *Turn) Share() *Turn { return t.copy(true) }
+
+func (t *Turn) copy(share bool) *Turn {
 	if t == nil {
 		return nil
 	}
 	out := *t
 	out.Inputs = t.Inputs.Clone()
 	out.Outputs = t.Outputs.Clone()
-	out.History = t.History.Share()
+	if share {
+		out.History = t.History.Share()
+	} else {
+		out.History = t.History.Clone()
+	}
 	if t.Score != nil {
 		s := *t.Score
 		out.Score = &s
 	}
 	out.Calls = make([]*Call, len(t.Calls))
 	for i, c := range t.Calls {
-		out.Calls[i] = c.Share()
+		if share {
+			out.Calls[i] = c.Share()
+		} else {
+			out.Calls[i] = c.Clone()
+		}
 	}
 	if t.Attempts != nil {
 		out.Attempts = make([]*Attempt, len(t.Attempts))
