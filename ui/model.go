@@ -211,12 +211,7 @@ func (m *Model) key(k tea.KeyPressMsg) tea.Cmd {
 		if cmd, ok := dispatch(k, m.editorGlobals()); ok {
 			return cmd
 		}
-		before := m.input.version
-		cmd := m.input.Update(k)
-		if m.input.version != before && m.showDryRun() && m.showWire {
-			cmd = tea.Batch(cmd, m.wire.scheduleDry(m.input.version))
-		}
-		return cmd
+		return m.input.Update(k)
 	}
 	var table []binding
 	switch m.focus {
@@ -378,6 +373,11 @@ func (m *Model) sync() []tea.Cmd {
 	}
 	if m.showWire && m.e.conv != nil {
 		cmds = append(cmds, m.wire.show(m.wireTarget()))
+		// The text changes by typing, and also when a refused send or a cancelled
+		// turn gives it back: either way its dry run is due.
+		if m.showDryRun() {
+			cmds = append(cmds, m.wire.scheduleDry(m.input.version))
+		}
 	}
 	if s, ok := m.topModal().(interface{ sync() tea.Cmd }); ok {
 		cmds = append(cmds, s.sync())

@@ -3,6 +3,8 @@ package ui_test
 import (
 	"strings"
 	"testing"
+
+	tea "charm.land/bubbletea/v2"
 )
 
 // openSlow opens a real backend whose demo model streams slowly, with the turns of
@@ -79,4 +81,22 @@ func lineWith(screen, s string) string {
 		}
 	}
 	return ""
+}
+
+// Enter while a turn runs gives the text back to the editor, and the wire pane's dry run
+// follows that text (it stayed at "rendering the text being typed…").
+func TestRefusedSendKeepsTheDryRun(t *testing.T) {
+	hs, _ := openSlow(t, 160, 40, "I can't log in")
+	hs.typeText("The reset email never arrives")
+	hs.send(keyMsg("enter"))
+	hs.pump(func() bool { return strings.Contains(hs.screen(), "● running") })
+	for _, r := range "a third question" { // typed while the turn runs
+		hs.send(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	hs.send(keyMsg("enter"))
+	assertContains(t, hs.screen(), "a turn is running", "● running")
+	hs.pump(func() bool {
+		return strings.Contains(hs.screen(), "a third question") && strings.Contains(hs.screen(), "[[ ## question ## ]]")
+	})
+	assertLacks(t, hs.screen(), "rendering the text being typed")
 }

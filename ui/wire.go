@@ -24,6 +24,7 @@ type wirePane struct {
 
 	target wireTarget
 	dry    dryState
+	asked  dryAsk // the dry run last scheduled
 	vp     viewport.Model
 	// memoKey names what the viewport's content was drawn from
 	memoKey string
@@ -44,6 +45,9 @@ type dryState struct {
 	rs       []sessions.Rendering
 	err      error
 }
+
+// dryAsk is an input version and strategy a dry run was scheduled for.
+type dryAsk struct{ version, strategy int }
 
 type (
 	dryTickMsg struct{ version int }
@@ -106,11 +110,14 @@ func (p *wirePane) show(t wireTarget) tea.Cmd {
 	return p.e.previews.fetch(p.e, r)
 }
 
-// scheduleDry debounces: the dry run starts when typing pauses for 250ms.
+// scheduleDry debounces: the dry run starts when typing pauses for 250ms. It is asked
+// after every update, so it schedules each input version once.
 func (p *wirePane) scheduleDry(version int) tea.Cmd {
-	if p.dry.version == version && p.dry.strategy == p.strategy {
+	want := dryAsk{version, p.strategy}
+	if p.dry.version == version && p.dry.strategy == p.strategy || p.asked == want {
 		return nil
 	}
+	p.asked = want
 	return tea.Tick(250*time.Millisecond, func(time.Time) tea.Msg { return dryTickMsg{version: version} })
 }
 
