@@ -140,7 +140,7 @@ func TestCallTreeShowsToolOnlyAttempts(t *testing.T) {
 	hs.press("enter")        // open it
 	hs.press("esc", "enter") // focus the tree
 	screen := hs.screen()
-	assertContains(t, screen, "1 calls · 3 attempts")
+	assertContains(t, screen, "1 call · 3 attempts")
 	rows := treeRows(screen, "attempt 1 · compute", 4)
 	for i, want := range []string{"├──   attempt 1 · compute  score 0  ★ best", "├──   attempt 2 · compute  score 0",
 		"├──   attempt 3 · compute  score 0", "└──   answerer"} {

@@ -345,7 +345,7 @@ func (t *callTree) footer() string {
 		return ""
 	}
 	if t.nAttempts > 0 {
-		return fmt.Sprintf(" %d/%d · %d calls · %d attempts ", t.sel+1, len(t.rows), n, t.nAttempts)
+		return fmt.Sprintf(" %d/%d · %s · %s ", t.sel+1, len(t.rows), count(n, "call"), count(t.nAttempts, "attempt"))
 	}
-	return fmt.Sprintf(" %d/%d · %d calls ", t.sel+1, len(t.rows), n)
+	return fmt.Sprintf(" %d/%d · %s ", t.sel+1, len(t.rows), count(n, "call"))
 }

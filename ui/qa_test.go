@@ -113,7 +113,7 @@ func TestStreamLoopRestartsText(t *testing.T) {
 	hs.typeText("go")
 	hs.send(keyMsg("enter"))
 	hs.pump(func() bool { return strings.Contains(hs.screen(), "second try") })
-	assertContains(t, hs.screen(), "1 call(s) done")
+	assertContains(t, hs.screen(), "1 call done")
 	assertLacks(t, hs.screen(), "first try")
 	hs.send(keyMsg("esc"))
 	hs.settle()

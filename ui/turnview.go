@@ -153,7 +153,7 @@ func streamLines(r renderer, st *streamState, w int) []string {
 		label += " · writing " + termtext.OneLine(st.field)
 	}
 	if st.calls > 0 {
-		label += fmt.Sprintf(" · %d call(s) done", st.calls)
+		label += " · " + count(st.calls, "call") + " done"
 	}
 	out = append(out, s.AssistantLabel.Render(label))
 	for _, f := range st.outputs[st.path] {
