@@ -23,8 +23,25 @@ type Catalog struct {
 	agents []demo.Agent
 	errs   []error
 	// byPath holds agents loaded from an explicit path (a conversation started with
-	// `--agent FILE`), by absolute path; they are listed next to the found ones.
-	byPath map[string]demo.Agent
+	// `--agent FILE`), by absolute path, with the file's size and modification time when
+	// it was read: a file edited since is read again. They are listed next to the found
+	// ones.
+	byPath map[string]pathAgent
+}
+
+// pathAgent is an agent loaded from an explicit path and the file's stamp then.
+type pathAgent struct {
+	agent demo.Agent
+	stamp string
+}
+
+// fileStamp is a file's size and modification time ("" when it cannot be read).
+func fileStamp(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d\x00%d", st.Size(), st.ModTime().UnixNano())
 }
 
 // NewCatalog is the catalogue over agent directories (AgentDirs(os.Getenv) by default,
@@ -76,12 +93,48 @@ func (c *Catalog) Files() []demo.Agent {
 		c.stamp = s
 	}
 	out := append([]demo.Agent(nil), c.agents...)
-	for _, ag := range c.byPath {
-		if !hasSource(out, ag.Source) {
-			out = append(out, ag)
+	for _, p := range c.byPath {
+		if !hasSource(out, p.agent.Source) {
+			out = append(out, p.agent)
 		}
 	}
 	return out
+}
+
+// found is the agent of the directories' listing whose file is at abs.
+func (c *Catalog) found(abs string) (demo.Agent, bool) {
+	c.Files() // brings the listing up to date
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ag := range c.agents {
+		if absPath(ag.Source) == abs {
+			return ag, true
+		}
+	}
+	return demo.Agent{}, false
+}
+
+// byFile is the agent of the file at abs (not in the directories), read again when its
+// size or modification time changed since it was last read.
+func (c *Catalog) byFile(abs string) (demo.Agent, error) {
+	stamp := fileStamp(abs)
+	c.mu.Lock()
+	p, ok := c.byPath[abs]
+	c.mu.Unlock()
+	if ok && stamp != "" && p.stamp == stamp {
+		return p.agent, nil
+	}
+	ag, err := LoadAgentFile(abs)
+	if err != nil {
+		return demo.Agent{}, err
+	}
+	c.mu.Lock()
+	if c.byPath == nil {
+		c.byPath = map[string]pathAgent{}
+	}
+	c.byPath[abs] = pathAgent{agent: ag, stamp: stamp}
+	c.mu.Unlock()
+	return ag, nil
 }
 
 func hasSource(list []demo.Agent, src string) bool {
@@ -120,26 +173,14 @@ func (c *Catalog) Resolve(ref string) (demo.Agent, error) {
 	if ag, ok := demo.Lookup(ref); ok {
 		return ag, nil
 	}
-	files := c.Files()
 	if isPath(ref) {
 		abs := absPath(ref)
-		for _, ag := range files {
-			if absPath(ag.Source) == abs {
-				return ag, nil
-			}
+		if ag, ok := c.found(abs); ok {
+			return ag, nil
 		}
-		ag, err := LoadAgentFile(abs)
-		if err != nil {
-			return demo.Agent{}, err
-		}
-		c.mu.Lock()
-		if c.byPath == nil {
-			c.byPath = map[string]demo.Agent{}
-		}
-		c.byPath[abs] = ag
-		c.mu.Unlock()
-		return ag, nil
+		return c.byFile(abs)
 	}
+	files := c.Files()
 	for _, ag := range files {
 		if strings.EqualFold(ag.Name, ref) {
 			return ag, nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessionbench/sessionbench/demo"
 )
@@ -129,6 +130,60 @@ func TestAgentByPath(t *testing.T) {
 	}
 	if _, err := a.NewConversation(ctx, "NoSuchAgent", ""); err == nil || !strings.Contains(err.Error(), "SupportAgent") {
 		t.Errorf("unknown agent error %v should list the known agents", err)
+	}
+}
+
+// An agent file named by path is read again when it changes: a conversation started
+// with it runs the edited agent (and keeps running the same one while it does not).
+func TestAgentByPathReread(t *testing.T) {
+	ctx := context.Background()
+	a, _, _, _ := newWorkbench(t)
+	path := writeAgent(t, t.TempDir(), "tr.toml", "translate.toml", nil)
+	c, err := a.NewConversation(ctx, path, "by path")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name, language, wantDesc string
+	}{
+		{"as written", "", "Fixes spelling"},
+		{"edited", "German", "Edited: German"},
+		{"unchanged since", "", "Edited: German"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.language != "" {
+				writeAgent(t, filepath.Dir(path), "tr.toml", "translate.toml", func(s string) string {
+					s = strings.Replace(s, `target_language = "French"`, `target_language = "`+st.language+`"`, 1)
+					return strings.Replace(s, `description = "Fixes`, `description = "Edited: `+st.language+`. Fixes`, 1)
+				})
+				later := time.Now().Add(time.Duration(len(st.name)) * time.Second) // a new mtime even on a coarse clock
+				if err := os.Chtimes(path, later, later); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ag, err := a.files.Resolve(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(ag.Description, st.wantDesc) {
+				t.Errorf("description %q, want it to start with %q", ag.Description, st.wantDesc)
+			}
+			tr := mustSend(t, a, c.ID, "main", map1("text", "i has a apple"))
+			lang := "French"
+			if strings.HasPrefix(st.wantDesc, "Edited") {
+				lang = "German"
+			}
+			var sent string
+			for _, call := range tr.Calls {
+				if v, ok := call.Inputs.Get("target_language"); ok {
+					sent, _ = v.(string)
+				}
+			}
+			if sent != lang {
+				t.Errorf("the turn ran with target_language %q, want %q", sent, lang)
+			}
+		})
 	}
 }
 
