@@ -29,7 +29,13 @@ func scanChat(s *sig.Signature, completion string) (out *sig.Map, ok bool) {
 		return nil, false
 	}
 	var found [maxScanFields]bool
-	var vals [maxScanFields]any
+	// The result is made first and its values written in place (no copy); a completion
+	// the general path takes over only wastes it.
+	var names [maxScanFields]string
+	for i, f := range s.Outputs {
+		names[i] = f.Name
+	}
+	out, vals := sig.MakeMap(names[:n])
 	missing := n
 	// cur is the field whose section is open (-1: none or not ours); textStart its text.
 	cur, textStart := -1, 0
@@ -99,11 +105,7 @@ func scanChat(s *sig.Signature, completion string) (out *sig.Map, ok bool) {
 	if !finish(len(completion)) || missing != 0 {
 		return nil, false
 	}
-	var names [maxScanFields]string
-	for i, f := range s.Outputs {
-		names[i] = f.Name
-	}
-	return sig.NewMapOf(names[:n], vals[:n]), true
+	return out, true
 }
 
 // blankRest reports whether the rest of a completion up to the next header is blank, so
@@ -140,10 +142,15 @@ func outputIndex(s *sig.Signature, name string) int {
 // \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
 func hasOtherLineBreaks(s string) bool {
 	i := 0
-	// Eight bytes at a time: only words holding a control or non-ASCII byte are looked at.
+	// Eight bytes at a time: only words holding a non-ASCII byte or a control character
+	// other than \n and \t are looked at.
+	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	zero := func(y uint64) uint64 { return ^(((y & lo7) + lo7) | y) & hi } // 0x80 where a byte is 0
 	for ; i+8 <= len(s); i += 8 {
 		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
-		if (x|(x-0x2020202020202020))&0x8080808080808080 == 0 {
+		control := ^(((x & lo7) + 0x6060606060606060) | x) & hi // ASCII bytes below 0x20
+		control &^= zero(x^0x0a0a0a0a0a0a0a0a) | zero(x^0x0909090909090909)
+		if (control | x&hi) == 0 {
 			continue
 		}
 		if otherLineBreak(s, i, i+8) {
@@ -244,39 +251,87 @@ func scanValue(t *sig.Type, text string) (any, bool) {
 // value out of range, is not plain.
 func plainNumber(text string) (f float64, n int64, isFloat, ok bool) {
 	i := 0
-	if i < len(text) && text[i] == '-' {
+	neg := i < len(text) && text[i] == '-'
+	if neg {
 		i++
 	}
-	digits := func() int {
+	// mant collects up to 19 significant digits; digits counts them all, point those
+	// after the decimal point: exact small values skip strconv (see below).
+	var mant uint64
+	nd, point := 0, 0
+	digits := func(frac bool) int {
 		j := i
 		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			if nd < 19 {
+				mant = mant*10 + uint64(text[i]-'0')
+			}
+			nd++
+			if frac {
+				point++
+			}
 			i++
 		}
 		return i - j
 	}
 	start := i
-	if d := digits(); d == 0 || d > 1 && text[start] == '0' {
+	if d := digits(false); d == 0 || d > 1 && text[start] == '0' {
 		return 0, 0, false, false
 	}
 	if i < len(text) && text[i] == '.' {
 		i++
-		if digits() == 0 {
+		if digits(true) == 0 {
 			return 0, 0, false, false
 		}
 		isFloat = true
 	}
+	exp := 0 // the exponent when it is short enough to matter to the fast path
 	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
 		i++
-		if i < len(text) && (text[i] == '+' || text[i] == '-') {
+		minus := i < len(text) && text[i] == '-'
+		if i < len(text) && (text[i] == '+' || minus) {
 			i++
 		}
-		if digits() == 0 {
+		j := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			if i-j < 4 {
+				exp = exp*10 + int(text[i]-'0')
+			} else {
+				exp = 1 << 20 // too long for the fast path: strconv decides
+			}
+			i++
+		}
+		if i == j {
 			return 0, 0, false, false
+		}
+		if minus {
+			exp = -exp
 		}
 		isFloat = true
 	}
 	if i != len(text) {
 		return 0, 0, false, false
+	}
+	// Clinger's fast path: a mantissa of at most 15 digits and a power of ten up to 22 are
+	// both exact doubles, so one multiplication or division rounds correctly (as
+	// strconv.ParseFloat does for them too).
+	if e := exp - point; isFloat && nd <= 15 && e >= -22 && e <= 22 {
+		f = float64(mant)
+		if e < 0 {
+			f /= pow10[-e]
+		} else {
+			f *= pow10[e]
+		}
+		if neg {
+			f = -f
+		}
+		return f, 0, true, true
+	}
+	if !isFloat && nd <= 18 {
+		n = int64(mant)
+		if neg {
+			n = -n
+		}
+		return 0, n, false, true
 	}
 	var err error
 	if isFloat {
@@ -286,3 +341,6 @@ func plainNumber(text string) (f float64, n int64, isFloat, ok bool) {
 	}
 	return f, n, isFloat, err == nil
 }
+
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+	1e17, 1e18, 1e19, 1e20, 1e21, 1e22}

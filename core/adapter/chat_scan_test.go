@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,7 +84,10 @@ func TestScanChatMatchesLines(t *testing.T) {
 // The numbers the scan reads itself are read as literal_eval reads them.
 func TestPlainNumber(t *testing.T) {
 	for _, text := range []string{"0", "-0", "7", "-12", "9223372036854775807", "0.5", "-0.25", "1e3", "1E-3", "2.5e+10",
-		"0.1", "123456789.123456789", "5e-324"} {
+		"0.1", "123456789.123456789", "5e-324", "0.9", "-0.9", "3.14159", "1.7976931348623157e308", "4.9e-324",
+		"123456789012345.6", "1234567890123456.7", "0.000001", "1e22", "1e23", "9007199254740993", "9007199254740993.0",
+		"2.2250738585072011e-308", "1e-22", "1e-23", "123e-20", "99999999999999999", "999999999999999999",
+		"1000000000000000000", "-9223372036854775807", "0.1e1", "12.5E-1", "1e0005", "1e-0005"} {
 		f, n, isFloat, ok := plainNumber(text)
 		if !ok {
 			t.Fatalf("%q: not plain", text)
@@ -98,6 +102,11 @@ func TestPlainNumber(t *testing.T) {
 		}
 		if !py.Same(got, want) || sig.KindName(got) != sig.KindName(want) {
 			t.Errorf("%q: %v (%s), literal_eval %v (%s)", text, got, sig.KindName(got), want, sig.KindName(want))
+		}
+		if isFloat {
+			if want, _ := strconv.ParseFloat(text, 64); math.Float64bits(f) != math.Float64bits(want) {
+				t.Errorf("%q: %v, strconv %v", text, f, want)
+			}
 		}
 		if RepairLoads(text) != "" {
 			t.Errorf("%q: json_repair finds structure in a bare number", text)
@@ -128,4 +137,26 @@ func FuzzScanChat(f *testing.F) {
 		}
 		sameParse(t, s, completion)
 	})
+}
+
+// hasOtherLineBreaks looks at eight bytes at a time: every boundary Python's splitlines
+// knows besides \n is found wherever it sits (each offset in a word, across two words),
+// and text of \n, \t and other bytes is not mistaken for one.
+func TestHasOtherLineBreaks(t *testing.T) {
+	breaks := []string{"\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\u0085", "\u2028", "\u2029"}
+	plain := []string{"\n", "\t", "\x1f", "\x00", "\x7f", " ", "é", "\u2027", "\u202a", "\u0084"}
+	for _, pad := range []int{0, 1, 5, 6, 7, 8, 13, 15} {
+		for _, br := range breaks {
+			s := strings.Repeat("a\nb\t", 4)[:pad] + br + "tail text\n"
+			if !hasOtherLineBreaks(s) {
+				t.Errorf("%q: the break %q at %d is not found", s, br, pad)
+			}
+		}
+		for _, p := range plain {
+			s := strings.Repeat("a\nb\t", 4)[:pad] + p + "tail\ntext\t\n"
+			if hasOtherLineBreaks(s) {
+				t.Errorf("%q: %q at %d taken for a line break", s, p, pad)
+			}
+		}
+	}
 }

@@ -68,6 +68,23 @@ func TestStripAndSplitLines(t *testing.T) {
 	if got := py.Strip("\u200bx"); got != "\u200bx" {
 		t.Errorf("zero-width space is not whitespace in Python: %q", got)
 	}
+	// Every edge: each character below U+3001 alone, around a letter and in a run with
+	// ASCII blanks, stripped as Python's isspace() says.
+	for r := rune(0); r <= 0x3000; r++ {
+		c := string(r)
+		for _, s := range []string{c, c + "x" + c, " \t" + c + "x" + c + "\n ", c + c + "x"} {
+			want := strings.TrimFunc(s, py.IsSpace)
+			if got := py.Strip(s); got != want {
+				t.Fatalf("Strip(%q) = %q, want %q", s, got, want)
+			}
+			if got, want := py.LStrip(s), strings.TrimLeftFunc(s, py.IsSpace); got != want {
+				t.Fatalf("LStrip(%q) = %q, want %q", s, got, want)
+			}
+			if got, want := py.RStrip(s), strings.TrimRightFunc(s, py.IsSpace); got != want {
+				t.Fatalf("RStrip(%q) = %q, want %q", s, got, want)
+			}
+		}
+	}
 	got := py.SplitLines("a\r\nb\rc\nd\u2028e\x0bf\n")
 	if strings.Join(got, "|") != "a|b|c|d|e|f" {
 		t.Errorf("PySplitLines = %q", got)

@@ -105,15 +105,34 @@ func Dedent(text string) string {
 
 // Strip removes leading and trailing whitespace as Python's str.strip() does, which
 // also treats U+001C..U+001F as whitespace (Go's strings.TrimSpace does not).
-func Strip(s string) string {
-	return strings.TrimFunc(s, IsSpace)
-}
+func Strip(s string) string { return RStrip(LStrip(s)) }
 
 // RStrip is Python's str.rstrip().
-func RStrip(s string) string { return strings.TrimRightFunc(s, IsSpace) }
+func RStrip(s string) string {
+	// ASCII edges are trimmed here; a non-ASCII last byte may end a wider space.
+	for len(s) > 0 && s[len(s)-1] < utf8.RuneSelf {
+		if !asciiSpace[s[len(s)-1]] {
+			return s
+		}
+		s = s[:len(s)-1]
+	}
+	return strings.TrimRightFunc(s, IsSpace)
+}
 
 // LStrip is Python's str.lstrip().
-func LStrip(s string) string { return strings.TrimLeftFunc(s, IsSpace) }
+func LStrip(s string) string {
+	for len(s) > 0 && s[0] < utf8.RuneSelf {
+		if !asciiSpace[s[0]] {
+			return s
+		}
+		s = s[1:]
+	}
+	return strings.TrimLeftFunc(s, IsSpace)
+}
+
+// asciiSpace marks the ASCII characters Python's str.isspace() is true for.
+var asciiSpace = [utf8.RuneSelf]bool{' ': true, '\t': true, '\n': true, '\v': true, '\f': true, '\r': true,
+	0x1c: true, 0x1d: true, 0x1e: true, 0x1f: true}
 
 // IsSpace reports whether Python's str.isspace() is true for r.
 func IsSpace(r rune) bool {

@@ -52,6 +52,15 @@ func NewMap(kv ...any) *Map {
 // NewMapOf builds a map of distinct keys and their values (already normalised), sized
 // exactly in one step: what a parse that found every field returns.
 func NewMapOf(keys []string, vals []any) *Map {
+	m, v := MakeMap(keys)
+	copy(v, vals)
+	return m
+}
+
+// MakeMap is NewMapOf for a caller that writes the values in place: it returns the map
+// of the distinct keys and the slice of their values (nil until written), which the
+// caller fills before the map is shared. A parse then copies no value.
+func MakeMap(keys []string) (*Map, []any) {
 	n := len(keys)
 	if n <= smallMap {
 		// One allocation for the map and its arrays (full: an added key reallocates).
@@ -61,15 +70,14 @@ func NewMapOf(keys []string, vals []any) *Map {
 			v [smallMap]any
 		}{}
 		copy(b.k[:], keys)
-		copy(b.v[:], vals[:n])
 		b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
-		return &b.m
+		return &b.m, b.m.vals
 	}
-	m := &Map{keys: append(make([]string, 0, n), keys...), vals: append(make([]any, 0, n), vals[:n]...)}
+	m := &Map{keys: append(make([]string, 0, n), keys...), vals: make([]any, n)}
 	if n > indexFrom {
 		m.reindex()
 	}
-	return m
+	return m, m.vals
 }
 
 // smallMap is the size up to which NewMapOf allocates a map in one piece.
