@@ -21,7 +21,7 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	}
 	if isModuleRecord(c) {
 		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · module: "+
-			count(len(c.Children), "inner call")+", no request of its own"))
+			termtext.Count(len(c.Children), "inner call")+", no request of its own"))
 	} else {
 		out = append(out, s.Title.Render(termtext.OneLine(c.Path))+s.Muted.Render("  "+termtext.OneLine(c.PredictorType)+" · "+termtext.OneLine(c.Adapter)+" adapter · "+termtext.OneLine(c.Model)))
 	}

@@ -345,7 +345,7 @@ func (t *callTree) footer() string {
 		return ""
 	}
 	if t.nAttempts > 0 {
-		return fmt.Sprintf(" %d/%d · %s · %s ", t.sel+1, len(t.rows), count(n, "call"), count(t.nAttempts, "attempt"))
+		return fmt.Sprintf(" %d/%d · %s · %s ", t.sel+1, len(t.rows), termtext.Count(n, "call"), termtext.Count(t.nAttempts, "attempt"))
 	}
-	return fmt.Sprintf(" %d/%d · %s ", t.sel+1, len(t.rows), count(n, "call"))
+	return fmt.Sprintf(" %d/%d · %s ", t.sel+1, len(t.rows), termtext.Count(n, "call"))
 }

@@ -459,7 +459,7 @@ func (p *chatPane) title() string {
 
 // footer is the pane's own status: turns, selection, state.
 func (p *chatPane) footer() string {
-	s := " " + count(p.total, "turn")
+	s := " " + termtext.Count(p.total, "turn")
 	if k := p.keptAt(p.sel); k != nil {
 		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected"
 	} else if k := p.noteAt(); k != nil {
@@ -468,7 +468,7 @@ func (p *chatPane) footer() string {
 		s += " · " + turnLabel(p.sel) + " selected"
 	}
 	if n := len(p.tail); n > 0 && p.keptAt(p.sel) == nil {
-		s += " · " + count(n, "kept turn") + " after the tip"
+		s += " · " + termtext.Count(n, "kept turn") + " after the tip"
 	}
 	if p.info.Status != "" {
 		s += " · " + termtext.OneLine(string(p.info.Status))
@@ -534,8 +534,8 @@ func (p *chatPane) undo() tea.Cmd {
 		case res.Turns == 0:
 			return opMsg{status: "nothing to undo on " + branch}
 		}
-		return opMsg{status: fmt.Sprintf("undid %s on %s (with its %s) · %s redoes", count(res.Turns, "turn"), branch,
-			count(res.Calls, "inner call"), p.e.keys.Redo.Help().Key), reload: true}
+		return opMsg{status: fmt.Sprintf("undid %s on %s (with its %s) · %s redoes", termtext.Count(res.Turns, "turn"), branch,
+			termtext.Count(res.Calls, "inner call"), p.e.keys.Redo.Help().Key), reload: true}
 	})
 }
 
@@ -554,6 +554,6 @@ func (p *chatPane) redo() tea.Cmd {
 		case n == 0:
 			return opMsg{status: "nothing to redo on " + branch}
 		}
-		return opMsg{status: "redid " + count(n, "turn") + " on " + branch, reload: true}
+		return opMsg{status: "redid " + termtext.Count(n, "turn") + " on " + branch, reload: true}
 	})
 }

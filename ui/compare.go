@@ -454,7 +454,7 @@ func (v *compareView) View() []string {
 	switch cur := v.at; {
 	case len(v.anchors) == 0:
 	case cur == 0:
-		pos += " · " + count(len(v.anchors), "difference") + " (" + v.e.keys.NextDiff.Help().Key + " jumps)"
+		pos += " · " + termtext.Count(len(v.anchors), "difference") + " (" + v.e.keys.NextDiff.Help().Key + " jumps)"
 	default:
 		pos += fmt.Sprintf(" · difference %d/%d", cur, len(v.anchors))
 	}
@@ -482,7 +482,7 @@ func (v *compareView) summary() string {
 	if msgs == 1 {
 		verb = " differs ("
 	}
-	return count(msgs, "message") + verb + count(lines, "line") + fmt.Sprintf(") · tokens %s → %s (%s)",
+	return termtext.Count(msgs, "message") + verb + termtext.Count(lines, "line") + fmt.Sprintf(") · tokens %s → %s (%s)",
 		humanTokens(v.a.Tokens), humanTokens(v.b.Tokens), signed(v.b.Tokens-v.a.Tokens))
 }
 

@@ -129,11 +129,3 @@ func trimZero(f float64) string {
 	}
 	return s
 }
-
-// count is "1 turn", "2 turns": a number with its noun, pluralised the English way.
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}

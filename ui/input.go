@@ -2,8 +2,9 @@ package ui
 
 import (
 	"fmt"
-	"github.com/sessionbench/sessionbench/core/py"
 	"strings"
+
+	"github.com/sessionbench/sessionbench/core/py"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textarea"

@@ -142,7 +142,7 @@ func renderKept(e *env, k sessions.KeptTurn, w int) []string {
 	if k.Turn != nil {
 		trace.WalkCalls(k.Turn.Calls, func(*trace.Call, int) { calls++ })
 	}
-	head := keptMark(e, k.Status) + s.Muted.Render(" · "+count(calls, "call")+" kept · not in the branch's history")
+	head := keptMark(e, k.Status) + s.Muted.Render(" · "+termtext.Count(calls, "call")+" kept · not in the branch's history")
 	out = append(out, head)
 	if c := k.FailedCall; c != nil {
 		out = append(out, "  "+s.Error.Render("✗ ")+s.Muted.Render("failed call: ")+termtext.OneLine(c.Path))

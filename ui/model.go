@@ -405,7 +405,7 @@ func (m *Model) wireTarget() wireTarget {
 		return wireTarget{empty: fmt.Sprintf("%s made no model calls: nothing was sent", turnLabel(t.Index))}
 	case isModuleRecord(c):
 		return wireTarget{empty: fmt.Sprintf("%s is a module: it sends no request itself; select one of its %s in the call tree",
-			termtext.OneLine(c.Path), count(len(c.Children), "inner call"))}
+			termtext.OneLine(c.Path), termtext.Count(len(c.Children), "inner call"))}
 	}
 	return wireTarget{req: &sessions.PreviewRequest{Conv: m.e.convID(), Branch: p.branch, Turn: id, Call: c.ID}}
 }

@@ -134,7 +134,7 @@ func pendingLabel(p sessions.PendingInfo) string {
 
 // resumeText is the prompt's wording.
 func resumeText(p sessions.PendingInfo, k KeyMap) string {
-	done := count(p.CallsDone, "call") + " done"
+	done := termtext.Count(p.CallsDone, "call") + " done"
 	if p.CallsExpected >= p.CallsDone && p.CallsExpected > 0 {
 		done = fmt.Sprintf("%d of %d calls done", p.CallsDone, p.CallsExpected)
 	}

@@ -175,9 +175,9 @@ func (v *runsView) View() []string {
 		return frame(s.PaneFocused, s.PaneTitle, " compare runs ", "", []string{s.Muted.Render("loading both branches…")}, v.w, v.h)
 	}
 	colW := (v.w - 2 - 3) / 2
-	head := fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(v.left), count(v.leftN, "turn"), usageLabel(v.lu)), colW) + " │ " +
-		fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(v.right), count(v.rightN, "turn"), usageLabel(v.ru)), colW)
+	head := fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(v.left), termtext.Count(v.leftN, "turn"), usageLabel(v.lu)), colW) + " │ " +
+		fit(fmt.Sprintf("%s · %s · %s tok", termtext.OneLine(v.right), termtext.Count(v.rightN, "turn"), usageLabel(v.ru)), colW)
 	body := append([]string{s.Title.Render(head)}, strings.Split(v.vp.View(), "\n")...)
-	footer := " " + count(v.differing, "differing turn") + " ·" + hints(hintsOf(v.bindings())...)
+	footer := " " + termtext.Count(v.differing, "differing turn") + " ·" + hints(hintsOf(v.bindings())...)
 	return frame(s.PaneFocused, s.PaneTitle, " compare runs ", footer, body, v.w, v.h)
 }

@@ -32,7 +32,7 @@ func renderTurn(r renderer, t *trace.Turn, w int) []string {
 	calls, tok, lat, errs := turnStats(t)
 	out = append(out, s.UserLabel.Render(fmt.Sprintf("#%d you", t.Index)))
 	out = append(out, indent(fieldLines(r, t.Inputs, w-2), "  ")...)
-	meta := " · " + count(calls, "call") + " · " + usageLabel(tok) + " tok · " + fmtDuration(lat)
+	meta := " · " + termtext.Count(calls, "call") + " · " + usageLabel(tok) + " tok · " + fmtDuration(lat)
 	out = append(out, s.AssistantLabel.Render("assistant")+s.Muted.Render(meta))
 	if t.Outputs.Len() == 1 {
 		k := t.Outputs.Keys()[0]
@@ -153,7 +153,7 @@ func streamLines(r renderer, st *streamState, w int) []string {
 		label += " · writing " + termtext.OneLine(st.field)
 	}
 	if st.calls > 0 {
-		label += " · " + count(st.calls, "call") + " done"
+		label += " · " + termtext.Count(st.calls, "call") + " done"
 	}
 	out = append(out, s.AssistantLabel.Render(label))
 	for _, f := range st.outputs[st.path] {

@@ -169,9 +169,9 @@ func TestJSONListsAreNeverNull(t *testing.T) {
 func TestUndoRedoBounds(t *testing.T) {
 	db := seedDB(t) // conv1: three turns on main
 	checkCLI(t, []cliCase{
-		{args: []string{"session", "undo", "conv1", "--steps", "10", "--db", db}, stdout: []string{`undid 3 of the 10 requested turn(s) on "main": now 0 turn(s), 3 to redo`}},
+		{args: []string{"session", "undo", "conv1", "--steps", "10", "--db", db}, stdout: []string{`undid 3 of the 10 turns requested on "main": now 0 turns, 3 to redo`}},
 		{args: []string{"session", "undo", "conv1", "--db", db}, code: 1, quietOut: true, stderr: []string{`nothing to undo on branch "main" of conv1: it has no turns`}},
-		{args: []string{"session", "redo", "conv1", "--steps", "5", "--db", db}, stdout: []string{`redid 3 of the 5 requested turn(s) on "main": now 3 turn(s), 0 to redo`}},
+		{args: []string{"session", "redo", "conv1", "--steps", "5", "--db", db}, stdout: []string{`redid 3 of the 5 turns requested on "main": now 3 turns, 0 to redo`}},
 		{args: []string{"session", "redo", "conv1", "--json", "--db", db}, code: 1, quietOut: true, stderr: []string{`nothing to redo on branch "main" of conv1: no undone turns (3 turns)`}},
 		{args: []string{"session", "undo", "conv1", "--json", "--db", db}, stdout: []string{`"requested": 1`, `"turns": [`}},
 	})

@@ -212,7 +212,7 @@ func exportOTLP(ctx context.Context, env Env, sf storeFlags, conv, branch, endpo
 		writeJSONOut(env.Stdout, map[string]any{"format": "otlp", "endpoint": endpoint, "conversation": conv, "branch": branch,
 			"traces": len(turns), "spans": len(turns) + calls})
 	} else {
-		fmt.Fprintf(env.Stderr, "sent %d turn(s) as traces (%d spans) to %s\n", len(turns), len(turns)+calls, endpoint)
+		fmt.Fprintf(env.Stderr, "sent %s as traces (%s) to %s\n", termtext.Count(len(turns), "turn"), termtext.Count(len(turns)+calls, "span"), endpoint)
 	}
 	return storeOK
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/export"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -127,8 +128,8 @@ func runImportCommand(ctx context.Context, env Env) int {
 		return storeOK
 	}
 	fmt.Fprintln(env.Stdout, id)
-	fmt.Fprintf(env.Stderr, "imported %s (dspy-session version %d): %d turn(s), %d call record(s) on branch main, agent %s, title %q\n",
-		file, im.Version, len(im.Turns), calls, dash(im.Agent), im.Title)
+	fmt.Fprintf(env.Stderr, "imported %s (dspy-session version %d): %s, %s on branch main, agent %s, title %q\n",
+		file, im.Version, termtext.Count(len(im.Turns), "turn"), termtext.Count(calls, "call record"), dash(im.Agent), im.Title)
 	for _, n := range im.Notes {
 		fmt.Fprintf(env.Stderr, "note: %s\n", n)
 	}

@@ -133,7 +133,7 @@ func TestImportVersion1(t *testing.T) {
 		t.Fatal(errs)
 	}
 	id := strings.TrimSpace(out)
-	if !strings.Contains(errs, "dspy-session version 1): 3 turn(s), 3 call record(s)") || !strings.Contains(errs, "1 per outer turn") {
+	if !strings.Contains(errs, "dspy-session version 1): 3 turns, 3 call records") || !strings.Contains(errs, "1 per outer turn") {
 		t.Errorf("stderr: %s", errs)
 	}
 	s := openStore(t, db)

@@ -238,7 +238,7 @@ func TestProxyCommand(t *testing.T) {
 	}))
 	defer rcv.Close()
 	code, _, stderr = runStoreCmd(t, "export", "p-support-run", "--db", db, "--format", "otlp", "--otlp-endpoint", rcv.URL)
-	if code != 0 || spans != 6 || !strings.Contains(stderr, "sent 2 turn(s) as traces (6 spans)") {
+	if code != 0 || spans != 6 || !strings.Contains(stderr, "sent 2 turns as traces (6 spans)") {
 		t.Errorf("otlp export: exit %d, %d spans in %d requests, stderr %s", code, spans, requests, stderr)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -191,9 +192,9 @@ func runNoteSuperseded(ctx context.Context, env Env, s *storage.Store, conv, bra
 	}
 	for _, p := range ps {
 		if p.ConvID == conv && p.Branch == branch && p.Status == trace.StatusInterrupted {
-			fmt.Fprintf(env.Stderr, "note: turn %s on %s (started %s, %d call(s) recorded) was interrupted; "+
+			fmt.Fprintf(env.Stderr, "note: turn %s on %s (started %s, %s recorded) was interrupted; "+
 				"this run supersedes it (it stays stored, cancelled; to resume it instead, stop now and run 'sessionbench session retry %s')\n",
-				p.Key, branch, when(p.Started), len(p.Calls), p.Key)
+				p.Key, branch, when(p.Started), termtext.Count(len(p.Calls), "call"), p.Key)
 		}
 	}
 }
@@ -435,7 +436,7 @@ func runTurns(ctx context.Context, env Env, s *storage.Store, a *sessions.Servic
 			return code
 		}
 	}
-	fmt.Fprintf(env.Stderr, "%d turn(s) stored in conversation %s, branch %s; continue with: sessionbench run --conversation %s", done, conv.ID, o.branch, conv.ID)
+	fmt.Fprintf(env.Stderr, "%s stored in conversation %s, branch %s; continue with: sessionbench run --conversation %s", termtext.Count(done, "turn"), conv.ID, o.branch, conv.ID)
 	if o.branch != storage.MainBranch {
 		fmt.Fprintf(env.Stderr, " --branch %s", o.branch)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/ui/sessions"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // runTurnJSON is one line of run --json (and of session retry --json): a completed turn,
@@ -81,7 +82,7 @@ func (p turnPrinter) encode(v any) error { return writeJSON(p.env.Stdout, v, fal
 func (p turnPrinter) failed(ctx context.Context, where string, done int, err error, db string) int {
 	kept := ""
 	if done > 0 {
-		kept = fmt.Sprintf(" %d earlier turn(s) of this run are stored in conversation %s, branch %s.", done, p.conv, p.branch)
+		kept = fmt.Sprintf(" %s of this run stored in conversation %s, branch %s.", termtext.Count(done, "earlier turn"), p.conv, p.branch)
 	}
 	dbArg := dbFlag(db)
 	var kt *sessions.KeptTurnError
@@ -109,20 +110,20 @@ func (p turnPrinter) failed(ctx context.Context, where string, done int, err err
 	retry := fmt.Sprintf("sessionbench session retry %s%s", kt.Key, dbArg)
 	switch t.Status {
 	case trace.StatusInterrupted:
-		fmt.Fprintf(p.env.Stderr, "sessionbench: %s during the turn from %s; it is left resumable as turn %s of conversation %s (answered calls are kept): %s.%s\n",
-			context.Cause(ctx), where, kt.Key, p.conv, retry, kept)
+		fmt.Fprintf(p.env.Stderr, "sessionbench: %s during the turn from %s; it is left resumable as turn %d [%s] of conversation %s (answered calls are kept): %s.%s\n",
+			context.Cause(ctx), where, t.Index, kt.Key, p.conv, retry, kept)
 		return interruptCode(ctx)
 	case trace.StatusCancelled:
-		fmt.Fprintf(p.env.Stderr, "sessionbench: cancelled during the turn from %s; it is kept as cancelled turn %s of conversation %s (retry: %s; delete: sessionbench session rm-turn %s%s).%s\n",
-			where, kt.Key, p.conv, retry, kt.Key, dbArg, kept)
+		fmt.Fprintf(p.env.Stderr, "sessionbench: cancelled during the turn from %s; it is kept as cancelled turn %d [%s] of conversation %s (retry: %s; delete: sessionbench session rm-turn %s%s).%s\n",
+			where, t.Index, kt.Key, p.conv, retry, kt.Key, dbArg, kept)
 		return exitInterrupted
 	}
 	in := ""
 	if failedCall != "" {
 		in = " in call " + failedCall
 	}
-	fmt.Fprintf(p.env.Stderr, "sessionbench: the turn from %s failed%s: %v\nit is kept as failed turn %s with every call it made (see: sessionbench session show %s%s); retry it from the failure: %s.%s\n",
-		where, in, err, kt.Key, p.conv, dbArg, retry, kept)
+	fmt.Fprintf(p.env.Stderr, "sessionbench: the turn from %s failed%s: %v\nit is kept as failed turn %d [%s] with every call it made (see: sessionbench session show %s%s); retry it from the failure: %s.%s\n",
+		where, in, err, t.Index, kt.Key, p.conv, dbArg, retry, kept)
 	return storeError
 }
 
@@ -142,7 +143,7 @@ func callTotals(calls []*trace.Call) (int, lm.Usage) {
 
 func runPrintTurn(w io.Writer, key string, t *trace.Turn, calls int, u lm.Usage, latency time.Duration) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nturn %d (id %s) · %d call(s) · %d tokens · %s\n", t.Index, key, calls, u.TotalTokens, latency.Round(time.Millisecond))
+	fmt.Fprintf(&b, "\nturn %d (id %s) · %s · %d tokens · %s\n", t.Index, key, termtext.Count(calls, "call"), u.TotalTokens, latency.Round(time.Millisecond))
 	field := func(mark, k string, v any) {
 		lines := strings.Split(py.Text(v), "\n")
 		fmt.Fprintf(&b, "  %s %s: %s\n", mark, k, lines[0])

@@ -296,7 +296,7 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 				t.Fatalf("exit %d, want 1\nstdout %s\nstderr %s", code, out, errs)
 			}
 			if !strings.Contains(errs, "the turn from "+path+":3 failed in call c1 classify") || !strings.Contains(errs, tc.msg) ||
-				!strings.Contains(errs, "2 earlier turn(s) of this run are stored") || !strings.Contains(errs, "sessionbench session retry ") {
+				!strings.Contains(errs, "2 earlier turns of this run stored") || !strings.Contains(errs, "sessionbench session retry ") {
 				t.Errorf("stderr: %s", errs)
 			}
 			lines := strings.Split(strings.TrimSpace(out), "\n")

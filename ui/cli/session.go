@@ -14,6 +14,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/llm/config"
 	"github.com/sessionbench/sessionbench/storage"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 func init() {
@@ -344,11 +345,11 @@ func sessionDo(ctx context.Context, s *storage.Store, sub string, pos []string, 
 		v := map[string]any{"turns": keys, "requested": a.steps, "branch": b}
 		return pick(v, func() {
 			verb := map[string]string{"undo": "undid", "redo": "redid"}[sub]
-			n := fmt.Sprint(len(keys))
+			n := termtext.Count(len(keys), "turn")
 			if len(keys) < a.steps {
-				n = fmt.Sprintf("%d of the %d requested", len(keys), a.steps) // as dspy-session: up to steps
+				n = fmt.Sprintf("%d of the %d turns requested", len(keys), a.steps) // as dspy-session: up to steps
 			}
-			fmt.Fprintf(w, "%s %s turn(s) on %q: now %d turn(s), %d to redo\n", verb, n, a.branch, b.Length, b.Redo)
+			fmt.Fprintf(w, "%s %s on %q: now %s, %d to redo\n", verb, n, a.branch, termtext.Count(b.Length, "turn"), b.Redo)
 		}), nil
 	case "branches":
 		bs, err := s.Branches(ctx, pos[0])

@@ -13,6 +13,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 	"github.com/sessionbench/sessionbench/storage/capture"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // The text forms of session ls, show, branches and pending.
@@ -212,7 +213,7 @@ func printPending(w io.Writer, ps []*storage.PendingTurn, db string) {
 		case p.Stale:
 			state = "interrupted, stale (branch moved; discard only)"
 		}
-		fmt.Fprintf(w, "turn %s  %s/%s  index %d  started %s  %d call(s) recorded  %s\n", p.Key, p.ConvID, dash(p.Branch), p.Index, when(p.Started), len(p.Calls), state)
+		fmt.Fprintf(w, "turn %s  %s/%s  index %d  started %s  %s recorded  %s\n", p.Key, p.ConvID, dash(p.Branch), p.Index, when(p.Started), termtext.Count(len(p.Calls), "call"), state)
 	}
 }
 

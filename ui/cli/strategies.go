@@ -12,6 +12,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/ui/termtext"
 )
 
 // StrategiesUsage are the `wire strategies` lines for the wire command's usage listing.
@@ -367,7 +368,7 @@ func renderStrategy(sc *scenario, p *scenarioPredictor, n int, eff *sig.Signatur
 	warns := wirediff.Lint(wirediff.Facts{Signature: eff, Adapter: st.Adapter, History: &hist, Messages: msgs, Truncated: cut, MaxTurns: maxTurns})
 	if st.Outer && h.outerCut > 0 {
 		warns = append(warns, wirediff.Warning{Kind: wirediff.Truncated, Message: -1,
-			Text: fmt.Sprintf("outer context: %d earlier turn(s) not shown: agent max_turns=%d keeps the last %d", h.outerCut, sc.OuterMaxTurns, sc.OuterMaxTurns)})
+			Text: fmt.Sprintf("outer context: %s not shown: agent max_turns=%d keeps the last %d", termtext.Count(h.outerCut, "earlier turn"), sc.OuterMaxTurns, sc.OuterMaxTurns)})
 	}
 	last := lastUser(msgs)
 	for _, f := range missing {

@@ -12,6 +12,7 @@
 package termtext
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -97,4 +98,13 @@ func plainUTF8(s string) bool {
 		}
 	}
 	return true
+}
+
+// Count is "1 turn", "2 turns": a number with its noun, pluralised the English way (the
+// nouns shown are regular). The workbench and the CLI both word counts with it.
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -119,3 +119,15 @@ func TestJSONWriterAnySplit(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		noun string
+		want string
+	}{{0, "turn", "0 turns"}, {1, "call", "1 call"}, {2, "call record", "2 call records"}, {-1, "turn", "-1 turns"}} {
+		if got := termtext.Count(c.n, c.noun); got != c.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
+}
