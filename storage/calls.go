@@ -54,7 +54,7 @@ func historyItems(h sig.History) []listItem {
 func messageItems(msgs []lm.Message) []listItem {
 	items := make([]listItem, len(msgs))
 	for i, m := range msgs {
-		items[i] = listItem{Role: m.Role, Body: m.Content}
+		items[i] = listItem{Role: m.Role, Body: m.Content, Extra: m.Extra}
 	}
 	return items
 }
@@ -63,7 +63,7 @@ func messageItems(msgs []lm.Message) []listItem {
 func listHash(items []listItem) hash16 {
 	var h hash16
 	for _, it := range items {
-		h = chainHash(h, it.Role, contentHash(it.Body))
+		h = chainHash(h, it.key(), contentHash(it.Body))
 	}
 	return h
 }
@@ -134,6 +134,15 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 	if err != nil {
 		return err
 	}
+	var io sql.NullInt64
+	ioBody, ioSplit, joined := joinIO(in, out)
+	if joined {
+		// of the kind of the predictor's history entries, which it usually is
+		if io, err = nullContent(ctx, wc, tx, "h\x00"+c.Path+"\x00h", ioBody); err != nil {
+			return err
+		}
+		in, out = sql.NullString{}, sql.NullString{}
+	}
 	msgs, err := putList(ctx, wc, tx, "m\x00"+c.Path, messageItems(c.Messages))
 	if err != nil {
 		return err
@@ -150,17 +159,17 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 		}
 		attempts = sql.NullString{String: redact.String(string(b)), Valid: true}
 	}
-	completion, err := nullContent(ctx, wc, tx, c.Completion)
+	completion, err := nullContent(ctx, wc, tx, "c\x00"+c.Path, c.Completion)
 	if err != nil {
 		return err
 	}
 	rawMode, rawBody := encodeRequestBody(c.RawRequest, c.Messages)
-	rawReq, err := nullContent(ctx, wc, tx, rawBody)
+	rawReq, err := nullContent(ctx, wc, tx, "", rawBody)
 	if err != nil {
 		return err
 	}
 	respMode, respBody := encodeResponseBody(redact.String(c.RawResponse))
-	rawResp, err := nullContent(ctx, wc, tx, respBody)
+	rawResp, err := nullContent(ctx, wc, tx, "", respBody)
 	if err != nil {
 		return err
 	}
@@ -172,13 +181,13 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
 			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,
-			messages_tail, messages_tail_len, history_tail, history_tail_len, raw_response_mode)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			messages_tail, messages_tail_len, history_tail, history_tail_len, raw_response_mode, io_id, io_split)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
 		in, out, hist.head, msgs.head, requestKeyOf(c.Path, msgs.hash, c.Params), string(params), completion,
 		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
 		fmtTime(started), int64(c.Latency), redact.String(c.Error), attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated,
-		msgs.tail, msgs.tailLen, hist.tail, hist.tailLen, respMode)
+		msgs.tail, msgs.tailLen, hist.tail, hist.tailLen, respMode, io, ioSplit)
 	if err != nil {
 		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
 	}
@@ -188,6 +197,28 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 		}
 	}
 	return nil
+}
+
+// joinIO is a call's inputs and outputs (JSON objects) as one object, and the length of
+// the inputs in it (splitIO), when both have keys: ok is false otherwise.
+func joinIO(in, out sql.NullString) (string, int, bool) {
+	i, o := in.String, out.String
+	if !in.Valid || !out.Valid || len(i) < 3 || len(o) < 3 || i[0] != '{' || i[len(i)-1] != '}' || o[0] != '{' || o[len(o)-1] != '}' {
+		return "", 0, false
+	}
+	body := i[:len(i)-1] + "," + o[1:]
+	if bi, bo, ok := splitIO(body, len(i)); !ok || bi != i || bo != o {
+		return "", 0, false
+	}
+	return body, len(i), true
+}
+
+// splitIO gives back the inputs and outputs joinIO joined.
+func splitIO(body string, n int) (in, out string, ok bool) {
+	if n < 3 || n >= len(body) || body[n-1] != ',' {
+		return "", "", false
+	}
+	return body[:n-1] + "}", "{" + body[n:], true
 }
 
 // callRow is a stored call before its lists and contents are attached.
@@ -200,6 +231,8 @@ type callRow struct {
 	histTail, msgsTail          tailRef
 	completion, rawReq, rawResp sql.NullInt64
 	rawMode, respMode           int
+	io                          sql.NullInt64 // inputs and outputs (joinIO)
+	ioSplit                     int
 }
 
 // loadCalls loads the call trees of the given turns in a fixed number of queries.
@@ -212,7 +245,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 			inputs, outputs, history_node, messages_node, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
 			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,
-			coalesce(messages_tail, 0), messages_tail_len, coalesce(history_tail, 0), history_tail_len, raw_response_mode
+			coalesce(messages_tail, 0), messages_tail_len, coalesce(history_tail, 0), history_tail_len, raw_response_mode, io_id, io_split
 		FROM calls WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY turn_id, seq`, idsJSON(turnIDs))
 	if err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
@@ -230,7 +263,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 			&in, &out, &r.hist, &r.msgs, &params, &r.completion,
 			&c.Usage.PromptTokens, &c.Usage.CompletionTokens, &c.Usage.CachedTokens, &c.Usage.TotalTokens,
 			&started, &latency, &c.Error, &attempts, &c.Score, &r.rawMode, &r.rawReq, &r.rawResp, &c.Recovered, &c.Usage.Estimated,
-			&r.msgsTail.id, &r.msgsTail.n, &r.histTail.id, &r.histTail.n, &r.respMode); err != nil {
+			&r.msgsTail.id, &r.msgsTail.n, &r.histTail.id, &r.histTail.n, &r.respMode, &r.io, &r.ioSplit); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("storage: load calls: %w", err)
 		}
@@ -250,6 +283,9 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 		c.Started, c.Latency = parseTime(started), time.Duration(latency)
 		if r.hist.Valid {
 			hists = append(hists, r.hist.Int64)
+		}
+		if r.io.Valid {
+			contents = append(contents, r.io.Int64)
 		}
 		if r.histTail.n > 0 {
 			histTails = append(histTails, r.histTail)
@@ -275,7 +311,9 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
 	}
-	message := func(role, body string) (lm.Message, error) { return lm.Message{Role: role, Content: body}, nil }
+	message := func(role, body, extra string) (lm.Message, error) {
+		return lm.Message{Role: role, Content: body, Extra: extra}, nil
+	}
 	msgLists, err := loadLists(ctx, q, lists, message)
 	if err != nil {
 		return nil, err
@@ -306,6 +344,18 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 		c.Messages = joinRun(msgLists[r.msgs.Int64], r.msgsTail, msgRuns)
 		c.History = sig.History{Messages: joinRun(histLists[r.hist.Int64], r.histTail, histRuns)}
 		c.Completion = bodies[r.completion.Int64]
+		if r.io.Valid {
+			in, out, ok := splitIO(bodies[r.io.Int64], r.ioSplit)
+			if !ok {
+				return nil, fmt.Errorf("storage: call %s of turn %d: its inputs and outputs (content %d) are corrupt", c.ID, r.turn, r.io.Int64)
+			}
+			if c.Inputs, err = dec.mapOf(sql.NullString{String: in, Valid: true}); err == nil {
+				c.Outputs, err = dec.mapOf(sql.NullString{String: out, Valid: true})
+			}
+			if err != nil {
+				return nil, fmt.Errorf("storage: call %s of turn %d is corrupt: %w", c.ID, r.turn, err)
+			}
+		}
 		if r.rawResp.Valid {
 			if c.RawResponse, err = decodeResponseBody(r.respMode, bodies[r.rawResp.Int64]); err != nil {
 				return nil, fmt.Errorf("storage: call %s of turn %d: %w", c.ID, r.turn, err)

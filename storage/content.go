@@ -39,8 +39,10 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// putContent stores body once and returns its id and hash.
-func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (contentRef, error) {
+// putContent stores body once and returns its id and hash. A new body is stored as a
+// delta against a recent content of the same kind (see delta.go) when that is much
+// smaller; kind "" stores it whole.
+func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, kind, body string) (contentRef, error) {
 	if r, ok := wc.content(body); ok {
 		return r, nil
 	}
@@ -50,12 +52,17 @@ func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (c
 		return r, fmt.Errorf("look up content: %w", err)
 	}
 	if !ok {
-		res, err := wc.exec(ctx, tx, "INSERT INTO contents(hash, body) VALUES (?, ?)", r.hash[:], []byte(body))
+		base, stored := wc.delta(kind, body)
+		res, err := wc.exec(ctx, tx, "INSERT INTO contents(hash, body, base_id) VALUES (?, ?, ?)",
+			r.hash[:], stored, sql.NullInt64{Int64: base, Valid: base != 0})
 		if err != nil {
 			return r, fmt.Errorf("store content: %w", err)
 		}
 		if id, err = res.LastInsertId(); err != nil {
 			return r, err
+		}
+		if base == 0 {
+			wc.addBase(kind, id, body)
 		}
 	}
 	r.id = id
@@ -64,17 +71,28 @@ func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (c
 }
 
 // nullContent stores body unless it is empty (NULL then).
-func nullContent(ctx context.Context, wc *writeCache, tx *sql.Tx, body string) (sql.NullInt64, error) {
+func nullContent(ctx context.Context, wc *writeCache, tx *sql.Tx, kind, body string) (sql.NullInt64, error) {
 	if body == "" {
 		return sql.NullInt64{}, nil
 	}
-	r, err := putContent(ctx, wc, tx, body)
+	r, err := putContent(ctx, wc, tx, kind, body)
 	return sql.NullInt64{Int64: r.id, Valid: err == nil}, err
 }
 
 // listItem is one element of a stored list: a chat message, or a history entry (role "h").
+// Extra is a message's other keys (lm.Message.Extra).
 type listItem struct {
-	Role, Body string
+	Role, Body, Extra string
+}
+
+// key is what names the element in a list besides its content: its role, and its extra
+// keys when it has any (so two messages differing only in those are different elements).
+// Hashes of lists without extra keys are those of schema 7.
+func (it listItem) key() string {
+	if it.Extra == "" {
+		return it.Role
+	}
+	return it.Role + "\x00" + it.Extra
 }
 
 // storedList is where putList put a list: the path ending at head (the whole list, or
@@ -111,7 +129,7 @@ func putList(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, items 
 		if !ok {
 			break
 		}
-		n, ok := wc.node(nodeKey{parent.id, items[lo].Role, c.id})
+		n, ok := wc.node(nodeKey{parent.id, items[lo].key(), c.id})
 		if !ok {
 			break
 		}
@@ -130,7 +148,7 @@ func putList(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, items 
 			return l, err
 		}
 	}
-	last, nodes, err := appendNodes(ctx, wc, tx, parent, rest)
+	last, nodes, err := appendNodes(ctx, wc, tx, key, parent, rest)
 	if err != nil {
 		return storedList{}, err
 	}
@@ -154,7 +172,7 @@ func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head no
 	}
 	j := -1
 	for i, n := range prev {
-		if n.content == first.id && n.role == items[0].Role {
+		if n.content == first.id && n.role == items[0].key() {
 			j = i
 			break
 		}
@@ -165,12 +183,12 @@ func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head no
 	r := 1
 	for r < len(items) && j+r < len(prev) {
 		c, ok := wc.content(items[r].Body)
-		if !ok || prev[j+r].content != c.id || prev[j+r].role != items[r].Role {
+		if !ok || prev[j+r].content != c.id || prev[j+r].role != items[r].key() {
 			break
 		}
 		r++
 	}
-	last, nodes, err := appendNodes(ctx, wc, tx, prev[j+r-1], items[r:])
+	last, nodes, err := appendNodes(ctx, wc, tx, key, prev[j+r-1], items[r:])
 	if err != nil {
 		return storedList{}, false, err
 	}
@@ -186,28 +204,30 @@ func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head no
 }
 
 // appendNodes stores items as a chain below parent (found in the cache or the table when
-// already there) and returns the last node and the chain.
-func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
+// already there) and returns the last node and the chain. key is the list's (putList),
+// which with the role is the kind of its new contents.
+func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
 	nodes := make([]nodeRef, 0, len(items))
 	for i, it := range items {
-		c, err := putContent(ctx, wc, tx, it.Body)
+		c, err := putContent(ctx, wc, tx, key+"\x00"+it.Role, it.Body)
 		if err != nil {
 			return parent, nil, err
 		}
-		k := nodeKey{parent.id, it.Role, c.id}
+		k := nodeKey{parent.id, it.key(), c.id}
 		if n, ok := wc.node(k); ok {
 			parent = n
 			nodes = append(nodes, n)
 			continue
 		}
-		chain := chainHash(parent.hash, it.Role, c.hash)
+		chain := chainHash(parent.hash, it.key(), c.hash)
 		id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM list_nodes WHERE hash = ?", chain[:]))
 		if err != nil {
 			return parent, nil, fmt.Errorf("look up list: %w", err)
 		}
 		if !ok {
-			res, err := wc.exec(ctx, tx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth) VALUES (?, ?, ?, ?, ?)",
-				chain[:], sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, it.Role, c.id, parent.depth+1)
+			res, err := wc.exec(ctx, tx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth, extra) VALUES (?, ?, ?, ?, ?, ?)",
+				chain[:], sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, it.Role, c.id, parent.depth+1,
+				sql.NullString{String: it.Extra, Valid: it.Extra != ""})
 			if err != nil {
 				return parent, nil, fmt.Errorf("store list element %d: %w", i, err)
 			}
@@ -215,7 +235,7 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, parent nodeRef
 				return parent, nil, err
 			}
 		}
-		parent = nodeRef{id: id, hash: chain, depth: parent.depth + 1, role: it.Role, content: c.id}
+		parent = nodeRef{id: id, hash: chain, depth: parent.depth + 1, role: it.key(), content: c.id}
 		wc.stNodes[k] = parent
 		nodes = append(nodes, parent)
 	}
@@ -230,7 +250,7 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listI
 	chain := make([]hash16, len(items))
 	prev := hash16{}
 	for i, it := range items {
-		prev = chainHash(prev, it.Role, contentHash(it.Body))
+		prev = chainHash(prev, it.key(), contentHash(it.Body))
 		chain[i] = prev
 	}
 	lookup := func(i int) (int64, bool, error) {
@@ -289,13 +309,13 @@ func (c *writeCache) cachePath(ctx context.Context, tx *sql.Tx, last int64, item
 			return nodeRef{}, 0, fmt.Errorf("look up list: node %d is at depth %d of a %d-element list", id, depth, n)
 		}
 		it := items[depth-1]
-		c.stNodes[nodeKey{parent, it.Role, content}] = nodeRef{id: id, hash: chain[depth-1], depth: depth, role: it.Role, content: content}
+		c.stNodes[nodeKey{parent, it.key(), content}] = nodeRef{id: id, hash: chain[depth-1], depth: depth, role: it.key(), content: content}
 		c.stContents[it.Body] = contentRef{id: content, hash: contentHash(it.Body)}
 	}
 	if err := rows.Err(); err != nil {
 		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
 	}
-	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].Role}, n, nil
+	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].key()}, n, nil
 }
 
 // idsJSON renders ids as a JSON array for json_each(?), which keeps a set of ids one
@@ -318,25 +338,34 @@ func idsJSON(ids []int64) string {
 	return string(append(b, ']'))
 }
 
-// loadContents fetches bodies by id, one query.
+// loadContents fetches texts by id (a delta with its base), one query.
 func loadContents(ctx context.Context, q querier, ids []int64) (map[int64]string, error) {
 	out := make(map[int64]string, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := q.QueryContext(ctx,
-		"SELECT id, body FROM contents WHERE id IN (SELECT value FROM json_each(?))", idsJSON(ids))
+	rows, err := q.QueryContext(ctx, `SELECT c.id, c.body, c.base_id IS NOT NULL, b.body
+		FROM contents c LEFT JOIN contents b ON b.id = c.base_id WHERE c.id IN (SELECT value FROM json_each(?))`, idsJSON(ids))
 	if err != nil {
 		return nil, fmt.Errorf("load contents: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var body sql.RawBytes
-		if err := rows.Scan(&id, &body); err != nil {
+		var delta bool
+		var body, base sql.RawBytes
+		if err := rows.Scan(&id, &body, &delta, &base); err != nil {
 			return nil, fmt.Errorf("load contents: %w", err)
 		}
-		out[id] = string(body)
+		if !delta {
+			out[id] = string(body)
+			continue
+		}
+		text, err := undelta(base, body)
+		if err != nil {
+			return nil, fmt.Errorf("load contents: content %d: %w", id, err)
+		}
+		out[id] = text
 	}
 	return out, rows.Err()
 }
@@ -345,7 +374,7 @@ func loadContents(ctx context.Context, q querier, ids []int64) (map[int64]string
 // extend one another share one backing array (each node's slot after it is claimed by its
 // first child only), so a branch whose every request repeats the conversation so far
 // costs memory linear in its unique messages, not quadratic.
-func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(role, body string) (T, error)) (map[int64][]T, error) {
+func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(role, body, extra string) (T, error)) (map[int64][]T, error) {
 	out := map[int64][]T{}
 	if len(leaves) == 0 {
 		return out, nil
@@ -355,14 +384,14 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE n(id) AS (
 			SELECT value FROM json_each(?)
 			UNION SELECT l.parent_id FROM list_nodes l JOIN n ON l.id = n.id WHERE l.parent_id IS NOT NULL)
-		SELECT l.id, l.parent_id, l.role, l.content_id, l.depth FROM n JOIN list_nodes l ON l.id = n.id`,
+		SELECT l.id, l.parent_id, l.role, l.content_id, l.depth, coalesce(l.extra, '') FROM n JOIN list_nodes l ON l.id = n.id`,
 		idsJSON(leaves))
 	if err != nil {
 		return nil, fmt.Errorf("load lists: %w", err)
 	}
 	type node struct {
 		id, parent, content int64
-		role                string
+		role, extra         string
 		depth               int
 	}
 	var nodes []node
@@ -372,7 +401,7 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 		var n node
 		var parent sql.NullInt64
 		var role sql.RawBytes
-		if err := rows.Scan(&n.id, &parent, &role, &n.content, &n.depth); err != nil {
+		if err := rows.Scan(&n.id, &parent, &role, &n.content, &n.depth, &n.extra); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load lists: %w", err)
 		}
@@ -396,7 +425,7 @@ func loadLists[T any](ctx context.Context, q querier, leaves []int64, conv func(
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].depth < nodes[j].depth })
 	claimed := make(map[int64]bool, len(nodes))
 	for _, n := range nodes {
-		v, err := conv(n.role, bodies[n.content])
+		v, err := conv(n.role, bodies[n.content], n.extra)
 		if err != nil {
 			return nil, fmt.Errorf("list element %d: %w", n.id, err)
 		}
@@ -418,7 +447,7 @@ type tailRef struct {
 
 // loadTails reads runs, each by walking up its n nodes (runs are short: windows), in two
 // queries.
-func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func(role, body string) (T, error)) (map[tailRef][]T, error) {
+func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func(role, body, extra string) (T, error)) (map[tailRef][]T, error) {
 	out := map[tailRef][]T{}
 	if len(tails) == 0 {
 		return out, nil
@@ -438,7 +467,7 @@ func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func
 	rows, err := q.QueryContext(ctx, `WITH RECURSIVE w(start, n, k, id) AS (
 			SELECT value ->> 0, value ->> 1, value ->> 1, value ->> 0 FROM json_each(?)
 			UNION ALL SELECT w.start, w.n, w.k - 1, l.parent_id FROM w JOIN list_nodes l ON l.id = w.id WHERE w.k > 1)
-		SELECT w.start, w.n, w.k, l.role, l.content_id FROM w JOIN list_nodes l ON l.id = w.id`, "["+string(arg)+"]")
+		SELECT w.start, w.n, w.k, l.role, l.content_id, coalesce(l.extra, '') FROM w JOIN list_nodes l ON l.id = w.id`, "["+string(arg)+"]")
 	if err != nil {
 		return nil, fmt.Errorf("load runs: %w", err)
 	}
@@ -447,12 +476,13 @@ func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func
 		k       int
 		role    string
 		content int64
+		extra   string
 	}
 	var elems []elem
 	var cids []int64
 	for rows.Next() {
 		var e elem
-		if err := rows.Scan(&e.t.id, &e.t.n, &e.k, &e.role, &e.content); err != nil {
+		if err := rows.Scan(&e.t.id, &e.t.n, &e.k, &e.role, &e.content, &e.extra); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load runs: %w", err)
 		}
@@ -474,7 +504,7 @@ func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func
 			run = make([]T, e.t.n)
 			out[e.t] = run
 		}
-		v, err := conv(e.role, bodies[e.content])
+		v, err := conv(e.role, bodies[e.content], e.extra)
 		if err != nil {
 			return nil, fmt.Errorf("list element %d of run %d: %w", e.k, e.t.id, err)
 		}

@@ -351,11 +351,15 @@ func sweepContent(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return fmt.Errorf("storage: sweep message lists: %w", err)
 	}
+	// A content in use keeps its base (a delta is read with it).
 	_, err = tx.ExecContext(ctx, `DELETE FROM contents WHERE id NOT IN (
-		SELECT content_id FROM list_nodes
-		UNION SELECT completion_id FROM calls WHERE completion_id IS NOT NULL
-		UNION SELECT raw_request_id FROM calls WHERE raw_request_id IS NOT NULL
-		UNION SELECT raw_response_id FROM calls WHERE raw_response_id IS NOT NULL)`)
+		WITH used(id) AS (
+			SELECT content_id FROM list_nodes
+			UNION SELECT completion_id FROM calls WHERE completion_id IS NOT NULL
+			UNION SELECT raw_request_id FROM calls WHERE raw_request_id IS NOT NULL
+			UNION SELECT raw_response_id FROM calls WHERE raw_response_id IS NOT NULL
+			UNION SELECT io_id FROM calls WHERE io_id IS NOT NULL)
+		SELECT id FROM used UNION SELECT c.base_id FROM contents c JOIN used ON c.id = used.id WHERE c.base_id IS NOT NULL)`)
 	if err != nil {
 		return fmt.Errorf("storage: sweep contents: %w", err)
 	}

@@ -41,7 +41,7 @@ func (d *decoder) mapOf(s sql.NullString) (*sig.Map, error) {
 }
 
 // historyEntry decodes one stored history entry (loadLists' conversion), memoised.
-func (d *decoder) historyEntry(role, body string) (*sig.Map, error) {
+func (d *decoder) historyEntry(role, body, _ string) (*sig.Map, error) {
 	if m, ok := d.maps[body]; ok {
 		return m.Clone(), nil
 	}

@@ -34,10 +34,14 @@ type writeCache struct {
 	// last run stored, oldest first (each the parent of the next): the next list under
 	// the key may continue it (see putList).
 	runs map[string][]nodeRef
+	// baseSets holds, by kind, the recent texts stored whole that a new text of the kind
+	// may be stored as a delta against (delta.go).
+	baseSets map[string][]baseRef
 	// staged holds what the running transaction added.
 	stContents map[string]contentRef
 	stNodes    map[nodeKey]nodeRef
 	stRuns     map[string][]nodeRef
+	stBases    map[string][]baseRef
 
 	// stmts and pending are also used after a transaction, by prepare: stmtMu guards them.
 	stmtMu  sync.Mutex
@@ -88,9 +92,11 @@ func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
 	}
 	if sw := sweeps.Load(); v != c.dataVersion || sw != c.sweeps || c.contents == nil || c.bytes > maxCachedTextBytes {
 		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}, 0
+		c.baseSets = map[string][]baseRef{}
 		c.dataVersion, c.sweeps = v, sw
 	}
 	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
+	c.stBases = map[string][]baseRef{}
 	return nil
 }
 
@@ -107,8 +113,11 @@ func (c *writeCache) end(committed bool) {
 		for k, v := range c.stRuns {
 			c.runs[k] = v
 		}
+		for k, v := range c.stBases {
+			c.baseSets[k] = v
+		}
 	}
-	c.stContents, c.stNodes, c.stRuns = nil, nil, nil
+	c.stContents, c.stNodes, c.stRuns, c.stBases = nil, nil, nil, nil
 	c.mu.Unlock()
 }
 

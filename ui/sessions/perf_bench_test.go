@@ -6,6 +6,7 @@ package sessions
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -348,10 +349,39 @@ func BenchmarkStorage(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(fi.Size())/float64(uniq), "disk/unique")
+				reportSpace(b, db, len(turns))
 				b.ReportMetric(float64(fi.Size())/1e6, "MB-on-disk")
 				b.ReportMetric(float64(uniq)/1e6, "MB-unique")
 			}
 		})
+	}
+}
+
+// reportSpace reports where a database's bytes are, per turn: its largest tables and
+// all its indexes together (SQLite's dbstat, what sqlite3_analyzer reads).
+func reportSpace(b *testing.B, path string, turns int) {
+	db, err := sql.Open("sqlite", path+"?_pragma=query_only(1)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT CASE WHEN s.name IN ('contents', 'list_nodes', 'calls', 'turns') THEN s.name
+			WHEN m.type = 'index' OR s.name LIKE 'sqlite_autoindex%' THEN 'indexes' ELSE 'other' END, sum(s.pgsize)
+		FROM dbstat s LEFT JOIN sqlite_schema m ON m.name = s.name GROUP BY 1`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var bytes int64
+		if err := rows.Scan(&name, &bytes); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(bytes)/float64(turns), name+"-B/turn")
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
 	}
 }
 

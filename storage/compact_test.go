@@ -1,0 +1,226 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A delta gives back its text byte for byte, whatever the text and its base share.
+func TestDeltaRoundTrip(t *testing.T) {
+	long := strings.Repeat("[[ ## question ## ]]\nWhat is x?\n\n", 3)
+	cases := []struct {
+		name, base, body string
+		delta            bool // whether a delta is worth it
+	}{
+		{"same template, new question", long + "Respond with the fields.", strings.Replace(long, "x?", "y and z?", 1) + "Respond with the fields.", true},
+		{"prefix of the base", long + "Respond with the fields.", long, true},
+		{"base is a prefix", long, long + "tail", true},
+		{"overlapping prefix and suffix", long + "aaaa" + long, long + "aa" + long, true},
+		{"nothing shared", long, strings.Repeat("Z", len(long)), false},
+		{"invalid UTF-8 and NUL", long + "\xff\x00\xfe", long + "\x00\xff", true},
+		{"short text", "abc", "abd", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wc := newWriteCache()
+			wc.baseSets, wc.stBases = map[string][]baseRef{}, map[string][]baseRef{}
+			wc.addBase("k", 7, c.base)
+			base, d := wc.delta("k", c.body)
+			if (base != 0) != c.delta {
+				t.Fatalf("delta used = %v, want %v (%d bytes for %d)", base != 0, c.delta, len(d), len(c.body))
+			}
+			if base == 0 {
+				if string(d) != c.body {
+					t.Fatalf("a text stored whole changed: %q", d)
+				}
+				return
+			}
+			if base != 7 || len(d) > len(c.body)/2 {
+				t.Fatalf("base %d, %d bytes for %d", base, len(d), len(c.body))
+			}
+			back, err := undelta([]byte(c.base), d)
+			if err != nil || back != c.body {
+				t.Fatalf("undelta = %q, %v; want %q", back, err, c.body)
+			}
+		})
+	}
+	for _, bad := range [][]byte{nil, {0x80}, {5, 0}, {1, 200}} {
+		if _, err := undelta([]byte("abcd"), bad); err == nil {
+			t.Errorf("undelta(%v) accepted a corrupt delta", bad)
+		}
+	}
+}
+
+// Messages keep their extra keys (a template's "name"), and two messages differing only
+// in them are different elements of a stored list.
+func TestMessageExtraRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	msgs := func(name string) []lm.Message {
+		return []lm.Message{
+			{Role: "system", Content: "You are a helpful assistant."},
+			{Role: "user", Content: "Hello, who is there?", Extra: `{"name":"` + name + `"}`},
+			{Role: "assistant", Content: "Me.", Extra: `{"name":"bot","weight":0.5,"tags":["a",{"b":null}]}`},
+			{Role: "user", Content: "And now?"},
+		}
+	}
+	var sent [][]lm.Message
+	for i, name := range []string{"alice", "bob", "bob"} {
+		tr := &trace.Turn{Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok"), Calls: []*trace.Call{{
+			ID: "c1", Path: "p", PredictorType: "Predict", Adapter: "template", Model: "m",
+			Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok"), Messages: msgs(name), Completion: "ok",
+		}}}
+		if i == 2 {
+			tr.Calls[0].Messages = append(tr.Calls[0].Messages, lm.Message{Role: "user", Content: "More", Extra: `{"name":"carol"}`})
+		}
+		sent = append(sent, tr.Calls[0].Messages)
+		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	if err != nil || len(turns) != 3 {
+		t.Fatal(len(turns), err)
+	}
+	for i, tr := range turns {
+		got := tr.Calls[0].Messages
+		if len(got) != len(sent[i]) {
+			t.Fatalf("turn %d: %d messages, want %d", i, len(got), len(sent[i]))
+		}
+		for j := range got {
+			if got[j] != sent[i][j] {
+				t.Fatalf("turn %d message %d = %+v, want %+v", i, j, got[j], sent[i][j])
+			}
+		}
+	}
+}
+
+// A call's inputs and outputs stored as one text (the next history entry) come back as
+// they were, also when they cannot be joined (no outputs, an empty object).
+func TestCallValuesRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	vals := []struct{ in, out *sig.Map }{
+		{sig.NewMap("question", "why?", "n", int64(3)), sig.NewMap("answer", "because", "ratio", 0.5, "list", []any{"a", nil})},
+		{sig.NewMap("question", "why?"), nil},
+		{nil, sig.NewMap("answer", "x")},
+		{sig.NewMap(), sig.NewMap("answer", "x")},
+		{sig.NewMap("q", "a,\"}{"), sig.NewMap("a", "}{,")},
+	}
+	tr := &trace.Turn{Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok")}
+	for i, v := range vals {
+		tr.Calls = append(tr.Calls, &trace.Call{ID: string(rune('a' + i)), Path: "p", PredictorType: "Predict", Adapter: "chat", Model: "m",
+			Inputs: v.in, Outputs: v.out, Messages: []lm.Message{{Role: "user", Content: "q"}}, Completion: "c"})
+	}
+	if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range turns[0].Calls {
+		if toJSON(t, c.Inputs) != toJSON(t, vals[i].in) || toJSON(t, c.Outputs) != toJSON(t, vals[i].out) {
+			t.Errorf("call %d: %s %s, want %s %s", i, toJSON(t, c.Inputs), toJSON(t, c.Outputs), toJSON(t, vals[i].in), toJSON(t, vals[i].out))
+		}
+	}
+	var joined int
+	if err := s.r.QueryRow("SELECT count(*) FROM calls WHERE io_id IS NOT NULL AND inputs IS NULL AND outputs IS NULL").Scan(&joined); err != nil || joined != 2 {
+		t.Fatalf("%d calls store their values joined (%v), want 2", joined, err)
+	}
+}
+
+// A database at schema version 7 (testdata/README.md) is backed up and migrated, and
+// gives back everything as version 7 did; new turns beside the old ones use deltas, and
+// deleting the branch that holds them sweeps no base another text still needs.
+func TestMigrateV7KeepsEverything(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "v7.db")
+	gunzip(t, "v7.db", db)
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(gunzip(t, "v7.json", ""), &want); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if backups, _ := filepath.Glob(db + ".bak-v7-*"); len(backups) != 1 {
+		t.Fatalf("backups %v, want one of version 7", backups)
+	}
+	check := func(when string) {
+		t.Helper()
+		for name, w := range want {
+			var got []*trace.Turn
+			if key, ok := strings.CutPrefix(name, "kept:"); ok {
+				got, err = s.LoadTurns(ctx, []string{key})
+			} else {
+				got, err = s.LoadBranch(ctx, "old", name)
+			}
+			if err != nil {
+				t.Fatalf("%s: %s: %v", when, name, err)
+			}
+			if g, _ := json.Marshal(got); string(g) != string(w) {
+				t.Fatalf("%s: %s differs from what version 7 stored:\n got %.2000s\nwant %.2000s", when, name, g, w)
+			}
+		}
+	}
+	check("migrated")
+	if _, err := s.Fork(ctx, "old", MainBranch, "more", 4); err != nil {
+		t.Fatal(err)
+	}
+	var added []*trace.Turn
+	for i := 0; i < 6; i++ {
+		b, err := s.Branch(ctx, "old", "more")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nt := fixtureTurn(b.Length, 0, true)
+		if _, err := runTurn(ctx, s.Sink("old", "more"), nt); err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, nt)
+	}
+	var deltas int
+	if err := s.r.QueryRow("SELECT count(*) FROM contents WHERE base_id IS NOT NULL").Scan(&deltas); err != nil || deltas == 0 {
+		t.Fatalf("%d texts stored as deltas (%v)", deltas, err)
+	}
+	turns, err := s.LoadBranch(ctx, "old", "more")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, nt := range added {
+		if got := turns[len(turns)-len(added)+i]; toJSON(t, got.Calls) != toJSON(t, nt.Calls) {
+			t.Fatalf("new turn %d comes back different:\n got %s\nwant %s", i, toJSON(t, got.Calls), toJSON(t, nt.Calls))
+		}
+	}
+	check("after new turns")
+	if _, err := s.DeleteBranch(ctx, "old", "more", false); err != nil {
+		t.Fatal(err)
+	}
+	check("after deleting the new branch")
+	var orphans int
+	if err := s.r.QueryRow(`SELECT count(*) FROM contents c WHERE c.base_id IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM contents b WHERE b.id = c.base_id)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Fatalf("%d deltas lost their base (%v)", orphans, err)
+	}
+	if err := s.IntegrityCheck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var fk sql.NullString
+	if err := s.r.QueryRow("SELECT 'x' FROM pragma_foreign_key_check LIMIT 1").Scan(&fk); err != sql.ErrNoRows {
+		t.Fatalf("foreign key check: %v %v", fk, err)
+	}
+}
