@@ -152,14 +152,18 @@ func (c *tokenCounter) count(text string) int {
 // countByLinesFrom is the length from which a text is counted by its lines.
 const countByLinesFrom = 2048
 
-// countLines counts text in pieces cut after a line break that a letter or digit
-// follows. tiktoken splits a text into pieces with its pattern before encoding each
-// piece alone, and no piece of cl100k_base's or o200k_base's pattern runs across such
-// a cut: a newline ends every piece holding it (a word's optional first character is
-// never \r or \n; punctuation takes only newlines after it; whitespace runs end at
-// their last newline before non-space), and matching restarts at the letter or digit
-// in both texts. So the pieces' counts add up to the text's count (TestCountLines holds
-// the two to it). Each piece is cached, copied, so the text is not kept alive by it.
+// countLines counts text in pieces cut after a line break that a printable ASCII
+// character other than a space and '/' follows. tiktoken splits a text into pieces with
+// its pattern before encoding each piece alone, and no piece of cl100k_base's or
+// o200k_base's pattern runs across such a cut: a word's optional first character is
+// never \r or \n, numbers and contractions hold no newline, punctuation takes only
+// newlines after it (o200k_base also slashes: hence '/'), and whitespace pieces end
+// before the non-space character; no alternative looks behind, and the only lookahead,
+// \s+(?!\S), never ends a piece on a newline (\s*[\r\n]+ comes first and takes the
+// run). So matching restarts at the cut in both texts and the pieces' counts add up to
+// the text's count (TestCountLines holds the two to it). The cut after "\n-" and
+// "\n[" matters: history rendered as YAML or as sections starts its entries there.
+// Each piece is cached, copied, so the text is not kept alive by it.
 func (c *tokenCounter) countLines(text string) int {
 	total, start := 0, 0
 	piece := func(end int) {
@@ -175,7 +179,7 @@ func (c *tokenCounter) countLines(text string) int {
 		start = end
 	}
 	for i := 1; i < len(text); i++ {
-		if text[i-1] == '\n' && isASCIIAlnum(text[i]) {
+		if text[i-1] == '\n' && startsPiece(text[i]) {
 			piece(i)
 		}
 	}
@@ -183,8 +187,10 @@ func (c *tokenCounter) countLines(text string) int {
 	return total
 }
 
-func isASCIIAlnum(b byte) bool {
-	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+// startsPiece reports whether a cut after a line break may fall before byte b (see
+// countLines).
+func startsPiece(b byte) bool {
+	return b > ' ' && b < 0x7f && b != '/'
 }
 
 // lookup finds a count in either generation, moving one found in the older generation

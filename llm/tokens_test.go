@@ -102,10 +102,11 @@ func TestCountLines(t *testing.T) {
 	texts := []string{yaml.String(),
 		strings.Repeat("[[ ## question ## ]]\nWhy?\n\n[[ ## reply ## ]]\nBecause.\n\n", 80),
 		strings.Repeat("line one  \n\n  indented\n123456789\nabc:\n/path\nx\r\ny\n's\n\tz\n", 60),
-		strings.Repeat("héllo\nwörld\n你好\n😀 ok\n", 200)}
+		strings.Repeat("héllo\nwörld\n你好\n😀 ok\n", 200),
+		"Prior conversation for context:\n" + strings.Repeat("- turn: 1\n  question: \"Why?\"\n  reply: 'No.'\n{\n  \"a\": [1]\n}\n[[ ## x ## ]]\n\\n\n#h\n*b*\n", 60)}
 	rng := rand.New(rand.NewPCG(1, 2))
-	alphabet := []string{"a", "Z", "7", " ", "  ", "\n", "\n\n", "\r", "\t", ":", "/", "'s", "'", "é", "你", "😀", "-", ".", "\u00a0", "\u2028"}
-	for range 200 {
+	alphabet := []string{"a", "Z", "7", " ", "  ", "\n", "\n\n", "\r", "\t", ":", "/", "'s", "'", "é", "你", "😀", "-", ".", "\u00a0", "\u2028", "[", "]", "{", "\"", "#", "*", "\u0301", "\u3000", "\f", "\v", "\u0085", "//", "\\", "!", "("}
+	for range 400 {
 		var b strings.Builder
 		for b.Len() < countByLinesFrom+500 {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])

@@ -115,16 +115,6 @@ func locate(rendered []lm.Message, want entryTurns) []int {
 	return idx
 }
 
-// firstOf returns the rendered index of entry e's message with the given role.
-func firstOf(want entryTurns, at []int, e int, role string) int {
-	for k, m := range want.msgs {
-		if want.entries[k] == e && m.Role == role {
-			return at[k]
-		}
-	}
-	return -1
-}
-
 func hasInput(s *sig.Signature, e *sig.Map) bool {
 	for _, f := range s.Inputs {
 		if !f.Type.IsHistory() && e.Has(f.Name) {
@@ -136,44 +126,83 @@ func hasInput(s *sig.Signature, e *sig.Map) bool {
 
 // lintChat covers ChatAdapter/JSONAdapter history turns: each entry gives a user message
 // (only when an input is present) and an assistant message whose missing outputs read None.
+// The entries' messages are rendered again only when there is a warning to place: a
+// long history that has none costs no second rendering.
 func lintChat(f Facts, ad contentAdapter) []Warning {
 	if f.History == nil || f.Signature.HistoryField() == "" {
 		return nil
 	}
 	s := f.Signature.WithoutInput(f.Signature.HistoryField())
-	var want entryTurns
-	for i, e := range f.History.Messages {
-		if u := ad.UserContent(s, e, "", false); u != "" {
-			want.msgs = append(want.msgs, lm.Message{Role: "user", Content: u})
-			want.entries = append(want.entries, i)
-		}
-		want.msgs = append(want.msgs, lm.Message{Role: "assistant", Content: ad.AssistantContent(s, e, nil)})
-		want.entries = append(want.entries, i)
-	}
-	at := locate(f.Messages, want)
 	var out []Warning
+	var at entryAt
 	for i, e := range f.History.Messages {
-		reply := firstOf(want, at, i, "assistant")
 		if !hasInput(s, e) {
-			out = append(out, Warning{Kind: DroppedUser, Message: reply,
+			out = append(out, Warning{Kind: DroppedUser, Message: at.place(i, "assistant"),
 				Text: fmt.Sprintf("history turn %d has none of the input fields %s, so its user message is left out", i+1, names(s.Inputs))})
 		} else {
-			user := firstOf(want, at, i, "user")
 			for _, in := range s.Inputs {
 				if !in.Type.IsHistory() && !e.Has(in.Name) {
-					out = append(out, Warning{Kind: OmittedInput, Message: user, Field: in.Name,
+					out = append(out, Warning{Kind: OmittedInput, Message: at.place(i, "user"), Field: in.Name,
 						Text: fmt.Sprintf("history turn %d has no %q: its section is left out of the user message", i+1, in.Name)})
 				}
 			}
 		}
 		for _, o := range s.Outputs {
 			if !e.Has(o.Name) {
-				out = append(out, Warning{Kind: MissingOutput, Message: reply, Field: o.Name,
+				out = append(out, Warning{Kind: MissingOutput, Message: at.place(i, "assistant"), Field: o.Name,
 					Text: fmt.Sprintf("history turn %d has no %q: the reply shows None", i+1, o.Name)})
 			}
 		}
 	}
+	if len(out) > 0 {
+		var want entryTurns
+		for i, e := range f.History.Messages {
+			if u := ad.UserContent(s, e, "", false); u != "" {
+				want.msgs = append(want.msgs, lm.Message{Role: "user", Content: u})
+				want.entries = append(want.entries, i)
+			}
+			want.msgs = append(want.msgs, lm.Message{Role: "assistant", Content: ad.AssistantContent(s, e, nil)})
+			want.entries = append(want.entries, i)
+		}
+		at.resolve(out, f.Messages, want)
+	}
 	return out
+}
+
+// entryAt places warnings at the rendered message of a history entry once the entries'
+// messages are known: place hands out a provisional Message (an index into its list of
+// wanted places) and resolve replaces it by the message's index in the rendering.
+type entryAt struct {
+	places []entryPlace
+}
+
+type entryPlace struct {
+	entry int
+	role  string
+}
+
+func (a *entryAt) place(entry int, role string) int {
+	a.places = append(a.places, entryPlace{entry, role})
+	return len(a.places) - 1
+}
+
+// resolve sets each warning's Message from its provisional place (warnings that have
+// none, with a negative Message, are left alone).
+func (a *entryAt) resolve(ws []Warning, rendered []lm.Message, want entryTurns) {
+	at := locate(rendered, want)
+	first := map[entryPlace]int{}
+	for k := len(want.msgs) - 1; k >= 0; k-- {
+		first[entryPlace{want.entries[k], want.msgs[k].Role}] = at[k]
+	}
+	for i := range ws {
+		if p := ws[i].Message; p >= 0 && p < len(a.places) {
+			if idx, ok := first[a.places[p]]; ok {
+				ws[i].Message = idx
+			} else {
+				ws[i].Message = -1
+			}
+		}
+	}
 }
 
 func names(fs []sig.Field) string {
@@ -213,12 +242,11 @@ func lintTemplate(f Facts, t *template.Template) []Warning {
 	if !plainUsed {
 		return out
 	}
-	want := entryTurns{}
-	want.msgs, want.entries = t.HistoryMessages(f.Signature, f.History)
-	at := locate(f.Messages, want)
+	var warned []Warning
+	var at entryAt
 	for i, e := range f.History.Messages {
 		if !hasInput(f.Signature, e) {
-			out = append(out, Warning{Kind: DroppedUser, Message: firstOf(want, at, i, "assistant"),
+			warned = append(warned, Warning{Kind: DroppedUser, Message: at.place(i, "assistant"),
 				Text: fmt.Sprintf("history turn %d has none of the input fields %s, so its user message is left out", i+1, names(nonHistory(f.Signature.Inputs)))})
 		}
 		present := false
@@ -226,11 +254,17 @@ func lintTemplate(f Facts, t *template.Template) []Warning {
 			present = present || e.Has(o.Name)
 		}
 		if !present {
-			out = append(out, Warning{Kind: DroppedAssistant, Message: firstOf(want, at, i, "user"),
+			warned = append(warned, Warning{Kind: DroppedAssistant, Message: at.place(i, "user"),
 				Text: fmt.Sprintf("history turn %d has none of the output fields %s, so its reply is left out", i+1, names(f.Signature.Outputs))})
 		}
 	}
-	return out
+	if len(warned) > 0 {
+		// rendered again only to place the warnings
+		want := entryTurns{}
+		want.msgs, want.entries = t.HistoryMessages(f.Signature, f.History)
+		at.resolve(warned, f.Messages, want)
+	}
+	return append(out, warned...)
 }
 
 func nonHistory(fs []sig.Field) []sig.Field {
