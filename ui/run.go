@@ -86,6 +86,10 @@ func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 }
 
 // Run starts the workbench on the terminal and returns when the user quits or ctx ends.
+// Signals are the caller's: main turns SIGINT, SIGTERM and SIGHUP into ctx's end (a
+// running turn is then left interrupted). Bubble Tea's own handler stays off: it would
+// race that cancellation, block sending its quit message to a program already stopped,
+// and hang the shutdown for good.
 func Run(ctx context.Context, b Backend, opts Options) error {
 	th, keys, named, err := setup(opts)
 	if err != nil {
@@ -104,7 +108,7 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	if opts.Models != nil && len(opts.Models.Models) > 1 {
 		m.OfferModels(*opts.Models)
 	}
-	popts := append([]tea.ProgramOption{tea.WithContext(ctx)}, opts.ProgramOptions...)
+	popts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()
 	m.runner.wait(5 * time.Second)

@@ -19,7 +19,20 @@ const exitInterrupted = 130
 // 'session retry', and the command exits with 128 + the signal's number.
 type Interrupt struct{ Signal os.Signal }
 
-func (i Interrupt) Error() string { return "interrupted by " + i.Signal.String() }
+func (i Interrupt) Error() string { return "interrupted by " + signalName(i.Signal) }
+
+// signalName is the name users know a signal by ("SIGTERM", not Go's "terminated").
+func signalName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT (Ctrl+C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return s.String()
+}
 
 // Is makes an Interrupt an trace.ErrInterrupted, which is how the engine tells an
 // interrupted turn from one the user cancelled.

@@ -359,7 +359,7 @@ func TestRunCancelKeepsTheTurn(t *testing.T) {
 	}{
 		{"cancelled", func(c context.CancelCauseFunc) { c(nil) }, exitInterrupted, trace.StatusCancelled, "kept as cancelled turn"},
 		{"SIGTERM", func(c context.CancelCauseFunc) { c(Interrupt{Signal: syscall.SIGTERM}) }, 143, trace.StatusInterrupted,
-			"interrupted by terminated during the turn from"},
+			"interrupted by SIGTERM during the turn from"},
 		{"SIGHUP", func(c context.CancelCauseFunc) { c(Interrupt{Signal: syscall.SIGHUP}) }, 129, trace.StatusInterrupted, "it is left resumable"},
 	}
 	for _, tc := range cases {
