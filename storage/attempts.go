@@ -25,7 +25,7 @@ type Attempt struct {
 // the conversation's best attempt: a stored attempt is replaced only by a strictly higher
 // score, so ties keep the earlier one, as seed 003's add_attempt does. Attempts of a turn
 // that did not complete are kept for diagnosis but are never a best.
-func insertAttempts(ctx context.Context, tx *sql.Tx, convID string, turnID int64, attempts []*trace.Attempt, track bool) error {
+func insertAttempts(ctx context.Context, tx *wtx, convID string, turnID int64, attempts []*trace.Attempt, track bool) error {
 	if len(attempts) == 0 {
 		return nil // nothing stores attempts before its turn ends, so there are none to replace
 	}

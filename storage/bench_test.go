@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +17,7 @@ func bulkAppend(tb testing.TB, s *Store, conv, branch string, n, batch int, mk f
 	tb.Helper()
 	ctx := context.Background()
 	for done := 0; done < n; {
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(tx *wtx) error {
 			for i := done; i < n && i < done+batch; i++ {
 				br, err := branchByName(ctx, tx, conv, branch)
 				if err != nil {

@@ -173,7 +173,7 @@ func (s *Store) CreateBranch(ctx context.Context, convID, name string) (*Branch,
 	if err := ValidateBranchName(name); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		if err := touch(ctx, tx, convID); err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func (s *Store) CreateBranch(ctx context.Context, convID, name string) (*Branch,
 	return s.Branch(ctx, convID, name)
 }
 
-func nameFree(ctx context.Context, tx *sql.Tx, convID, name string) error {
+func nameFree(ctx context.Context, tx *wtx, convID, name string) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE conv_id = ? AND name = ?", convID, name).Scan(&n); err != nil {
 		return err
@@ -212,7 +212,7 @@ func (s *Store) Fork(ctx context.Context, convID, source, name string, at int) (
 	if at < 0 {
 		return nil, fmt.Errorf("storage: turn index cannot be negative (got %d): %w", at, ErrInvalid)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		src, err := branchByName(ctx, tx, convID, source)
 		if err != nil {
 			return err
@@ -260,7 +260,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 		return nil, fmt.Errorf("storage: cannot delete the 'main' branch: %w", ErrInvalid)
 	}
 	var deleted []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		deleted = deleted[:0]
 		b, err := branchByName(ctx, tx, convID, name)
 		if err != nil {

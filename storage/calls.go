@@ -86,13 +86,13 @@ func requestKeyOf(path string, lh hash16, p lm.Params) []byte {
 	return d.Sum(nil)[:16]
 }
 
-func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call) error {
+func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, parentKey string, c *trace.Call) error {
 	if c == nil {
 		return nil
 	}
 	if c.ID != "" {
 		var n int
-		if err := wc.queryRow(ctx, tx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -108,9 +108,9 @@ func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID
 }
 
 // insertCall stores c under parentKey, and those of its children not stored yet.
-func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
+func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
 	var seq int
-	if err := wc.queryRow(ctx, tx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
 		return err
 	}
 	key := c.ID
@@ -118,7 +118,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 		key = fmt.Sprintf("#%d", seq)
 	}
 	if replace {
-		if _, err := wc.exec(ctx, tx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
 			return err
 		}
 	}
@@ -177,7 +177,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *sql.Tx, turnID int64, p
 	if started.IsZero() {
 		started = now()
 	}
-	_, err = wc.exec(ctx, tx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
+	_, err = tx.ExecContext(ctx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
 			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
 			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,

@@ -224,3 +224,30 @@ func TestMigrateV7KeepsEverything(t *testing.T) {
 		t.Fatalf("foreign key check: %v %v", fk, err)
 	}
 }
+
+// A turn commits once when it begins (the running turn other processes see, and resume
+// after a crash), once per finished call (an answer paid for survives a killed process)
+// and once when it ends; only that last commit is fsynced. Once the first turns have
+// run, SQLite parses no statement again: each runs prepared.
+func TestCommitsPerTurn(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	for i := 0; i < 4; i++ {
+		all0, durable0 := s.Commits()
+		parsed0 := s.wc.parsed.Load()
+		tr := fixtureTurn(i, 0, true)
+		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+			t.Fatal(err)
+		}
+		all, durable := s.Commits()
+		calls := 0
+		trace.WalkCalls(tr.Calls, func(*trace.Call, int) { calls++ })
+		if all-all0 != int64(2+calls) || durable-durable0 != 1 {
+			t.Fatalf("turn %d: %d commits, %d durable; want %d and 1", i, all-all0, durable-durable0, 2+calls)
+		}
+		if parsed := s.wc.parsed.Load() - parsed0; i >= 2 && parsed != 0 {
+			t.Fatalf("turn %d: %d statements parsed again", i, parsed)
+		}
+	}
+}

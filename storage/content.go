@@ -42,18 +42,18 @@ type querier interface {
 // putContent stores body once and returns its id and hash. A new body is stored as a
 // delta against a recent content of the same kind (see delta.go) when that is much
 // smaller; kind "" stores it whole.
-func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, kind, body string) (contentRef, error) {
+func putContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string) (contentRef, error) {
 	if r, ok := wc.content(body); ok {
 		return r, nil
 	}
 	r := contentRef{hash: contentHash(body)}
-	id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM contents WHERE hash = ?", r.hash[:]))
+	id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM contents WHERE hash = ?", r.hash[:]))
 	if err != nil {
 		return r, fmt.Errorf("look up content: %w", err)
 	}
 	if !ok {
 		base, stored := wc.delta(kind, body)
-		res, err := wc.exec(ctx, tx, "INSERT INTO contents(hash, body, base_id) VALUES (?, ?, ?)",
+		res, err := tx.ExecContext(ctx, "INSERT INTO contents(hash, body, base_id) VALUES (?, ?, ?)",
 			r.hash[:], stored, sql.NullInt64{Int64: base, Valid: base != 0})
 		if err != nil {
 			return r, fmt.Errorf("store content: %w", err)
@@ -71,7 +71,7 @@ func putContent(ctx context.Context, wc *writeCache, tx *sql.Tx, kind, body stri
 }
 
 // nullContent stores body unless it is empty (NULL then).
-func nullContent(ctx context.Context, wc *writeCache, tx *sql.Tx, kind, body string) (sql.NullInt64, error) {
+func nullContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string) (sql.NullInt64, error) {
 	if body == "" {
 		return sql.NullInt64{}, nil
 	}
@@ -118,7 +118,7 @@ const runFrom = 4
 // too (key "" stores the list as one path). The prefix is found through the write cache, element by element, when it holds
 // the first element's node (the usual case: the previous request put it there);
 // otherwise by the chain hashes.
-func putList(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, items []listItem) (storedList, error) {
+func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []listItem) (storedList, error) {
 	if len(items) == 0 {
 		return storedList{}, nil
 	}
@@ -161,7 +161,7 @@ func putList(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, items 
 // putRun stores items (after the head node) as a run continuing the last run stored under
 // key: items[:r] are that run's elements from some position j on, and the rest are new
 // nodes after them. ok is false when no element lines up.
-func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head nodeRef, items []listItem) (storedList, bool, error) {
+func putRun(ctx context.Context, wc *writeCache, tx *wtx, key string, head nodeRef, items []listItem) (storedList, bool, error) {
 	prev := wc.run(key)
 	if len(prev) == 0 {
 		return storedList{}, false, nil
@@ -206,7 +206,7 @@ func putRun(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, head no
 // appendNodes stores items as a chain below parent (found in the cache or the table when
 // already there) and returns the last node and the chain. key is the list's (putList),
 // which with the role is the kind of its new contents.
-func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
+func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
 	nodes := make([]nodeRef, 0, len(items))
 	for i, it := range items {
 		c, err := putContent(ctx, wc, tx, key+"\x00"+it.Role, it.Body)
@@ -220,12 +220,12 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, pa
 			continue
 		}
 		chain := chainHash(parent.hash, it.key(), c.hash)
-		id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM list_nodes WHERE hash = ?", chain[:]))
+		id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ?", chain[:]))
 		if err != nil {
 			return parent, nil, fmt.Errorf("look up list: %w", err)
 		}
 		if !ok {
-			res, err := wc.exec(ctx, tx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth, extra) VALUES (?, ?, ?, ?, ?, ?)",
+			res, err := tx.ExecContext(ctx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth, extra) VALUES (?, ?, ?, ?, ?, ?)",
 				chain[:], sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, it.Role, c.id, parent.depth+1,
 				sql.NullString{String: it.Extra, Valid: it.Extra != ""})
 			if err != nil {
@@ -246,7 +246,7 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *sql.Tx, key string, pa
 // prefixes are closed under shortening, so it is found by binary search over the chain
 // hashes (the whole list, a replayed or repeated request, is tried first). The nodes of
 // that prefix go into the cache, so the next list sharing it is found there.
-func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listItem) (nodeRef, int, error) {
+func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem) (nodeRef, int, error) {
 	chain := make([]hash16, len(items))
 	prev := hash16{}
 	for i, it := range items {
@@ -254,7 +254,7 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listI
 		chain[i] = prev
 	}
 	lookup := func(i int) (int64, bool, error) {
-		id, ok, err := lookupID(wc.queryRow(ctx, tx, "SELECT id FROM list_nodes WHERE hash = ?", chain[i][:]))
+		id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ?", chain[i][:]))
 		if err != nil {
 			err = fmt.Errorf("look up list: %w", err)
 		}
@@ -290,7 +290,7 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *sql.Tx, items []listI
 
 // cachePath puts the nodes of the stored list items[:n], ending at node last, into the
 // cache (one walk up the tree), and returns that last node.
-func (c *writeCache) cachePath(ctx context.Context, tx *sql.Tx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
+func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
 	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth) AS (
 			SELECT id, parent_id, content_id, depth FROM list_nodes WHERE id = ?
 			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth FROM list_nodes l JOIN up ON l.id = up.parent_id)

@@ -73,7 +73,7 @@ func (s *Store) ImportConversation(ctx context.Context, nc NewConversation, turn
 		return nil, err
 	}
 	t := fmtTime(now())
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", nc.ID).Scan(&n); err != nil {
 			return err
@@ -107,7 +107,7 @@ func (s *Store) ImportConversation(ctx context.Context, nc NewConversation, turn
 	return s.Conversation(ctx, nc.ID)
 }
 
-func setMeta(ctx context.Context, tx *sql.Tx, id string, meta map[string]any) error {
+func setMeta(ctx context.Context, tx *wtx, id string, meta map[string]any) error {
 	for k, v := range meta {
 		if v == nil { // nil removes the key, as in HPD-Agent's metadata merge
 			if _, err := tx.ExecContext(ctx, "DELETE FROM conversation_meta WHERE conv_id = ? AND key = ?", id, k); err != nil {
@@ -129,7 +129,7 @@ func setMeta(ctx context.Context, tx *sql.Tx, id string, meta map[string]any) er
 
 // SetMetadata merges key/values into a conversation's metadata; a nil value removes a key.
 func (s *Store) SetMetadata(ctx context.Context, id string, meta map[string]any) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		if err := touch(ctx, tx, id); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (s *Store) SetMetadata(ctx context.Context, id string, meta map[string]any)
 }
 
 // touch bumps updated_at and fails with ErrNotFound for an unknown conversation.
-func touch(ctx context.Context, tx *sql.Tx, id string) error {
+func touch(ctx context.Context, tx *wtx, id string) error {
 	res, err := tx.ExecContext(ctx, "UPDATE conversations SET updated_at = ? WHERE id = ?", fmtTime(now()), id)
 	if err != nil {
 		return fmt.Errorf("storage: update conversation %q: %w", id, err)
@@ -151,7 +151,7 @@ func touch(ctx context.Context, tx *sql.Tx, id string) error {
 
 // SetTitle renames a conversation.
 func (s *Store) SetTitle(ctx context.Context, id, title string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		if err := touch(ctx, tx, id); err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func (s *Store) SetStatus(ctx context.Context, id string, to trace.Status) error
 	if _, err := trace.ParseConversationStatus(string(to)); err != nil {
 		return fmt.Errorf("storage: %w: %w", err, ErrInvalid)
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		var from trace.Status
 		err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", id).Scan(&from)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -317,7 +317,7 @@ func (s *Store) countRunning(ctx context.Context, cs *ConversationSummary) error
 
 // DeleteConversation removes a conversation with all its branches, turns, calls and attempts.
 func (s *Store) DeleteConversation(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		// Branch and turn rows point at each other; clearing the pointers first lets the
 		// cascade run in any order.
 		if _, err := tx.ExecContext(ctx, "UPDATE branches SET tip_id = NULL, fork_turn_id = NULL, forked_from = NULL WHERE conv_id = ?", id); err != nil {
@@ -337,7 +337,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 // sweepContent deletes message lists and contents no longer used by any call or turn
 // (shared ones stay): a mark phase walks from every referenced list end to its root.
 // The write caches forget what they knew (see sweeps).
-func sweepContent(ctx context.Context, tx *sql.Tx) error {
+func sweepContent(ctx context.Context, tx *wtx) error {
 	sweeps.Add(1)
 	_, err := tx.ExecContext(ctx, `DELETE FROM list_nodes WHERE id NOT IN (
 		WITH RECURSIVE live(id) AS (

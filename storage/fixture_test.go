@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -192,7 +191,7 @@ func crash(t testing.TB, s *Store, sink *BranchSink, key string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.write(context.Background(), func(tx *sql.Tx) error {
+	err = s.write(context.Background(), func(tx *wtx) error {
 		_, err := tx.Exec("UPDATE turns SET lease_until = ? WHERE id = ?", fmtTime(now().Add(-time.Second)), id)
 		return err
 	})

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -35,7 +34,7 @@ func loadMigrations() []string {
 
 // migrationSteps are Go steps run after a migration's SQL, in the same transaction, for
 // data SQL cannot compute; keyed by the version the migration brings the schema to.
-var migrationSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
+var migrationSteps = map[int]func(ctx context.Context, tx *wtx) error{
 	2: backfillPreviews,
 }
 
@@ -46,7 +45,7 @@ func SchemaVersion() int { return len(migrations) }
 // the user_version bump, so an interrupted migration leaves a consistent earlier version.
 func (s *Store) migrate(ctx context.Context, version int) error {
 	for v := version; v < len(migrations); v++ {
-		err := s.write(ctx, func(tx *sql.Tx) error {
+		err := s.write(ctx, func(tx *wtx) error {
 			// Another process may have migrated while we waited for the write lock.
 			var cur int
 			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {

@@ -116,7 +116,7 @@ func (s *Store) heartbeat(id int64, o *Owner, stop <-chan struct{}) {
 		case <-t.C:
 		}
 		var renewed bool
-		err := s.write(context.Background(), func(tx *sql.Tx) error {
+		err := s.write(context.Background(), func(tx *wtx) error {
 			res, err := tx.Exec(`UPDATE turns SET lease_until = ? WHERE id = ? AND owner_id = ? AND status = 'running'`,
 				fmtTime(now().Add(s.leaseDuration())), id, o.id)
 			if err != nil {

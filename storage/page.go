@@ -357,7 +357,7 @@ func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []
 		return nil, err
 	}
 	var keys []string
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		if err := requireOpen(ctx, tx, convID); err != nil {
 			return err
 		}
@@ -390,7 +390,7 @@ func turnInputs(turns []*trace.Turn) ([]string, error) {
 }
 
 // appendTurns commits turns after branch's tip inside tx (their inputs encoded as ins).
-func appendTurns(ctx context.Context, wc *writeCache, tx *sql.Tx, convID, branch string, turns []*trace.Turn, ins []string) ([]string, error) {
+func appendTurns(ctx context.Context, wc *writeCache, tx *wtx, convID, branch string, turns []*trace.Turn, ins []string) ([]string, error) {
 	keys := make([]string, 0, len(turns))
 	for i, t := range turns {
 		br, err := branchByName(ctx, tx, convID, branch)

@@ -42,7 +42,7 @@ func preview(raw sql.NullString) string {
 
 // backfillPreviews fills the preview columns of every turn (schema version 2), a batch
 // of turns at a time so a large database is not held in memory.
-func backfillPreviews(ctx context.Context, tx *sql.Tx) error {
+func backfillPreviews(ctx context.Context, tx *wtx) error {
 	type row struct {
 		id      int64
 		in, out sql.NullString

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -36,7 +35,7 @@ type reach struct {
 	turns    []int64 // tips and redo entries
 }
 
-func (r *reach) add(ctx context.Context, tx *sql.Tx, branchID int64) error {
+func (r *reach) add(ctx context.Context, tx *wtx, branchID int64) error {
 	r.branches = append(r.branches, branchID)
 	rows, err := tx.QueryContext(ctx, `SELECT tip_id FROM branches WHERE id = ?1 AND tip_id IS NOT NULL
 		UNION ALL SELECT turn_id FROM redo WHERE branch_id = ?1`, branchID)
@@ -57,7 +56,7 @@ func (r *reach) add(ctx context.Context, tx *sql.Tx, branchID int64) error {
 // prune deletes the turns only the deleted branches reached (see pruneQuery), then the
 // message lists and contents nothing references any more, and moves the conversation's
 // best attempt if it belonged to a deleted turn. It returns the number of turns deleted.
-func prune(ctx context.Context, tx *sql.Tx, convID string, r reach) (int64, error) {
+func prune(ctx context.Context, tx *wtx, convID string, r reach) (int64, error) {
 	res, err := tx.ExecContext(ctx, pruneQuery, convID, idsJSON(r.turns), idsJSON(r.branches))
 	if err != nil {
 		return 0, fmt.Errorf("storage: delete turns of deleted branches: %w", err)
@@ -75,7 +74,7 @@ func prune(ctx context.Context, tx *sql.Tx, convID string, r reach) (int64, erro
 // moveBestAttempt points the conversation's best attempt at the best remaining one when
 // its own was deleted with its turn. Ties keep the earlier attempt, as
 // insertAttempts does; attempts of turns that did not complete are never a best.
-func moveBestAttempt(ctx context.Context, tx *sql.Tx, convID string) error {
+func moveBestAttempt(ctx context.Context, tx *wtx, convID string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET best_attempt_id =
 			(SELECT a.id FROM attempts a JOIN turns t ON t.id = a.turn_id
 				WHERE a.conv_id = ?1 AND t.status = 'completed' AND a.error = '' ORDER BY a.score DESC, a.id LIMIT 1)

@@ -131,7 +131,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	b.mu.Unlock()
 	owner := b.s.newOwner()
 	var id int64
-	err = b.s.writeLight(ctx, func(tx *sql.Tx) error {
+	err = b.s.writeLight(ctx, func(tx *wtx) error {
 		if err := requireOpen(ctx, tx, b.conv); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 const clearOwner = `owner_pid = NULL, owner_host = NULL, owner_id = NULL, lease_until = NULL`
 
 // notBusy fails with ErrBusy when a live process runs a turn on br.
-func (b *BranchSink) notBusy(ctx context.Context, tx *sql.Tx, br *Branch) error {
+func (b *BranchSink) notBusy(ctx context.Context, tx *wtx, br *Branch) error {
 	nodes, err := queryNodes(ctx, tx, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status = 'running' AND t.branch_id = ?`,
 		b.conv, br.ID)
 	if err != nil {
@@ -202,7 +202,7 @@ func (b *BranchSink) notBusy(ctx context.Context, tx *sql.Tx, br *Branch) error 
 	return nil
 }
 
-func requireOpen(ctx context.Context, tx *sql.Tx, convID string) error {
+func requireOpen(ctx context.Context, tx *wtx, convID string) error {
 	var st trace.Status
 	err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", convID).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -219,7 +219,7 @@ func requireOpen(ctx context.Context, tx *sql.Tx, convID string) error {
 
 // insertTurn adds a running turn after br's tip; owner is nil for a turn committed in the
 // same transaction (imports), retryOf 0 unless it retries a failed or cancelled turn.
-func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inputs string, o *Owner, retryOf int64) (int64, error) {
+func insertTurn(ctx context.Context, tx *wtx, convID string, br *Branch, inputs string, o *Owner, retryOf int64) (int64, error) {
 	var parent, jump sql.NullInt64
 	depth, jumpDepth := 0, 0
 	if br.tipID.Valid {
@@ -254,7 +254,7 @@ func insertTurn(ctx context.Context, tx *sql.Tx, convID string, br *Branch, inpu
 
 // ownedTurn checks that key names a turn of this sink's conversation that is running
 // under this sink's ownership, and returns its id.
-func (b *BranchSink) ownedTurn(ctx context.Context, tx *sql.Tx, key string) (int64, error) {
+func (b *BranchSink) ownedTurn(ctx context.Context, tx *wtx, key string) (int64, error) {
 	id, err := parseTurnKey(key)
 	if err != nil {
 		return 0, err
@@ -297,7 +297,7 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	if c == nil {
 		return fmt.Errorf("storage: record call: nil call: %w", ErrInvalid)
 	}
-	return b.s.writeLight(ctx, func(tx *sql.Tx) error {
+	return b.s.writeLight(ctx, func(tx *wtx) error {
 		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
@@ -312,7 +312,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	if t == nil {
 		return fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid)
 	}
-	err := b.s.write(ctx, func(tx *sql.Tx) error {
+	err := b.s.write(ctx, func(tx *wtx) error {
 		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
@@ -329,7 +329,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	return err
 }
 
-func commitTurn(ctx context.Context, wc *writeCache, tx *sql.Tx, br *Branch, id int64, t *trace.Turn) error {
+func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int64, t *trace.Turn) error {
 	p, err := readPos(ctx, tx, id)
 	if err != nil {
 		return err
@@ -415,7 +415,7 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 		return fmt.Errorf("storage: abort turn %s as %q: want failed, cancelled or interrupted: %w", key, st, ErrInvalid)
 	}
 	defer b.end(key)
-	return b.s.write(ctx, func(tx *sql.Tx) error {
+	return b.s.write(ctx, func(tx *wtx) error {
 		id, err := b.ownedTurn(ctx, tx, key)
 		if err != nil {
 			return err
@@ -462,7 +462,7 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 		in = sql.NullString{String: "{}", Valid: true}
 	}
 	var key string
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		if err := requireOpen(ctx, tx, convID); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -41,6 +42,10 @@ type Store struct {
 
 	readOnly string      // why the store is read-only (OpenRead); "" when it can write
 	wc       *writeCache // used only inside a write transaction (see writeCache)
+
+	// commits counts the transactions SQLite committed on the writer connection (its
+	// commit hook), durable those of them write made durable (fsynced).
+	commits, durable atomic.Int64
 }
 
 // dsn builds the connection string. The settings, and why:
@@ -101,7 +106,36 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	s.r = r
 	s.wc = newWriteCache()
+	if err := s.countCommits(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// countCommits registers SQLite's commit hook on the writer connection (the only one
+// there is: every write goes through it), so Commits counts what SQLite committed.
+func (s *Store) countCommits(ctx context.Context) error {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("storage: open %s: %w", s.path, err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		h, ok := dc.(sqlite.HookRegisterer)
+		if !ok {
+			return fmt.Errorf("storage: the SQLite driver has no commit hook (%T)", dc)
+		}
+		h.RegisterCommitHook(func() int32 { s.commits.Add(1); return 0 })
+		return nil
+	})
+}
+
+// Commits is the number of write transactions committed since Open, and how many of
+// them were durable (fsynced before they returned; the others are in the write-ahead
+// log, safe from a killed process, and durable with the next durable commit).
+func (s *Store) Commits() (all, durable int64) {
+	return s.commits.Load(), s.durable.Load()
 }
 
 // prepareFile creates a missing database file with mode 0600, and refuses an existing file
@@ -239,7 +273,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) error {
 // backoff, so SQLITE_BUSY does not reach the caller while the other side makes progress.
 // fn must only touch the database (it may run more than once). The commit is durable
 // (fsynced) before write returns.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.writeWith(ctx, false, fn)
 }
 
@@ -249,11 +283,11 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // can lose it, leaving the database as it was before (the log is checksummed). A turn
 // records itself this way as it runs (its beginning, each finished call) and commits
 // durably once: one fsync per turn.
-func (s *Store) writeLight(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeLight(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.writeWith(ctx, true, fn)
 }
 
-func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *sql.Tx) error) error {
+func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *wtx) error) error {
 	if s.readOnly != "" {
 		return fmt.Errorf("storage: %s: %s; nothing was changed: %w", s.path, s.readOnly, ErrReadOnly)
 	}
@@ -277,7 +311,7 @@ func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *sql.Tx) e
 	}
 }
 
-func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *sql.Tx) error) (err error) {
+func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *wtx) error) (err error) {
 	var tx *sql.Tx
 	if light {
 		// A commit without its own fsync: it is in the log (a killed process loses
@@ -308,7 +342,7 @@ func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *sql.Tx) e
 			return err
 		}
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(&wtx{Tx: tx, wc: s.wc}); err != nil {
 		tx.Rollback()
 		if s.wc != nil {
 			s.wc.end(false)
@@ -320,6 +354,9 @@ func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *sql.Tx) e
 			s.wc.end(false)
 		}
 		return fmt.Errorf("storage: commit: %w", err)
+	}
+	if !light {
+		s.durable.Add(1)
 	}
 	if s.wc != nil {
 		s.wc.end(true)

@@ -101,7 +101,7 @@ func (s *Store) DiscardTurn(ctx context.Context, key, reason string) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		n, err := turnNode(ctx, tx, id)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (s *Store) DeleteTurn(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		n, err := turnNode(ctx, tx, id)
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -22,7 +21,7 @@ func setOwner(t *testing.T, s *Store, sink *BranchSink, key string, pid int, hos
 	t.Helper()
 	sink.end(key)
 	id, _ := parseTurnKey(key)
-	err := s.write(context.Background(), func(tx *sql.Tx) error {
+	err := s.write(context.Background(), func(tx *wtx) error {
 		_, err := tx.Exec("UPDATE turns SET owner_pid = ?, owner_host = ?, lease_until = ? WHERE id = ?", pid, host, fmtTime(lease), id)
 		return err
 	})

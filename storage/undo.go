@@ -11,7 +11,7 @@ import (
 // undone turn keys, most recent first; steps <= 0 undoes nothing (as dspy-session's undo).
 func (s *Store) Undo(ctx context.Context, convID, branch string, steps int) ([]string, error) {
 	var undone []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		undone = undone[:0]
 		b, err := branchByName(ctx, tx, convID, branch)
 		if err != nil {
@@ -46,7 +46,7 @@ func (s *Store) Undo(ctx context.Context, convID, branch string, steps int) ([]s
 // turn keys in order. A turn committed after an undo clears the redo stack.
 func (s *Store) Redo(ctx context.Context, convID, branch string, steps int) ([]string, error) {
 	var redone []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *wtx) error {
 		redone = redone[:0]
 		b, err := branchByName(ctx, tx, convID, branch)
 		if err != nil {
@@ -84,7 +84,7 @@ func (s *Store) Redo(ctx context.Context, convID, branch string, steps int) ([]s
 	return redone, err
 }
 
-func setTip(ctx context.Context, tx *sql.Tx, branchID int64, tip sql.NullInt64) error {
+func setTip(ctx context.Context, tx *wtx, branchID int64, tip sql.NullInt64) error {
 	_, err := tx.ExecContext(ctx, `UPDATE branches SET tip_id = ?, updated_at = ? WHERE id = ?`, tip, fmtTime(now()), branchID)
 	if err != nil {
 		return fmt.Errorf("storage: move branch tip: %w", err)

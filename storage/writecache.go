@@ -47,6 +47,8 @@ type writeCache struct {
 	stmtMu  sync.Mutex
 	stmts   map[string]*sql.Stmt
 	pending map[string]bool // statements to prepare once the connection is free
+	// parsed counts the statements run unprepared (SQLite parsed them for one use).
+	parsed atomic.Int64
 }
 
 type contentRef struct {
@@ -144,9 +146,41 @@ func (c *writeCache) node(k nodeKey) (nodeRef, bool) {
 	return r, ok
 }
 
+// wtx is a write transaction (Store.write) whose statements SQLite parses once per
+// process: each runs through the writer connection's prepared statement of its text
+// (writeCache.stmt). Migrations run before there is a cache, unprepared.
+type wtx struct {
+	*sql.Tx
+	wc *writeCache
+}
+
+func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
 // stmt is the prepared form of query for tx, or nil until it is prepared (after the
-// transaction; the caller runs the query unprepared meanwhile).
+// transaction; the caller runs the query unprepared meanwhile) and without a cache.
 func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	if c == nil {
+		return nil
+	}
 	c.stmtMu.Lock()
 	st, ok := c.stmts[query]
 	if !ok {
@@ -154,6 +188,7 @@ func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.St
 	}
 	c.stmtMu.Unlock()
 	if !ok {
+		c.parsed.Add(1)
 		return nil
 	}
 	return tx.StmtContext(ctx, st)
@@ -189,22 +224,6 @@ func (c *writeCache) close() {
 	for _, st := range c.stmts {
 		st.Close()
 	}
-}
-
-// exec runs a write statement of the transaction, prepared once.
-func (c *writeCache) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
-	if st := c.stmt(ctx, tx, query); st != nil {
-		return st.ExecContext(ctx, args...)
-	}
-	return tx.ExecContext(ctx, query, args...)
-}
-
-// queryRow runs a one-row query of the transaction, prepared once.
-func (c *writeCache) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
-	if st := c.stmt(ctx, tx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return tx.QueryRowContext(ctx, query, args...)
 }
 
 // lookupID scans a one-column id query, reporting whether a row was found.

@@ -321,6 +321,10 @@ func BenchmarkStorage(b *testing.B) {
 			for b.Loop() {
 				rec := &recordingLM{LM: c.model(), sent: map[[32]byte]bool{}}
 				_, st, conv, db := sentFixture(b, c.agent, 1000, rec)
+				// the 1,000 Sends and the conversation's creation, SQLite's commit hook counting
+				commits, durable := st.Commits()
+				b.ReportMetric(float64(commits)/1000, "commits/turn")
+				b.ReportMetric(float64(durable)/1000, "fsyncs/turn")
 				turns, err := st.LoadBranch(ctx, conv, storage.MainBranch)
 				if err != nil || len(turns) != 1000 {
 					b.Fatal(len(turns), err)
