@@ -269,6 +269,15 @@ func (b *exportingBackend) Replay(ctx context.Context, req sessions.ReplayReques
 	return name, err
 }
 
+func (b *exportingBackend) Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (string, *trace.Turn, error) {
+	n, nerr := b.store.TurnInfo(ctx, req.Key)
+	branch, t, err := b.Service.Retry(ctx, req, events)
+	if err == nil && t != nil && nerr == nil {
+		b.export(ctx, n.Conv, branch, -1)
+	}
+	return branch, t, err
+}
+
 func (b *exportingBackend) Resume(ctx context.Context, key string, events chan<- sessions.Event) (*trace.Turn, error) {
 	p, perr := b.store.PendingTurn(ctx, key)
 	t, err := b.Service.Resume(ctx, key, events)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
@@ -77,7 +80,7 @@ func TestWorkbenchFlagsAreCheckedFirst(t *testing.T) {
 }
 
 // TestWorkbenchExportsTurns: with --otlp-endpoint, every turn the workbench records is
-// sent as a trace (a turn span and one span per call).
+// sent as a trace (a turn span and one span per call): sent, and retried after failing.
 func TestWorkbenchExportsTurns(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -106,7 +109,7 @@ func TestWorkbenchExportsTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	demoLM := llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})
+	demoLM := &switchLM{LM: llm.NewDemo(llm.DemoOptions{Scripts: demo.Scripts()})}
 	b := &exportingBackend{Service: sessions.New(store, demoLM), store: store, exp: exp}
 	c, err := b.NewConversation(ctx, "SupportAgent", "")
 	if err != nil {
@@ -124,4 +127,45 @@ func TestWorkbenchExportsTurns(t *testing.T) {
 	if calls == 0 || spans != 1+calls {
 		t.Errorf("%d spans for a turn of %d calls", spans, calls)
 	}
+
+	// a failed turn is not a trace; its retry is
+	demoLM.fail.Store(true)
+	if _, err := b.Send(ctx, sessions.SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: sig.NewMap("question", "and now?")}, nil); err == nil {
+		t.Fatal("the turn did not fail")
+	}
+	demoLM.fail.Store(false)
+	kept, err := b.KeptTurns(ctx, c.ID, storage.MainBranch)
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept turns: %v %d", err, len(kept))
+	}
+	b.wait()
+	mu.Lock()
+	before := spans
+	mu.Unlock()
+	if _, tr, err = b.Retry(ctx, sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, last := b.wait(); n != 0 {
+		t.Fatalf("%d exports failed: %v", n, last)
+	}
+	calls = 0
+	trace.WalkCalls(tr.Calls, func(*trace.Call, int) { calls++ })
+	mu.Lock()
+	defer mu.Unlock()
+	if spans-before != 1+calls {
+		t.Errorf("the retried turn of %d calls sent %d spans", calls, spans-before)
+	}
+}
+
+// switchLM fails every call while fail is set.
+type switchLM struct {
+	lm.LM
+	fail atomic.Bool
+}
+
+func (s *switchLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	if s.fail.Load() {
+		return lm.Response{}, errors.New("HTTP 503: the model is overloaded")
+	}
+	return s.LM.Call(ctx, req)
 }

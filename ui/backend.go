@@ -54,7 +54,7 @@ type Backend interface {
 	// Retry runs a kept turn again from where it stopped, streaming like Send: calls it
 	// already got answers for are replayed, not sent again; Inputs, when set, replace its
 	// inputs (edit and retry). The kept turn stays beside the branch.
-	Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (*trace.Turn, error)
+	Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (string, *trace.Turn, error)
 	// DeleteTurn removes a kept turn with its calls.
 	DeleteTurn(ctx context.Context, key string) error
 	// EditAndResubmit runs new inputs in place of turn (a user turn) as its sibling, on a

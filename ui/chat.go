@@ -105,7 +105,7 @@ func (p *chatPane) bindings() []binding {
 		// a recorded conversation's turns come from a program outside: nothing to run them
 		bind(k.Edit, "edit & resubmit", true, p.edit).only(func() bool { return !p.keptSelected() && p.noteAt() == nil && !p.e.recorded() }),
 		bind(k.Edit, "edit & retry", true, p.edit).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
-		bind(k.Retry, "retry from the failure", true, p.retry).only(func() bool { return p.keptSelected() && !p.e.recorded() }),
+		bind(k.Retry, "retry from the failure", true, p.retry).only(func() bool { return (p.keptSelected() || p.noteAt() != nil) && !p.e.recorded() }),
 		bind(k.Delete, "delete this turn", true, p.deleteKept).only(p.keptSelected),
 		bind(k.Undo, "undo", true, p.undo),
 		bind(k.Redo, "redo", true, p.redo),
@@ -463,7 +463,11 @@ func (p *chatPane) footer() string {
 	if k := p.keptAt(p.sel); k != nil {
 		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected"
 	} else if k := p.noteAt(); k != nil {
-		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected (kept; the branch went on past it)"
+		// the branch went on past it: a retry makes a branch of its own
+		s += " · " + string(k.Status) + " " + turnLabel(k.Index) + " selected (kept)"
+		if k.Retryable() && !p.e.recorded() {
+			s += " · " + p.e.keys.Retry.Help().Key + " retries on a new branch"
+		}
 	} else if p.sel >= 0 {
 		s += " · " + turnLabel(p.sel) + " selected"
 	}

@@ -89,7 +89,7 @@ func (p *chatPane) noteCount(i int) int {
 
 // noteAt is the kept turn whose line before the selected turn is selected, or nil. It
 // is inspected like any turn (its calls in the call tree, its requests in the wire
-// pane); retrying it would need a branch of its own, so only the one after the tip is.
+// pane); the branch went on past it, so retrying it makes a branch of its own.
 func (p *chatPane) noteAt() *sessions.KeptTurn {
 	if p.note < 0 || p.note >= p.noteCount(p.sel) {
 		return nil
@@ -178,8 +178,17 @@ func noteLines(e *env, list []sessions.KeptTurn, w int) []string {
 	return out
 }
 
-// retry runs the selected kept turn again from where it stopped.
+// retry runs the selected kept turn again from where it stopped: on the branch when the
+// turn follows its tip, else (a kept turn the branch went on past) on a new branch
+// forked where the turn began.
 func (p *chatPane) retry() tea.Cmd {
+	if k := p.noteAt(); k != nil && !p.e.recorded() {
+		if !k.Retryable() {
+			return p.e.say(fmt.Sprintf("%s is %s: it cannot be retried now", turnLabel(k.Index), k.Status))
+		}
+		p.e.emit(retryMsg{key: k.Key, index: k.Index, inputs: k.Turn.Inputs, newBranch: true})
+		return nil
+	}
 	k := p.keptAt(p.sel)
 	if k == nil {
 		return p.e.say("select a failed, cancelled or interrupted turn to retry")
@@ -216,6 +225,9 @@ type retryMsg struct {
 	index  int
 	inputs *sig.Map
 	edited bool
+	// newBranch retries on a new branch forked at the turn's parent (its own branch
+	// went on past it).
+	newBranch bool
 }
 
 // startRetry runs a kept turn again in the focused pane, streaming like a send; edited
@@ -229,14 +241,21 @@ func (m *Model) startRetry(msg retryMsg) tea.Cmd {
 		return m.e.say("a turn is running: " + m.e.keys.Cancel.Help().Key + " cancels it")
 	}
 	b, branch := m.e.b, p.branch
-	req := sessions.RetryRequest{Key: msg.key}
+	req := sessions.RetryRequest{Key: msg.key, NewBranch: msg.newBranch}
 	if msg.edited {
 		req.Inputs = msg.inputs
 	}
-	m.e.status.set(fmt.Sprintf("retrying %s: answered calls are reused, the rest is sent…", turnLabel(msg.index)))
+	where := ""
+	if msg.newBranch {
+		where = " on a new branch from where it began"
+	}
+	m.e.status.set(fmt.Sprintf("retrying %s%s: answered calls are reused, the rest is sent…", turnLabel(msg.index), where))
 	return m.runner.start(p, runRetry, msg.inputs, func(ctx context.Context, ev chan<- sessions.Event) (string, *trace.Turn, error) {
-		t, err := b.Retry(ctx, req, ev)
-		return branch, t, err
+		on, t, err := b.Retry(ctx, req, ev)
+		if on == "" {
+			on = branch
+		}
+		return on, t, err
 	})
 }
 

@@ -128,7 +128,7 @@ func TestKeptLineBeforeATurnIsSelectable(t *testing.T) {
 	assertContains(t, hs.screen(), "✗ failed #1 The reset email never arrives")
 	hs.press("up")
 	s := hs.screen()
-	assertContains(t, s, "failed turn 1 selected (kept; the branch went on past it)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
+	assertContains(t, s, "failed turn 1 selected (kept)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
 	if row := lineWith(s, "✗ failed #1"); !strings.Contains(row, "▌") {
 		t.Errorf("the selected line has no gutter mark: %q", row)
 	}
@@ -156,6 +156,31 @@ func TestKeptLineBeforeATurnIsSelectable(t *testing.T) {
 	assertContains(t, hs.screen(), "failed turn 1 selected (kept", "✗ error")
 }
 
+// A kept turn the branch went on past is retried from its line on a new branch forked
+// where it began: the branch opens with the retried turn, only the failed call is paid
+// for again, and the original branch is left as it was.
+func TestRetryKeptLineOnANewBranch(t *testing.T) {
+	r, model := failedThenRetried(t)
+	hs := newHarness(t, r, 140, 50)
+	hs.press("enter")
+	hs.press("esc", "up") // the line of the failed turn 1
+	assertContains(t, hs.screen(), "failed turn 1 selected (kept) · ctrl+r retries on a new branch")
+	before := model.asked.Load()
+	hs.send(tea.KeyPressMsg{Code: 'r', Mod: tea.ModCtrl})
+	hs.settle()
+	s := hs.screen()
+	assertContains(t, s, "retried: the turn is recorded on retry-1", "retry-1 · ")
+	if paid := model.asked.Load() - before; paid != 1 {
+		t.Errorf("the retry asked the model %d times, want 1 (classify is replayed from storage)", paid)
+	}
+	if n := r.turns(t, "retry-1"); n != 2 {
+		t.Errorf("retry-1 has %d turns, want 2 (turn 0, then the retried turn 1)", n)
+	}
+	if n := r.turns(t, "main"); n != 2 {
+		t.Errorf("main has %d turns after the retry elsewhere, want its 2", n)
+	}
+}
+
 // failedThenRetried is a real backend whose SupportAgent conversation has turn 0, a turn
 // 1 that failed in respond (kept) and its retry, which took its place.
 func failedThenRetried(t *testing.T) (*real, *flakyLM) {
@@ -171,7 +196,7 @@ func failedThenRetried(t *testing.T) (*real, *flakyLM) {
 	if len(kept) != 1 {
 		t.Fatalf("kept %d", len(kept))
 	}
-	if _, err := r.Retry(context.Background(), sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
+	if _, _, err := r.Retry(context.Background(), sessions.RetryRequest{Key: kept[0].Key}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return r, model
@@ -224,7 +249,7 @@ func TestNavigatorShowsKeptTurns(t *testing.T) {
 	assertContains(t, hs.screen(), "a failed turn is on no branch, so it cannot be forked from")
 	hs.press("enter")
 	s = hs.screen()
-	assertContains(t, s, "failed turn 1 selected (kept; the branch went on past it)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
+	assertContains(t, s, "failed turn 1 selected (kept)", "calls · turn 1", "respond  ChainOfThought  0ms  0 tok  ✗ error")
 	assertLacks(t, s, "branches · turn tree")
 	// the failed last turn: shown after main's tip
 	hs.press("b")

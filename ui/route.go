@@ -342,7 +342,7 @@ func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 	if f.kind == runRetry {
 		e.status.set("retried: the turn is recorded on " + termtext.OneLine(msg.branch) + "; the failed one stays beside it")
 	}
-	if f.kind != runSend && f.kind != runResume && f.kind != runRetry && msg.branch != "" && msg.branch != f.pane.branch {
+	if f.kind != runSend && f.kind != runResume && msg.branch != "" && msg.branch != f.pane.branch {
 		return tea.Batch(m.loadBranches(false), m.openBranch(msg.branch))
 	}
 	f.pane.total++ // the new turn; its page follows

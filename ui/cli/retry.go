@@ -106,7 +106,7 @@ func runRetry(ctx context.Context, env Env) int {
 	a := sessions.New(s, model)
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	start := time.Now()
-	t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)
+	_, t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)
 	out := turnPrinter{env: env, json: sf.json, conv: n.Conv, branch: on}
 	if err != nil && branch == "" && errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrBusy) {
 		// The branch went on past the turn (it was retried, or others were sent).

@@ -63,7 +63,7 @@ func TestKeptTurnBesideTheBranch(t *testing.T) {
 
 	a.model = good
 	before := model.n.Load()
-	tr, err := a.Retry(ctx, RetryRequest{Key: k.Key}, nil)
+	_, tr, err := a.Retry(ctx, RetryRequest{Key: k.Key}, nil)
 	if err != nil || tr.Status != trace.StatusCompleted {
 		t.Fatalf("retry: %v", err)
 	}

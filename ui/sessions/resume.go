@@ -85,7 +85,8 @@ func (a *Service) Resume(ctx context.Context, key string, events chan<- Event) (
 	if p.Status != trace.StatusInterrupted {
 		return nil, fmt.Errorf("resume turn %s: it is running in %s", key, p.Owner)
 	}
-	return a.Retry(ctx, RetryRequest{Key: key}, events)
+	_, t, err := a.Retry(ctx, RetryRequest{Key: key}, events)
+	return t, err
 }
 
 // RetryRequest asks to run a turn that did not complete again from where it stopped.
@@ -97,6 +98,9 @@ type RetryRequest struct {
 	// Branch, when set, is a new branch forked at the turn's parent to retry on (the
 	// turn's own branch may have moved on since).
 	Branch string
+	// NewBranch retries on a new branch forked at the turn's parent even when Branch
+	// is empty: a free name ("retry-1", "retry-2", ...) is chosen.
+	NewBranch bool
 }
 
 // KeptTurnError is the error of a turn that did not complete: it is stored under Key
@@ -115,27 +119,31 @@ func (e *KeptTurnError) Unwrap() error { return e.Err }
 // (the failed one stays beside it). The model is wrapped so that requests the turn
 // already got answers for are served from storage: only the failed call and what
 // follows are paid for. A retry that fails in turn is kept like any failed turn.
-func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Event) (*trace.Turn, error) {
+func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Event) (string, *trace.Turn, error) {
 	key := req.Key
 	n, err := a.store.TurnInfo(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("retry turn %s: %w", key, err)
+		return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
 	}
 	branch := n.Branch
-	if req.Branch != "" {
-		if branch, err = a.forkAt(ctx, n.Conv, n.Parent, req.Branch); err != nil {
-			return nil, fmt.Errorf("retry turn %s: %w", key, err)
+	if req.Branch != "" || req.NewBranch {
+		name := req.Branch
+		if name == "" {
+			name = a.freeName(ctx, n.Conv, "retry")
+		}
+		if branch, err = a.forkAt(ctx, n.Conv, n.Parent, name); err != nil {
+			return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
 		}
 		send(events, Event{Kind: EventBranch, Branch: branch})
 	}
 	if branch == "" {
-		return nil, fmt.Errorf("retry turn %s: its branch was deleted; retry it on a new branch", key)
+		return "", nil, fmt.Errorf("retry turn %s: its branch was deleted; retry it on a new branch", key)
 	}
 	inputs := req.Inputs
 	if inputs == nil {
 		t, err := a.store.LoadTurn(ctx, key)
 		if err != nil {
-			return nil, fmt.Errorf("retry turn %s: %w", key, err)
+			return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
 		}
 		inputs = t.Inputs
 	}
@@ -144,10 +152,10 @@ func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Eve
 	defer l.Unlock()
 	r, err := a.session(ctx, n.Conv, branch, "")
 	if err != nil {
-		return nil, fmt.Errorf("retry turn %s: %w", key, err)
+		return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
 	}
 	if err := r.sink.Resume(ctx, key); err != nil {
-		return nil, fmt.Errorf("retry turn %s: %w", key, err)
+		return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
 	}
 	var resolver func(string) (lm.LM, error)
 	if a.resolver != nil {
@@ -159,7 +167,8 @@ func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Eve
 			return a.store.ReplayLM(key, m), nil
 		}
 	}
-	return a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, inputs, events)
+	t, err := a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, inputs, events)
+	return branch, t, err
 }
 
 // forkAt makes branch name end at turn parent ("" for an empty branch).

@@ -59,12 +59,12 @@ func (m *Memory) KeptTurns(ctx context.Context, conv, branchName string) ([]sess
 
 // Retry runs a kept turn's inputs (or the edited ones) again on its branch, which must
 // still end at the turn's parent; the kept turn stays.
-func (m *Memory) Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (*trace.Turn, error) {
+func (m *Memory) Retry(ctx context.Context, req sessions.RetryRequest, events chan<- sessions.Event) (string, *trace.Turn, error) {
 	m.mu.Lock()
 	i := slices.IndexFunc(m.kept, func(k *keptTurn) bool { return k.kt.Key == req.Key })
 	if i < 0 {
 		m.mu.Unlock()
-		return nil, fmt.Errorf("retry: no kept turn %q", req.Key)
+		return "", nil, fmt.Errorf("retry: no kept turn %q", req.Key)
 	}
 	k := m.kept[i]
 	c, err := m.convLocked(k.conv)
@@ -78,15 +78,16 @@ func (m *Memory) Retry(ctx context.Context, req sessions.RetryRequest, events ch
 	inputs := k.kt.Turn.Inputs
 	m.mu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("retry turn %s: %w", req.Key, err)
+		return "", nil, fmt.Errorf("retry turn %s: %w", req.Key, err)
 	}
-	if req.Branch != "" {
-		return nil, errors.New("retry: the memory backend retries on the turn's own branch only")
+	if req.Branch != "" || req.NewBranch {
+		return "", nil, errors.New("retry: the memory backend retries on the turn's own branch only")
 	}
 	if req.Inputs != nil {
 		inputs = req.Inputs
 	}
-	return m.runTurn(ctx, c, b, inputs, m.model, events)
+	t, err := m.runTurn(ctx, c, b, inputs, m.model, events)
+	return k.branch, t, err
 }
 
 func (m *Memory) DeleteTurn(ctx context.Context, key string) error {
