@@ -47,6 +47,9 @@ func (s *Session) Undo(steps int, cascade bool) []*trace.Turn {
 	defer s.mu.Unlock()
 	var out []*trace.Turn
 	for i := 0; i < steps && s.storedCount() > 0; i++ {
+		if s.tip.parent == nil && s.tip.depth > 1 {
+			break // the first turn a RestoreTail holds: what came before it is not here
+		}
 		out = append(out, s.turnCopy(s.tip)) // with its score, as the reference's popped turn
 		s.redo = append(s.redo, s.tip)
 		s.tip = s.tip.parent

@@ -49,39 +49,47 @@ func (f filters) message(inputs, outputs *sig.Map) *sig.Map {
 	return m
 }
 
-// msgLog is the history messages of a line of turns by depth (msgs[d-1] is the message
-// of the turn at depth d), shared by the line's nodes: a session's history is a window of
-// it, shared rather than copied (without a window it is every earlier turn, so copying
-// it made each turn cost the whole conversation). It only grows: a turn added after a
-// node that is not the line's last (after an undo, on a fork) starts a new line holding
-// a copy of what comes before it. mu guards msgs against a fork appending meanwhile.
+// msgLog is the history messages of a line of turns by depth (msgs[d-1-off] is the
+// message of the turn at depth d), shared by the line's nodes: a session's history is a
+// window of it, shared rather than copied (without a window it is every earlier turn, so
+// copying it made each turn cost the whole conversation). It only grows: a turn added
+// after a node that is not the line's last (after an undo, on a fork) starts a new line
+// holding a copy of what comes before it. off is the depth before the line's first
+// message: a session restored from the last turns of a branch (RestoreTail) has no
+// messages of the turns before them. mu guards msgs against a fork appending meanwhile.
 type msgLog struct {
 	mu   sync.Mutex
+	off  int
 	msgs []*sig.Map
 }
 
-// newNode is the node of turn t after parent, its message on parent's line.
-func newNode(parent *node, t *trace.Turn, msg *sig.Map, kids map[string]*node) *node {
+// newNode is the node of turn t after parent, its message on parent's line. A node
+// without a parent is at depth base+1 (base > 0: the first of the turns a RestoreTail
+// holds).
+func newNode(parent *node, base int, t *trace.Turn, msg *sig.Map, kids map[string]*node) *node {
 	if parent == nil {
-		return &node{turn: t, depth: 1, msg: msg, kids: kids, log: &msgLog{msgs: []*sig.Map{msg}}}
+		return &node{turn: t, depth: base + 1, msg: msg, kids: kids, log: &msgLog{off: base, msgs: []*sig.Map{msg}}}
 	}
 	pl, lg := parent.log, parent.log
 	pl.mu.Lock()
-	if len(pl.msgs) == parent.depth {
+	if pl.off+len(pl.msgs) == parent.depth {
 		pl.msgs = append(pl.msgs, msg)
 	} else {
-		msgs := make([]*sig.Map, parent.depth, parent.depth+1)
+		held := parent.depth - pl.off
+		msgs := make([]*sig.Map, held, held+1)
 		copy(msgs, pl.msgs)
-		lg = &msgLog{msgs: append(msgs, msg)}
+		lg = &msgLog{off: pl.off, msgs: append(msgs, msg)}
 	}
 	pl.mu.Unlock()
 	return &node{turn: t, parent: parent, depth: parent.depth + 1, msg: msg, kids: kids, log: lg}
 }
 
-// window is the messages of the turns at depths (from, to] of nd's line, shared.
+// window is the messages of the turns at depths (from, to] of nd's line, shared; on a
+// line that starts later (RestoreTail) only those it holds.
 func (nd *node) window(from, to int) []*sig.Map {
 	nd.log.mu.Lock()
 	defer nd.log.mu.Unlock()
+	from, to = max(from-nd.log.off, 0), to-nd.log.off
 	return nd.log.msgs[from:to:to]
 }
 

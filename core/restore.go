@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -20,15 +21,109 @@ import (
 // branch cost O(n²)): the caller must not change the turns afterwards. The turns
 // themselves are not modified.
 func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error) {
-	s, err := Sessionify(module, opts)
-	if err != nil {
-		return nil, err
+	s, _, err := RestoreTail(module, opts, 0, turns)
+	return s, err
+}
+
+// RestoreTail is Restore from the turns of a branch from index first on (first > 0: the
+// earlier ones are left out; turns holds the rest, up to the tip). A session keeps
+// reading only the last turns when every history in it has a window (max_turns or
+// max_stored_turns): exact reports whether the turns given cover what the next turn's
+// histories read, the root's and every child's that keeps turns of its own, so the next
+// turn sends exactly what a session restored from the whole branch would (with first 0
+// it always does). The session knows its length (first + len(turns)); HistoryAt answers
+// for the turns whose window it holds, and Undo stops at the first turn it holds.
+func RestoreTail(module Module, opts Options, first int, turns []*trace.Turn) (s *Session, exact bool, err error) {
+	if first < 0 {
+		return nil, false, fmt.Errorf("restore: first turn %d is negative", first)
 	}
+	s, err = Sessionify(module, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	if first > 0 {
+		s.base, s.partial = first, true
+		s.exactFrom = math.MaxInt
+		if w := s.window(); w >= 0 {
+			s.exactFrom = first + w
+		}
+	}
+	if err := s.replay(turns); err != nil {
+		return nil, false, err
+	}
+	return s, first == 0 || s.holdsWindows(), nil
+}
+
+// Exact reports whether the next turn's histories are what a session holding every turn
+// of its branch would give: always, unless restored from a tail (RestoreTail) that does
+// not, or no longer (after an undo), hold the windows they read.
+func (s *Session) Exact() bool {
+	if !s.partial {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holdsWindows()
+}
+
+// window is the most turns the session's history reads (max_turns, max_stored_turns),
+// -1 without a bound.
+func (s *Session) window() int {
+	w := -1
+	for _, p := range []*int{s.opts.MaxTurns, s.opts.MaxStoredTurns} {
+		if p != nil && (w < 0 || *p < w) {
+			w = max(*p, 0)
+		}
+	}
+	return w
+}
+
+// holdsWindows reports whether a session restored from a tail holds every turn the next
+// turn's histories read: its own window, and the window of each child that keeps turns
+// of its own across outer turns (the children restoreChildren fills; per-turn ones start
+// each outer turn afresh, episodic ones each root call).
+func (s *Session) holdsWindows() bool {
+	if w := s.window(); w < 0 || s.held() < w {
+		return false
+	}
+	return s.childrenHoldWindows()
+}
+
+func (s *Session) childrenHoldWindows() bool {
+	for _, ch := range s.children {
+		cs := ch.session
+		if cs == nil {
+			continue
+		}
+		if ch.kind == childSession && !cs.childrenHoldWindows() {
+			return false
+		}
+		if ch.nested != NestedKeep || ch.scope == Stateless || ch.scope == PerTurn || cs.opts.Lifespan != LifespanPersistent {
+			continue
+		}
+		if w := cs.window(); w < 0 || cs.held() < w {
+			return false
+		}
+	}
+	return true
+}
+
+// held counts the turns the session holds (after a RestoreTail, fewer than its length).
+func (s *Session) held() int {
+	n := 0
+	for nd := s.tip; nd != nil; nd = nd.parent {
+		n++
+	}
+	return n
+}
+
+// replay pushes the restored turns, oldest first.
+func (s *Session) replay(turns []*trace.Turn) error {
 	log := newHistoryLog(s.opts, s.seed)
 	episodic := s.episodicChildren()
 	for i, t := range turns {
 		if t == nil {
-			return nil, fmt.Errorf("restore %s: turn %d is nil", s.name, i)
+			return fmt.Errorf("restore %s: turn %d is nil", s.name, i)
 		}
 		restoreChildren(s, "", t.Calls)
 		for _, cs := range episodic {
@@ -42,7 +137,7 @@ func Restore(module Module, opts Options, turns []*trace.Turn) (*Session, error)
 		s.pushNode(&nt, nil)
 		log.add(s.tip.msg)
 	}
-	return s, nil
+	return nil
 }
 
 // episodicChildren are the children whose lifespan ends their turns with each root call:

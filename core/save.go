@@ -149,7 +149,8 @@ func (s *Session) pushNode(t *trace.Turn, kids map[string]*node) {
 	if kids == nil {
 		kids = s.childTips()
 	}
-	s.tip = newNode(s.tip, t, s.message(t.Inputs, t.Outputs), kids)
+	s.tip = newNode(s.tip, s.base, t, s.message(t.Inputs, t.Outputs), kids)
+	s.base = 0
 }
 
 // kidsAt finds each child's node at the depth recorded for an outer turn.

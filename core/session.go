@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,11 @@ type Session struct {
 	turnMu sync.Mutex
 	// l2 is the session's L2 memory (dspy-session's l2_memory).
 	l2 string
+	// base is the depth before the first turn pushed (RestoreTail: the turns of the
+	// branch it leaves out); exactFrom is the first turn index whose history HistoryAt
+	// knows (0 unless restored from a tail).
+	base, exactFrom int
+	partial         bool // restored from a tail of its branch
 	// fileNodes are node states a loaded file had for children this session does not
 	// have (or, for a child, for its own children); Save writes them back.
 	fileNodes []savefile.Node
@@ -162,8 +168,11 @@ func (s *Session) Turn(i int) *trace.Turn {
 		return nil
 	}
 	nd := s.tip
-	for k := n - 1; k > i; k-- {
+	for k := n - 1; k > i && nd != nil; k-- {
 		nd = nd.parent
+	}
+	if nd == nil {
+		return nil // before the turns a RestoreTail holds
 	}
 	return s.turnCopy(nd)
 }
@@ -178,12 +187,15 @@ func (s *Session) HistoryAt(i int) (sig.History, bool) {
 	if i < 0 {
 		i += n
 	}
-	if i < 0 || i >= n {
+	if i < 0 || i >= n || i < s.exactFrom {
 		return sig.History{}, false
 	}
 	nd := s.tip
-	for k := n - 1; k > i; k-- {
+	for k := n - 1; k > i && nd != nil; k-- {
 		nd = nd.parent
+	}
+	if nd == nil {
+		return sig.History{}, false
 	}
 	return nd.turn.History, true
 }
@@ -197,15 +209,14 @@ func (s *Session) turnCopy(nd *node) *trace.Turn {
 	return t
 }
 
-// visible returns the stored nodes oldest first.
+// visible returns the stored nodes oldest first (those it holds, after a RestoreTail).
 func (s *Session) visible() []*node {
 	n := s.storedCount()
-	out := make([]*node, n)
-	nd := s.tip
-	for i := n - 1; i >= 0; i-- {
-		out[i] = nd
-		nd = nd.parent
+	out := make([]*node, 0, n)
+	for nd := s.tip; nd != nil && len(out) < n; nd = nd.parent {
+		out = append(out, nd)
 	}
+	slices.Reverse(out)
 	return out
 }
 
@@ -234,7 +245,7 @@ func (s *Session) appendTurn(t *trace.Turn, kids map[string]*node) *trace.Turn {
 		next = s.tip.turn.Index + 1
 	}
 	t.Index = next
-	s.tip = newNode(s.tip, t, s.message(t.Inputs, t.Outputs), kids)
+	s.tip = newNode(s.tip, 0, t, s.message(t.Inputs, t.Outputs), kids)
 	s.redo = nil
 	hook := s.opts.OnTurn
 	s.mu.Unlock()

@@ -47,14 +47,18 @@ type branchState struct {
 type liveSession struct {
 	run      *turnRun
 	agentKey string
+	first    int // the index of the first turn the session was restored from
 	// redo holds the keys of the turns an undo took off the session, most recent
 	// last, as its own redo stack holds them.
 	redo []string
 }
 
-// pathEntry is one branch path, root first. Its slices are never appended to in place
-// (a longer path is a new entry), so a reader still holding an old entry is safe.
+// pathEntry is one branch path, root first, or its last turns: keys[0] is the turn at
+// index base (a session restored for a windowed agent reads only the last turns). Its
+// slices are never appended to in place (a longer path is a new entry), so a reader
+// still holding an old entry is safe.
 type pathEntry struct {
+	base    int
 	keys    []string
 	started []time.Time
 	turns   []*trace.Turn
@@ -85,79 +89,112 @@ func (c *branchCache) state(k string) *branchState {
 	return st
 }
 
-// matches reports whether the entry's turn at i is node n.
+// length is the branch's length at the entry's tip.
+func (e *pathEntry) length() int { return e.base + len(e.keys) }
+
+// covers reports whether the entry holds the last want turns (want 0: all of them; want
+// < 0: whatever it holds).
+func (e *pathEntry) covers(want int) bool {
+	return e.base == 0 || want < 0 || want > 0 && len(e.keys) >= want
+}
+
+// turn is the turn at index i of the branch (i must be held).
+func (e *pathEntry) turn(i int) *trace.Turn { return e.turns[i-e.base] }
+
+// matches reports whether the entry's turn at index i is node n.
 func (e *pathEntry) matches(i int, n *storage.TurnNode) bool {
+	i -= e.base
 	return i >= 0 && i < len(e.keys) && e.keys[i] == n.Key && e.started[i].Equal(n.Started)
 }
 
-// prefix is the entry's first n turns.
+// prefix is the entry up to index n (n > base).
 func (e *pathEntry) prefix(n int) *pathEntry {
-	return &pathEntry{keys: e.keys[:n:n], started: e.started[:n:n], turns: e.turns[:n:n]}
+	n -= e.base
+	return &pathEntry{base: e.base, keys: e.keys[:n:n], started: e.started[:n:n], turns: e.turns[:n:n]}
 }
 
 // extend is the entry followed by more turns.
 func (e *pathEntry) extend(keys []string, started []time.Time, turns []*trace.Turn) *pathEntry {
-	return &pathEntry{keys: append(e.keys[:len(e.keys):len(e.keys)], keys...),
+	return &pathEntry{base: e.base, keys: append(e.keys[:len(e.keys):len(e.keys)], keys...),
 		started: append(e.started[:len(e.started):len(e.started)], started...),
 		turns:   append(e.turns[:len(e.turns):len(e.turns)], turns...)}
 }
 
-// index is the position of turn key on the path, or -1.
+// index is the position of turn key on the branch, or -1 (also when the entry does not
+// hold it).
 func (e *pathEntry) index(key string) int {
 	for i := len(e.keys) - 1; i >= 0; i-- {
 		if e.keys[i] == key {
-			return i
+			return e.base + i
 		}
 	}
 	return -1
 }
 
-// branchPath returns the branch's path, root first, with the turns as core.Restore needs
-// them (no requests). The entry is shared: callers must not change it or its turns.
+// branchPath returns the branch's whole path, root first, with the turns as core.Restore
+// needs them (no requests). The entry is shared: callers must not change it or its turns.
 func (a *Service) branchPath(ctx context.Context, conv, branch string) (*pathEntry, error) {
 	st := a.cache.state(conv + "\x00" + branch)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := a.check(ctx, st, conv, branch); err != nil {
+	if err := a.check(ctx, st, conv, branch, 0); err != nil {
 		return nil, err
 	}
 	return st.path, nil
 }
 
-// check brings st to the store's current path: as cached when the tip is the same, cut
-// back after an undo, extended by the turns committed since (a redo, or turns of another
-// writer), and otherwise loaded whole. The live session follows an undo or a redo of its
-// own turns; any other change drops it (caller holds st.mu).
-func (a *Service) check(ctx context.Context, st *branchState, conv, branch string) error {
+// anyPath returns the branch's path as cached, which may hold only its last turns (a
+// session restored for a windowed agent reads no more); with nothing cached, the whole
+// path.
+func (a *Service) anyPath(ctx context.Context, conv, branch string) (*pathEntry, error) {
+	st := a.cache.state(conv + "\x00" + branch)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := a.check(ctx, st, conv, branch, -1); err != nil {
+		return nil, err
+	}
+	return st.path, nil
+}
+
+// check brings st to the store's current path, holding at least its last want turns
+// (want 0: the whole path; want < 0: as cached, the whole path when loaded): as cached when the tip is the same, cut back after an undo,
+// extended by the turns committed since (a redo, or turns of another writer), and
+// otherwise loaded (the last want turns, or the whole path). The live session follows an
+// undo or a redo of its own turns; any other change drops it (caller holds st.mu).
+func (a *Service) check(ctx context.Context, st *branchState, conv, branch string, want int) error {
 	tail, total, err := a.store.BranchPathTail(ctx, conv, branch, 2)
 	if err != nil {
 		return err
 	}
 	e := st.path
+	sameTip := false
 	switch {
 	case total == 0:
-		if e == nil || len(e.keys) != 0 {
+		if e == nil || e.length() != 0 {
 			a.moveLive(st, e, 0, nil)
 			st.path = &pathEntry{}
 		}
 		return nil
 	case e == nil:
-	case len(e.keys) >= total && e.matches(total-1, tail[len(tail)-1]):
+	case e.length() >= total && e.matches(total-1, tail[len(tail)-1]):
 		// the same path, or an undo moved the tip back along it
-		if len(e.keys) > total {
+		if e.length() > total {
 			a.moveLive(st, e, total, nil)
 			st.path = e.prefix(total)
 		}
-		return nil
-	case len(e.keys) < total && len(e.keys) > 0:
+		if st.path.covers(want) {
+			return nil
+		}
+		sameTip = true
+	case e.length() < total && len(e.keys) > 0:
 		// turns committed after the cached tip: read just those, if the tip is still on
 		// the path
-		n := total - len(e.keys)
+		n := total - e.length()
 		newer, _, err := a.store.BranchPathTail(ctx, conv, branch, n+1)
 		if err != nil {
 			return err
 		}
-		if len(newer) == n+1 && e.matches(len(e.keys)-1, newer[0]) {
+		if len(newer) == n+1 && e.matches(e.length()-1, newer[0]) {
 			keys := make([]string, n)
 			started := make([]time.Time, n)
 			for i, nd := range newer[1:] {
@@ -169,18 +206,28 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 			}
 			a.moveLive(st, e, total, keys)
 			st.path = e.extend(keys, started, turns)
-			return nil
+			if st.path.covers(want) {
+				return nil
+			}
+			sameTip = true
 		}
 	}
-	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, 0, 0, storage.LoadOptions{NoRequests: true})
+	from, limit := 0, 0
+	if want > 0 && want < total {
+		from, limit = -want, want
+	}
+	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, storage.LoadOptions{NoRequests: true})
 	if err != nil {
 		return err
 	}
-	ne := &pathEntry{keys: p.Keys, turns: p.Turns, started: make([]time.Time, len(p.Nodes))}
+	ne := &pathEntry{base: p.From, keys: p.Keys, turns: p.Turns, started: make([]time.Time, len(p.Nodes))}
 	for i, n := range p.Nodes {
 		ne.started[i] = n.Started
 	}
-	st.path, st.live = ne, nil
+	if !sameTip || p.Total != total || len(p.Keys) == 0 || ne.keys[len(ne.keys)-1] != st.path.keys[len(st.path.keys)-1] {
+		st.live = nil // the session kept was of another path
+	}
+	st.path = ne
 	return nil
 }
 
@@ -193,14 +240,16 @@ func (a *Service) moveLive(st *branchState, e *pathEntry, n int, added []string)
 		st.live = nil
 		return
 	}
-	if back := len(e.keys) - n; back > 0 {
+	if back := e.length() - n; back > 0 {
 		undone := l.run.s.Undo(back, true)
-		if len(undone) != back {
+		if len(undone) != back || !l.run.s.Exact() {
+			// a session restored from the branch's last turns no longer holds what the
+			// next turn reads
 			st.live = nil
 			return
 		}
-		for i := len(e.keys) - 1; i >= n; i-- {
-			l.redo = append(l.redo, e.keys[i])
+		for i := e.length() - 1; i >= n; i-- {
+			l.redo = append(l.redo, e.keys[i-e.base])
 		}
 	}
 	for _, k := range added {
@@ -213,36 +262,100 @@ func (a *Service) moveLive(st *branchState, e *pathEntry, n int, added []string)
 }
 
 // liveState returns the branch's path and its session (as configured: the conversation's
-// agent, no strategy override), restoring the session when none is kept. With take, the
-// session is handed to the caller alone (a turn is about to run on it) and must be given
-// back with giveBack; otherwise it is shared and only read.
-func (a *Service) liveState(ctx context.Context, conv, branch string, take bool) (*branchState, *pathEntry, *liveSession, error) {
+// agent, no strategy override), restoring the session when none is kept. Unless full is
+// set, the path may hold only the branch's last turns, as many as the agent's histories
+// read (windowed agents: see core.RestoreTail). With take, the session is handed to the
+// caller alone (a turn is about to run on it) and must be given back with giveBack;
+// otherwise it is shared and only read.
+func (a *Service) liveState(ctx context.Context, conv, branch string, take, full bool) (*branchState, *pathEntry, *liveSession, error) {
 	ag, err := a.conversationAgent(ctx, conv, "")
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	key := agentKey(ag)
+	want := 0
+	if !full {
+		want = a.tailLen(ag, key)
+	}
 	st := a.cache.state(conv + "\x00" + branch)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := a.check(ctx, st, conv, branch); err != nil {
-		return nil, nil, nil, err
-	}
-	l := st.live
-	if l == nil || l.agentKey != key {
-		run, err := a.restoreAgent(ag, conv, branch, 0, st.path.turns)
+	for {
+		if err := a.check(ctx, st, conv, branch, want); err != nil {
+			return nil, nil, nil, err
+		}
+		l := st.live
+		if l != nil && l.agentKey == key && (!full || st.path.base == 0 && l.first == 0) {
+			break
+		}
+		run, exact, err := a.restoreAgent(ag, conv, branch, 0, st.path.base, st.path.turns)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		l = &liveSession{run: run, agentKey: key}
+		if !exact {
+			// a child reads further back than the window (a predictor not called every
+			// turn): hold twice as many turns
+			want = a.growTail(key, want)
+			continue
+		}
+		l = &liveSession{run: run, agentKey: key, first: st.path.base}
+		st.live = nil
 		if keepsLive(run.s) {
 			st.live = l
 		}
+		if take {
+			st.live = nil
+		}
+		return st, st.path, l, nil
 	}
+	l := st.live
 	if take {
 		st.live = nil
 	}
 	return st, st.path, l, nil
+}
+
+// tailLen is how many of a branch's last turns a session of agent ag is restored from:
+// 0 (all) unless its history has a window, else the window with room for a few undos
+// (and more once a restore found it short).
+func (a *Service) tailLen(ag demo.Agent, key string) int {
+	a.mu.Lock()
+	n, ok := a.tails[key]
+	a.mu.Unlock()
+	if ok {
+		return n
+	}
+	_, opts, err := ag.Build()
+	if err != nil {
+		return 0 // the restore says what is wrong
+	}
+	w := -1
+	for _, p := range []*int{opts.MaxTurns, opts.MaxStoredTurns} {
+		if p != nil && (w < 0 || *p < w) {
+			w = max(*p, 0)
+		}
+	}
+	if w >= 0 {
+		n = w + undoRoom
+	}
+	a.mu.Lock()
+	a.tails[key] = n
+	a.mu.Unlock()
+	return n
+}
+
+// undoRoom is how many undos a session restored from a branch's last turns can follow
+// before it is restored again.
+const undoRoom = 4
+
+// growTail doubles the turns restored for agent key after a restore from want turns was
+// short, and returns the new count.
+func (a *Service) growTail(key string, want int) int {
+	n := 2 * want
+	a.mu.Lock()
+	a.tails[key] = n
+	a.mu.Unlock()
+	return n
 }
 
 // giveBack returns a session taken by liveState after a turn ran on it: when the turn
@@ -304,7 +417,7 @@ func (a *Service) cachedTurns(conv, branch string, keys []string) []*trace.Turn 
 		if at < 0 {
 			return nil
 		}
-		out[i] = st.path.turns[at]
+		out[i] = st.path.turn(at)
 	}
 	return out
 }

@@ -108,7 +108,7 @@ func TestSessionCacheFollowsTheStore(t *testing.T) {
 func liveSame(t *testing.T, a *Service, st *storage.Store, conv, branch string, wantLen int) *liveSession {
 	t.Helper()
 	ctx := context.Background()
-	_, _, l, err := a.liveState(ctx, conv, branch, false)
+	_, _, l, err := a.liveState(ctx, conv, branch, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,11 +231,11 @@ func TestLiveSessionFollowsTheAgentFile(t *testing.T) {
 	a.SetAgentDirs(dir)
 	conv := mustConversation(t, a, "support-window")
 	mustSend(t, a, conv, "main", question("one"))
-	_, _, l, err := a.liveState(ctx, conv, "main", false)
+	_, _, l, err := a.liveState(ctx, conv, "main", false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, again, _ := a.liveState(ctx, conv, "main", false); again != l {
+	if _, _, again, _ := a.liveState(ctx, conv, "main", false, false); again != l {
 		t.Fatal("an unchanged agent file's session was not kept")
 	}
 	changed := strings.Replace(string(src), "max_turns = 4", "max_turns = 2", 1)
@@ -246,7 +246,7 @@ func TestLiveSessionFollowsTheAgentFile(t *testing.T) {
 	if err := os.Chtimes(file, later, later); err != nil {
 		t.Fatal(err)
 	}
-	_, _, nl, err := a.liveState(ctx, conv, "main", false)
+	_, _, nl, err := a.liveState(ctx, conv, "main", false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

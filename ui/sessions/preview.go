@@ -19,14 +19,21 @@ import (
 // read from the path and session the service keeps for the branch; only the request as
 // sent (strategy 0, and recorded calls, which are read back from it) is loaded.
 func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, error) {
-	path, err := a.branchPath(ctx, req.Conv, req.Branch)
+	path, err := a.anyPath(ctx, req.Conv, req.Branch)
 	if err != nil {
 		return Rendering{}, err
 	}
 	at := path.index(req.Turn)
+	if at < 0 && path.base > 0 {
+		// a turn before the last ones held, or a kept turn placed after its parent
+		if path, err = a.branchPath(ctx, req.Conv, req.Branch); err != nil {
+			return Rendering{}, err
+		}
+		at = path.index(req.Turn)
+	}
 	var t *trace.Turn
 	if at >= 0 && req.Strategy != 0 {
-		t = path.turns[at]
+		t = path.turn(at)
 	}
 	call, earlier := findCall(t, req.Call)
 	if t == nil || call != nil && call.Recovered != "" {
@@ -50,17 +57,31 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	var run *turnRun
 	turns := path.turns
 	if at >= 0 {
-		_, _, live, err := a.liveState(ctx, req.Conv, req.Branch, false)
-		if err != nil {
-			r.Err = err.Error()
-			return r, nil
+		var h sig.History
+		var ok bool
+		for _, full := range []bool{false, true} {
+			// the session kept for the branch, restored from the whole path when the
+			// one kept holds only the last turns and they are not enough here
+			_, lp, live, err := a.liveState(ctx, req.Conv, req.Branch, false, full)
+			if err != nil {
+				r.Err = err.Error()
+				return r, nil
+			}
+			run, turns = live.run, lp.turns
+			if at = lp.index(req.Turn); at < 0 {
+				break
+			}
+			h, ok = run.s.HistoryAt(at)
+			source = run.s.HistorySource(call.Path)
+			if ok && (source == core.HistoryOwn || lp.base == 0) {
+				break
+			}
+			ok = false
 		}
-		run = live.run
-		h, ok := run.s.HistoryAt(at)
 		if !ok {
-			return r, fmt.Errorf("turn %d is not on branch %s", at, req.Branch)
+			return r, fmt.Errorf("turn %s is not on branch %s", req.Turn, req.Branch)
 		}
-		outer, source = h, run.s.HistorySource(call.Path)
+		outer = h
 	} else {
 		// A turn kept beside the branch (failed, cancelled, interrupted) is rendered where
 		// it happened: after its parent, with the histories the branch had there.
@@ -170,7 +191,7 @@ func (a *Service) DryRun(ctx context.Context, conv, branch string, inputs *sig.M
 	// The histories the next turn would really give: the branch's session applies the
 	// agent's filters, windows and scopes (keep strategies), and the outer history is
 	// what the session would pass down (inherit strategies).
-	_, bp, live, err := a.liveState(ctx, conv, branch, false)
+	_, bp, live, err := a.liveState(ctx, conv, branch, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +200,16 @@ func (a *Service) DryRun(ctx context.Context, conv, branch string, inputs *sig.M
 	if p == nil {
 		return nil, fmt.Errorf("agent %s has no predictor", run.agent.Name)
 	}
-	outer := run.s.History()
 	own, src := run.s.NextHistory(path)
+	if src != core.HistoryOwn && bp.base > 0 {
+		// the what-if below reads every earlier turn
+		if _, bp, live, err = a.liveState(ctx, conv, branch, false, true); err != nil {
+			return nil, err
+		}
+		run = live.run
+		own, src = run.s.NextHistory(path)
+	}
+	outer := run.s.History()
 	if src != core.HistoryOwn {
 		own = ownHistory(bp.turns, path, nil) // a what-if: the predictor keeps no history of its own
 	}

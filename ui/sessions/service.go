@@ -37,12 +37,15 @@ type Service struct {
 	// store's tip on every use), so consecutive Sends neither reload nor restore the
 	// whole branch.
 	cache branchCache
+	// tails is how many of a branch's last turns a session of each agent (by agentKey)
+	// is restored from (0: all of them); guarded by mu.
+	tails map[string]int
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
 // AgentDirs(os.Getenv); SetAgentDirs changes that.
 func New(store *storage.Store, model lm.LM) *Service {
-	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}}
+	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}, tails: map[string]int{}}
 	a.files = DefaultCatalog()
 	return a
 }
@@ -215,7 +218,7 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 // It is the caller's alone to run a turn on.
 func (a *Service) session(ctx context.Context, conv, branch, agentOverride string) (*turnRun, error) {
 	if agentOverride == "" {
-		_, _, l, err := a.liveState(ctx, conv, branch, true)
+		_, _, l, err := a.liveState(ctx, conv, branch, true, false)
 		if err != nil {
 			return nil, err
 		}
@@ -239,30 +242,32 @@ func (a *Service) restore(ctx context.Context, conv, branch, agentOverride strin
 	if err != nil {
 		return nil, err
 	}
-	return a.restoreAgent(ag, conv, branch, strategy, turns)
+	r, _, err := a.restoreAgent(ag, conv, branch, strategy, 0, turns)
+	return r, err
 }
 
-// restoreAgent restores agent ag's session from the branch's path turns. The session
+// restoreAgent restores agent ag's session from the branch's path turns from index
+// first on (see core.RestoreTail: exact says whether they were enough). The session
 // keeps its calls without their requests (record "calls"): the store has them, and a
 // session kept between turns would otherwise hold every request of the branch.
-func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy int, turns []*trace.Turn) (*turnRun, error) {
+func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, first int, turns []*trace.Turn) (*turnRun, bool, error) {
 	mod, opts, err := ag.Build()
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+		return nil, false, fmt.Errorf("agent %s: %w", ag.Name, err)
 	}
 	if strategy > 0 {
 		if err := applyStrategy(mod, &opts, strategy, agentInfo(ag).Signature); err != nil {
-			return nil, fmt.Errorf("agent %s under strategy %d: %w", ag.Name, strategy, err)
+			return nil, false, fmt.Errorf("agent %s under strategy %d: %w", ag.Name, strategy, err)
 		}
 	}
 	sink := a.store.Sink(conv, branch)
 	opts.Record = core.RecordCalls
 	opts.Sink = sink
-	s, err := core.Restore(mod, opts, turns)
+	s, exact, err := core.RestoreTail(mod, opts, first, turns)
 	if err != nil {
-		return nil, fmt.Errorf("restore branch %s: %w", branch, err)
+		return nil, false, fmt.Errorf("restore branch %s: %w", branch, err)
 	}
-	return &turnRun{s: s, mod: mod, sink: sink, agent: ag}, nil
+	return &turnRun{s: s, mod: mod, sink: sink, agent: ag}, exact, nil
 }
 
 // run runs one turn of r with model, streaming to events.
@@ -289,7 +294,7 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
-	st, from, live, err := a.liveState(ctx, req.Conv, req.Branch, true)
+	st, from, live, err := a.liveState(ctx, req.Conv, req.Branch, true, false)
 	if err != nil {
 		return nil, err
 	}
