@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -52,10 +51,10 @@ func (o *OpenAI) try(ctx context.Context, cancel context.CancelCauseFunc, r open
 		defer t.Stop()
 		stop = t.Stop
 	}
-	stall := newWatchdog(o.timeouts.Stall, func() { cancel(errStall) })
-	defer stall.stop()
-	x.alive = stall.kick
-	onDelta = firstCall(func() bool { stall.arm(); return stop() }, onDelta)
+	stall := NewWatchdog(o.timeouts.Stall, func() { cancel(errStall) })
+	defer stall.Stop()
+	x.alive = stall.Kick
+	onDelta = firstCall(func() bool { stall.Arm(); return stop() }, onDelta)
 	stream, err := c.CreateChatCompletionStream(ctx, r)
 	status, _, _ := x.response()
 	if err != nil {
@@ -133,47 +132,4 @@ func sawDone(raw []byte) bool {
 		}
 	}
 	return false
-}
-
-// watchdog fires when, once armed, nothing kicks it for d. A zero d never fires.
-type watchdog struct {
-	mu    sync.Mutex
-	d     time.Duration
-	fire  func()
-	t     *time.Timer
-	ended bool
-}
-
-func newWatchdog(d time.Duration, fire func()) *watchdog { return &watchdog{d: d, fire: fire} }
-
-// arm starts the clock (once; later calls are kicks).
-func (w *watchdog) arm() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.d <= 0 || w.ended {
-		return
-	}
-	if w.t == nil {
-		w.t = time.AfterFunc(w.d, w.fire)
-		return
-	}
-	w.t.Reset(w.d)
-}
-
-// kick restarts the clock if it runs.
-func (w *watchdog) kick() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.t != nil && !w.ended {
-		w.t.Reset(w.d)
-	}
-}
-
-func (w *watchdog) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ended = true
-	if w.t != nil {
-		w.t.Stop()
-	}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,6 +35,20 @@ type exchange struct {
 	err        error // the proxy's own failure (upstream unreachable, timed out)
 	readErr    error // the upstream's answer broke off
 	callerGone bool
+	// The upstream's clocks: firstBytes stops the first-byte clock (nil once it did),
+	// stall bounds the silences after.
+	firstBytes func()
+	stall      *llm.Watchdog
+}
+
+// alive is told of every read of the upstream's answer: the first stops the first-byte
+// clock and starts the stall clock, the others restart it.
+func (ex *exchange) alive() {
+	if ex.firstBytes != nil {
+		ex.firstBytes()
+		ex.firstBytes = nil
+	}
+	ex.stall.Arm()
 }
 
 // copyBody passes the upstream's answer to the caller as it arrives, keeping a
@@ -46,6 +59,7 @@ func (ex *exchange) copyBody(ctx context.Context, w http.ResponseWriter, body io
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
+			ex.alive()
 			ex.resp.Write(buf[:n])
 			if ex.sse != nil {
 				ex.sse.Write(buf[:n])
@@ -65,8 +79,8 @@ func (ex *exchange) copyBody(ctx context.Context, w http.ResponseWriter, body io
 			switch {
 			case ex.caller.Err() != nil:
 				ex.callerGone = true
-			case errors.Is(context.Cause(ctx), errTotal):
-				ex.readErr = fmt.Errorf("no complete answer within %s", ex.s.opts.Upstream.Total)
+			case ex.s.timeout(ctx) != nil:
+				ex.readErr = ex.s.timeout(ctx)
 			default:
 				ex.readErr = err
 			}

@@ -89,6 +89,59 @@ func TestUpstreamFailures(t *testing.T) {
 			t.Errorf("record: error %q", c.Error)
 		}
 	})
+	t.Run("no first byte", func(t *testing.T) {
+		release := make(chan struct{})
+		f := newFixture(t, Upstream{FirstByte: 50 * time.Millisecond, Stall: time.Hour})
+		f.up.answer = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush() // headers, then nothing: a server loading its model
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		defer close(release)
+		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if c := f.rec.last(t); !strings.Contains(c.Error, "no answer began within 50ms") {
+			t.Errorf("record: error %q", c.Error)
+		}
+	})
+	t.Run("stalled stream", func(t *testing.T) {
+		release := make(chan struct{})
+		// the first-byte clock is long: only the silence after the first bytes ends it
+		f := newFixture(t, Upstream{FirstByte: time.Hour, Stall: 300 * time.Millisecond})
+		f.up.answer = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 4 { // alive for longer than Stall in all, never silent for as long
+				io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"[[ ## answer\"}}]}\n\n")
+				w.(http.Flusher).Flush()
+				time.Sleep(100 * time.Millisecond)
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		defer close(release)
+		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if n := strings.Count(string(got), "data: "); resp.StatusCode != 200 || n != 4 {
+			t.Errorf("caller got %d with %d events, want the 4 sent before the stall", resp.StatusCode, n)
+		}
+		if c := f.rec.last(t); !strings.Contains(c.Error, "the upstream stalled: nothing for 300ms") || !strings.HasPrefix(c.Completion, "[[ ## answer") {
+			t.Errorf("record: error %q completion %q", c.Error, c.Completion)
+		}
+	})
 	t.Run("stream broken off", func(t *testing.T) {
 		f := newFixture(t, Upstream{})
 		f.up.answer = func(w http.ResponseWriter, _ *http.Request, _ []byte) {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/trace"
+	"github.com/sessionbench/sessionbench/llm"
 )
 
 // Request headers a program may set to group its calls (they are not forwarded).
@@ -50,7 +51,14 @@ type Upstream struct {
 	ForceKey bool
 	Headers  map[string]string // the provider's extra headers (the caller's win)
 	Connect  time.Duration     // TCP connect and TLS handshake; 0: no limit
-	Total    time.Duration     // a whole exchange, streams included; 0: no limit
+	// FirstByte bounds the wait from forwarding a request to the upstream's first
+	// bytes of answer (a local server may be loading its model); 0: no limit.
+	FirstByte time.Duration
+	// Stall bounds a silence of the upstream once its answer has begun (no bytes at
+	// all, keep-alive comments count as life); 0: no limit. The caller's stream then
+	// ends and the call is recorded as failed.
+	Stall time.Duration
+	Total time.Duration // a whole exchange, streams included; 0: no limit
 }
 
 // Route is how the program asked its call to be grouped (empty: by heuristics).
@@ -134,12 +142,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ex.chat && s.opts.Recorder != nil {
 		ex.finish = s.opts.Recorder.Begin(ex.route.Session, ex.route.Turn, started)
 	}
-	ctx := r.Context()
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
 	if s.opts.Upstream.Total > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, s.opts.Upstream.Total, errTotal)
-		defer cancel()
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, s.opts.Upstream.Total, errTotal)
+		defer stop()
 	}
+	// Two clocks bound the upstream as they bound the model client: its first bytes
+	// must come within FirstByte, then it may not fall silent for longer than Stall.
+	first := llm.NewWatchdog(s.opts.Upstream.FirstByte, func() { cancel(errFirstByte) })
+	defer first.Stop()
+	ex.stall = llm.NewWatchdog(s.opts.Upstream.Stall, func() { cancel(errStall) })
+	defer ex.stall.Stop()
+	ex.firstBytes = first.Stop
 	// The caller's body is read whole before it goes upstream: Go's server may close a
 	// request body once the response's headers are flushed, so a body still being
 	// streamed upstream when the answer starts would cut the upstream connection.
@@ -167,11 +183,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		out.Body, out.ContentLength = http.NoBody, 0
 	}
 	s.outHeaders(out.Header, r.Header)
+	first.Arm()
 	resp, err := s.client.Do(out)
 	if err != nil {
 		status := http.StatusBadGateway
-		if errors.Is(context.Cause(ctx), errTotal) {
-			status, err = http.StatusGatewayTimeout, fmt.Errorf("no complete answer within %s: %w", s.opts.Upstream.Total, err)
+		if timeout := s.timeout(ctx); timeout != nil {
+			status, err = http.StatusGatewayTimeout, fmt.Errorf("%w: %w", timeout, err)
 		}
 		if r.Context().Err() != nil {
 			ex.callerGone = true
@@ -196,7 +213,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ex.done()
 }
 
-var errTotal = errors.New("total timeout")
+var (
+	errTotal     = errors.New("total timeout")
+	errFirstByte = errors.New("first byte timeout")
+	errStall     = errors.New("stall timeout")
+)
+
+// timeout says which of the upstream's clocks ended ctx, in words; nil when none did.
+func (s *Server) timeout(ctx context.Context) error {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTotal):
+		return fmt.Errorf("no complete answer within %s", s.opts.Upstream.Total)
+	case errors.Is(cause, errFirstByte):
+		return fmt.Errorf("no answer began within %s", s.opts.Upstream.FirstByte)
+	case errors.Is(cause, errStall):
+		return fmt.Errorf("the upstream stalled: nothing for %s", s.opts.Upstream.Stall)
+	}
+	return nil
+}
 
 // outHeaders copies the caller's headers for the upstream request: hop-by-hop headers,
 // Host, Content-Length (set from the request), Accept-Encoding (the upstream's bytes pass through as they are) and the

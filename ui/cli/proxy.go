@@ -142,7 +142,8 @@ func proxyUpstream(ctx context.Context, f llm.Flags) (up proxy.Upstream, desc st
 	if opts.Timeouts != nil {
 		to = *opts.Timeouts
 	}
-	up = proxy.Upstream{BaseURL: opts.BaseURL, APIKey: opts.APIKey, Headers: opts.Headers, Connect: to.Connect, Total: to.Total}
+	up = proxy.Upstream{BaseURL: opts.BaseURL, APIKey: opts.APIKey, Headers: opts.Headers, Connect: to.Connect,
+		FirstByte: to.FirstToken, Stall: to.Stall, Total: to.Total}
 	key := "no configured key"
 	switch {
 	case opts.APIKey != "" && opts.APIKeyEnv != "":
