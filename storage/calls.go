@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -57,33 +56,6 @@ func messageItems(msgs []lm.Message) []listItem {
 		items[i] = listItem{Role: m.Role, Body: m.Content, Extra: m.Extra}
 	}
 	return items
-}
-
-// listHash is putList's hash of a list, computed without the database.
-func listHash(items []listItem) hash16 {
-	var h hash16
-	for _, it := range items {
-		h = chainHash(h, it.key(), contentHash(it.Body))
-	}
-	return h
-}
-
-// requestKey identifies an exact request: predictor path, messages and parameters. A
-// resumed turn finds the answers it already paid for by this key.
-func requestKey(path string, msgs []lm.Message, p lm.Params) []byte {
-	return requestKeyOf(path, listHash(messageItems(msgs)), p)
-}
-
-// requestKeyOf is requestKey for messages whose list hash is known (putList gives it).
-func requestKeyOf(path string, lh hash16, p lm.Params) []byte {
-	pj, _ := json.Marshal(p)
-	d := sha256.New()
-	d.Write([]byte(path))
-	d.Write([]byte{0})
-	d.Write(lh[:])
-	d.Write([]byte{0})
-	d.Write(pj)
-	return d.Sum(nil)[:16]
 }
 
 func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, parentKey string, c *trace.Call) error {
@@ -178,13 +150,13 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 		started = now()
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO calls(turn_id, call_key, parent_key, seq, path, predictor_type, adapter, model,
-			inputs, outputs, history_node, messages_node, request_key, params, completion_id,
+			inputs, outputs, history_node, messages_node, params, completion_id,
 			prompt_tokens, completion_tokens, cached_tokens, total_tokens, started_at, latency_ns, error, attempts, score,
 			raw_request_mode, raw_request_id, raw_response_id, recovered, usage_estimated,
 			messages_tail, messages_tail_len, history_tail, history_tail_len, raw_response_mode, io_id, io_split)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		turnID, key, parentKey, seq, c.Path, c.PredictorType, c.Adapter, c.Model,
-		in, out, hist.head, msgs.head, requestKeyOf(c.Path, msgs.hash, c.Params), string(params), completion,
+		in, out, hist.head, msgs.head, string(params), completion,
 		c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.CachedTokens, c.Usage.TotalTokens,
 		fmtTime(started), int64(c.Latency), redact.String(c.Error), attempts, c.Score, rawMode, rawReq, rawResp, c.Recovered, c.Usage.Estimated,
 		msgs.tail, msgs.tailLen, hist.tail, hist.tailLen, respMode, io, ioSplit)

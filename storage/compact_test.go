@@ -251,3 +251,48 @@ func TestCommitsPerTurn(t *testing.T) {
 		}
 	}
 }
+
+// Texts and list nodes are found by a short hash: a row under the same hash that holds
+// something else (as a collision would) is never taken for what is looked up.
+func TestShortHashCollisions(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	tr := fixtureTurn(0, 0, false)
+	c := tr.Calls[1] // agent.answer
+	chain := hash16{}
+	for _, m := range c.Messages {
+		chain = chainHash(chain, m.Role, contentHash(m.Content))
+	}
+	// Impostors: a text under the hash of the call's completion, and a one-element list
+	// under the hash of the call's whole request, made before the turn is stored.
+	if _, err := s.w.Exec("INSERT INTO contents(hash, body) VALUES (?, 'not the completion')", contentHash(c.Completion).short()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`INSERT INTO list_nodes(hash, parent_id, role, content_id, depth) VALUES (?, NULL, 'user', last_insert_rowid(), ?)`,
+		chain.short(), len(c.Messages)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh store (a cold cache) looks the request up by its hashes to store it again.
+	s2, err := Open(ctx, s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	again := fixtureTurn(0, 0, false)
+	if _, err := runTurn(ctx, s2.Sink("x", MainBranch), again); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := s2.LoadBranch(ctx, "x", MainBranch)
+	if err != nil || len(turns) != 2 {
+		t.Fatal(len(turns), err)
+	}
+	for i, got := range turns {
+		if toJSON(t, got.Calls) != toJSON(t, tr.Calls) {
+			t.Fatalf("turn %d comes back different:\n got %s\nwant %s", i, toJSON(t, got.Calls), toJSON(t, tr.Calls))
+		}
+	}
+}

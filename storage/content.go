@@ -13,6 +13,9 @@ import (
 // addressing, and half the index size.
 type hash16 [16]byte
 
+// short is the part of h stored and indexed (schema 9): lookups compare what they find.
+func (h hash16) short() []byte { return h[:8] }
+
 func contentHash(body string) hash16 {
 	s := sha256.Sum256([]byte(body))
 	var h hash16
@@ -47,14 +50,14 @@ func putContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string)
 		return r, nil
 	}
 	r := contentRef{hash: contentHash(body)}
-	id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM contents WHERE hash = ?", r.hash[:]))
+	id, ok, err := findContent(ctx, tx, r.hash, body)
 	if err != nil {
 		return r, fmt.Errorf("look up content: %w", err)
 	}
 	if !ok {
 		base, stored := wc.delta(kind, body)
 		res, err := tx.ExecContext(ctx, "INSERT INTO contents(hash, body, base_id) VALUES (?, ?, ?)",
-			r.hash[:], stored, sql.NullInt64{Int64: base, Valid: base != 0})
+			r.hash.short(), stored, sql.NullInt64{Int64: base, Valid: base != 0})
 		if err != nil {
 			return r, fmt.Errorf("store content: %w", err)
 		}
@@ -68,6 +71,33 @@ func putContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string)
 	r.id = id
 	wc.stContents[body] = r
 	return r, nil
+}
+
+// findContent looks body up by its hash, comparing the texts found under it.
+func findContent(ctx context.Context, tx *wtx, h hash16, body string) (int64, bool, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.body, c.base_id IS NOT NULL, b.body
+		FROM contents c LEFT JOIN contents b ON b.id = c.base_id WHERE c.hash = ?`, h.short())
+	if err != nil {
+		return 0, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var delta bool
+		var stored, base sql.RawBytes
+		if err := rows.Scan(&id, &stored, &delta, &base); err != nil {
+			return 0, false, err
+		}
+		if !delta && string(stored) == body {
+			return id, true, nil
+		}
+		if delta {
+			if text, err := undelta(base, stored); err == nil && text == body {
+				return id, true, nil
+			}
+		}
+	}
+	return 0, false, rows.Err()
 }
 
 // nullContent stores body unless it is empty (NULL then).
@@ -101,7 +131,6 @@ func (it listItem) key() string {
 type storedList struct {
 	head, tail sql.NullInt64
 	tailLen    int
-	hash       hash16 // listHash of the items
 }
 
 // runFrom is the number of new elements from which a list that continues no stored path
@@ -144,7 +173,6 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	rest := items[lo:]
 	if key != "" && len(rest) >= runFrom {
 		if l, ok, err := putRun(ctx, wc, tx, key, parent, rest); err != nil || ok {
-			l.hash = listHash(items)
 			return l, err
 		}
 	}
@@ -155,7 +183,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	if key != "" && len(rest) >= runFrom {
 		wc.stRuns[key] = nodes // a run the next list under this key may continue
 	}
-	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}, hash: last.hash}, nil
+	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}}, nil
 }
 
 // putRun stores items (after the head node) as a run continuing the last run stored under
@@ -220,14 +248,16 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, paren
 			continue
 		}
 		chain := chainHash(parent.hash, it.key(), c.hash)
-		id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ?", chain[:]))
+		pid, extra := sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, sql.NullString{String: it.Extra, Valid: it.Extra != ""}
+		id, ok, err := lookupID(tx.QueryRowContext(ctx,
+			"SELECT id FROM list_nodes WHERE hash = ? AND parent_id IS ? AND role = ? AND content_id = ? AND extra IS ?",
+			chain.short(), pid, it.Role, c.id, extra))
 		if err != nil {
 			return parent, nil, fmt.Errorf("look up list: %w", err)
 		}
 		if !ok {
 			res, err := tx.ExecContext(ctx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth, extra) VALUES (?, ?, ?, ?, ?, ?)",
-				chain[:], sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, it.Role, c.id, parent.depth+1,
-				sql.NullString{String: it.Extra, Valid: it.Extra != ""})
+				chain.short(), pid, it.Role, c.id, parent.depth+1, extra)
 			if err != nil {
 				return parent, nil, fmt.Errorf("store list element %d: %w", i, err)
 			}
@@ -245,7 +275,9 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, paren
 // storedPrefix finds the longest stored prefix of items without the cache: stored
 // prefixes are closed under shortening, so it is found by binary search over the chain
 // hashes (the whole list, a replayed or repeated request, is tried first). The nodes of
-// that prefix go into the cache, so the next list sharing it is found there.
+// that prefix go into the cache, so the next list sharing it is found there. The path
+// found is compared with items (cachePath); in the unlikely case that it is another list
+// whose hashes collide, none is used (the list is stored anew).
 func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem) (nodeRef, int, error) {
 	chain := make([]hash16, len(items))
 	prev := hash16{}
@@ -254,7 +286,7 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem
 		chain[i] = prev
 	}
 	lookup := func(i int) (int64, bool, error) {
-		id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ?", chain[i][:]))
+		id, ok, err := lookupID(tx.QueryRowContext(ctx, "SELECT id FROM list_nodes WHERE hash = ? AND depth = ?", chain[i].short(), i+1))
 		if err != nil {
 			err = fmt.Errorf("look up list: %w", err)
 		}
@@ -289,31 +321,56 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem
 }
 
 // cachePath puts the nodes of the stored list items[:n], ending at node last, into the
-// cache (one walk up the tree), and returns that last node.
+// cache (one walk up the tree), and returns that last node; n 0 when the path there is
+// not items[:n] (its hashes only collide).
 func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
-	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth) AS (
-			SELECT id, parent_id, content_id, depth FROM list_nodes WHERE id = ?
-			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth FROM list_nodes l JOIN up ON l.id = up.parent_id)
-		SELECT id, coalesce(parent_id, 0), content_id, depth FROM up`, last)
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth, role, extra) AS (
+			SELECT id, parent_id, content_id, depth, role, extra FROM list_nodes WHERE id = ?
+			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth, l.role, l.extra FROM list_nodes l JOIN up ON l.id = up.parent_id)
+		SELECT id, coalesce(parent_id, 0), content_id, depth, role, coalesce(extra, '') FROM up`, last)
 	if err != nil {
 		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
 	}
-	defer rows.Close()
+	type node struct {
+		id, parent, content int64
+		depth               int
+	}
+	var path []node
+	var cids []int64
+	same := true
 	for rows.Next() {
-		var id, parent, content int64
-		var depth int
-		if err := rows.Scan(&id, &parent, &content, &depth); err != nil {
+		var nd node
+		var role, extra string
+		if err := rows.Scan(&nd.id, &nd.parent, &nd.content, &nd.depth, &role, &extra); err != nil {
+			rows.Close()
 			return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
 		}
-		if depth < 1 || depth > n {
-			return nodeRef{}, 0, fmt.Errorf("look up list: node %d is at depth %d of a %d-element list", id, depth, n)
+		if nd.depth != n-len(path) || role != items[nd.depth-1].Role || extra != items[nd.depth-1].Extra {
+			same = false
 		}
-		it := items[depth-1]
-		c.stNodes[nodeKey{parent, it.key(), content}] = nodeRef{id: id, hash: chain[depth-1], depth: depth, role: it.key(), content: content}
-		c.stContents[it.Body] = contentRef{id: content, hash: contentHash(it.Body)}
+		path = append(path, nd)
+		cids = append(cids, nd.content)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
+	}
+	if !same || len(path) != n {
+		return nodeRef{}, 0, nil
+	}
+	bodies, err := loadContents(ctx, tx, cids)
+	if err != nil {
+		return nodeRef{}, 0, err
+	}
+	for _, nd := range path {
+		if b, ok := bodies[nd.content]; !ok || b != items[nd.depth-1].Body {
+			return nodeRef{}, 0, nil
+		}
+	}
+	for _, nd := range path {
+		it := items[nd.depth-1]
+		c.stNodes[nodeKey{nd.parent, it.key(), nd.content}] = nodeRef{id: nd.id, hash: chain[nd.depth-1], depth: nd.depth, role: it.key(), content: nd.content}
+		c.stContents[it.Body] = contentRef{id: nd.content, hash: contentHash(it.Body)}
 	}
 	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].key()}, n, nil
 }

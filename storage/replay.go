@@ -2,12 +2,13 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // ReplayLM wraps inner for resuming the pending turn key: a request identical (path,
@@ -64,72 +65,46 @@ func (r *replayLM) Call(ctx context.Context, req lm.Request) (lm.Response, error
 	return r.inner.Call(ctx, req)
 }
 
+// lookup finds the first answer the turn got, not replayed yet, to a request identical
+// to req: same predictor path, messages and parameters (the turn's calls are few; they are
+// read with their requests and compared).
 func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, bool, error) {
 	id, err := parseTurnKey(r.key)
 	if err != nil {
 		return lm.Response{}, false, err
 	}
-	rows, err := r.s.r.QueryContext(ctx, `SELECT c.id, c.call_key, c.model, c.completion_id, c.prompt_tokens, c.completion_tokens,
-			c.cached_tokens, c.total_tokens, c.attempts, c.raw_response_id, c.raw_response_mode
-		FROM calls c WHERE c.turn_id = ? AND c.request_key = ? AND c.error = '' ORDER BY c.seq`,
-		id, requestKey(req.Meta.Path, req.Messages, req.Params))
+	calls, err := loadCalls(ctx, r.s.r, []int64{id}, LoadOptions{}, newDecoder())
 	if err != nil {
 		return lm.Response{}, false, fmt.Errorf("storage: replay lookup: %w", err)
 	}
-	type hit struct {
-		id              int64
-		key             string
-		resp            lm.Response
-		completion, raw sql.NullInt64
-		rawMode         int
-		attempts        sql.NullString
+	params, err := json.Marshal(req.Params)
+	if err != nil {
+		return lm.Response{}, false, fmt.Errorf("storage: replay lookup: %w", err)
 	}
-	var hits []hit
-	for rows.Next() {
-		var h hit
-		u := &h.resp.Usage
-		if err := rows.Scan(&h.id, &h.key, &h.resp.Model, &h.completion, &u.PromptTokens, &u.CompletionTokens,
-			&u.CachedTokens, &u.TotalTokens, &h.attempts, &h.raw, &h.rawMode); err != nil {
-			rows.Close()
-			return lm.Response{}, false, fmt.Errorf("storage: replay lookup: %w", err)
+	var hits []*trace.Call
+	trace.WalkCalls(calls[id], func(c *trace.Call, _ int) {
+		if c.Error != "" || c.Path != req.Meta.Path || !slices.Equal(c.Messages, req.Messages) {
+			return
 		}
-		hits = append(hits, h)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return lm.Response{}, false, err
-	}
+		if p, err := json.Marshal(c.Params); err == nil && string(p) == string(params) {
+			hits = append(hits, c)
+		}
+	})
+	slices.SortStableFunc(hits, func(a, b *trace.Call) int { return a.Started.Compare(b.Started) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, h := range hits {
-		if r.used[h.key] {
+	for _, c := range hits {
+		if r.used[c.ID] {
 			continue
 		}
-		var ids []int64
-		for _, c := range []sql.NullInt64{h.completion, h.raw} {
-			if c.Valid {
-				ids = append(ids, c.Int64)
-			}
+		r.used[c.ID] = true
+		resp := lm.Response{Text: c.Completion, Model: c.Model, Tries: c.Tries, Usage: lm.Usage{
+			PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens,
+			CachedTokens: c.Usage.CachedTokens, TotalTokens: c.Usage.TotalTokens}}
+		if c.RawResponse != "" {
+			resp.ResponseBody = []byte(c.RawResponse)
 		}
-		bodies, err := loadContents(ctx, r.s.r, ids)
-		if err != nil {
-			return lm.Response{}, false, err
-		}
-		h.resp.Text = bodies[h.completion.Int64]
-		if h.raw.Valid {
-			body, err := decodeResponseBody(h.rawMode, bodies[h.raw.Int64])
-			if err != nil {
-				return lm.Response{}, false, fmt.Errorf("storage: replay: call %d: %w", h.id, err)
-			}
-			h.resp.ResponseBody = []byte(body)
-		}
-		if h.attempts.Valid {
-			if err := json.Unmarshal([]byte(h.attempts.String), &h.resp.Tries); err != nil {
-				return lm.Response{}, false, fmt.Errorf("storage: replay: attempts of call %d are corrupt: %w", h.id, err)
-			}
-		}
-		r.used[h.key] = true
-		return h.resp, true, nil
+		return resp, true, nil
 	}
 	return lm.Response{}, false, nil
 }
