@@ -90,8 +90,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var bad badFlagError
 	var sig cli.Interrupt
 	switch {
+	case errors.Is(err, ui.ErrTurnInterrupted) && errors.As(context.Cause(ctx), &sig):
+		fmt.Fprintf(stderr, "sessionbench: %v: %v\n", sig, err)
+		return sig.Code()
 	case err == nil && errors.As(context.Cause(ctx), &sig):
-		fmt.Fprintf(stderr, "sessionbench: %v: a turn that was running is left interrupted, resumable ('sessionbench session pending' lists it)\n", sig)
+		fmt.Fprintf(stderr, "sessionbench: %v\n", sig)
 		return sig.Code()
 	case errors.As(err, &bad):
 		fmt.Fprintf(stderr, "sessionbench: %v\n", err)

@@ -85,6 +85,10 @@ func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 	return th, keys, name != "", nil
 }
 
+// ErrTurnInterrupted is Run's answer when ctx ended while a turn was running: the turn
+// is left interrupted, resumable (the next start offers it).
+var ErrTurnInterrupted = errors.New("a turn that was running is left interrupted, resumable ('sessionbench session pending' lists it)")
+
 // Run starts the workbench on the terminal and returns when the user quits or ctx ends.
 // Signals are the caller's: main turns SIGINT, SIGTERM and SIGHUP into ctx's end (a
 // running turn is then left interrupted). Bubble Tea's own handler stays off: it would
@@ -111,8 +115,12 @@ func Run(ctx context.Context, b Backend, opts Options) error {
 	popts := append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}, opts.ProgramOptions...)
 	p := tea.NewProgram(m, popts...)
 	_, err = p.Run()
+	running := m.runner.active()
 	m.runner.wait(5 * time.Second)
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		if running {
+			return ErrTurnInterrupted
+		}
 		return nil // interrupted: a normal way to leave
 	}
 	if err != nil {

@@ -98,3 +98,23 @@ func (tm *term) workbenchPID() int {
 		time.Sleep(25 * time.Millisecond)
 	}
 }
+
+// TestWorkbenchSignalWhenIdle: SIGTERM with no turn running ends the workbench with
+// 143 and says only that (nothing was left interrupted).
+func TestWorkbenchSignalWhenIdle(t *testing.T) {
+	t.Parallel()
+	ws := newWorkspace(t)
+	errFile := filepath.Join(ws.dir, "stderr")
+	ws.wrap = []string{"sh", "-c", `exec "$@" 2>"$0"`, errFile}
+	tm := startTerm(t, ws, 100, 30)
+	tm.waitFor("no turns yet")
+	if err := syscall.Kill(tm.workbenchPID(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := tm.waitExit(); code != 143 {
+		t.Fatalf("SIGTERM when idle: exit status %d, want 143", code)
+	}
+	if data, err := os.ReadFile(errFile); err != nil || string(data) != "sessionbench: interrupted by SIGTERM\n" {
+		t.Fatalf("standard error: %q %v", data, err)
+	}
+}
