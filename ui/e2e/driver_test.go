@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -386,4 +387,27 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// convSummary is a conversation as `session ls --json` lists it.
+type convSummary struct {
+	ID      string         `json:"id"`
+	Turns   int            `json:"turns"`
+	Pending int            `json:"pending"`
+	Kept    map[string]int `json:"kept_turns"`
+}
+
+// listConversations is what `session ls --json` says of the workspace's database, and
+// its text for failure messages.
+func listConversations(t *testing.T, ws *workspace) ([]convSummary, string) {
+	t.Helper()
+	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
+	if err != nil {
+		t.Fatalf("session ls: %v\n%s", err, out)
+	}
+	var convs []convSummary
+	if err := json.Unmarshal(out, &convs); err != nil {
+		t.Fatalf("session ls --json: %v\n%s", err, out)
+	}
+	return convs, string(out)
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -316,18 +315,7 @@ func TestCancelAndQuitWhileRunning(t *testing.T) {
 
 	// the headless CLI on the same database: one conversation, no turn on the branch, the
 	// cancelled turn and the interrupted one kept beside it
-	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
-	if err != nil {
-		t.Fatalf("session ls: %v\n%s", err, out)
-	}
-	var convs []struct {
-		Turns   int            `json:"turns"`
-		Pending int            `json:"pending"`
-		Kept    map[string]int `json:"kept_turns"`
-	}
-	if err := json.Unmarshal(out, &convs); err != nil {
-		t.Fatalf("session ls --json: %v\n%s", err, out)
-	}
+	convs, out := listConversations(t, ws)
 	if len(convs) != 1 || convs[0].Turns != 0 || convs[0].Pending != 1 || convs[0].Kept["cancelled"] != 1 || convs[0].Kept["interrupted"] != 1 {
 		t.Fatalf("after a cancelled turn and a quit mid-turn, want 0 turns, 1 cancelled and 1 interrupted kept; got %s", out)
 	}

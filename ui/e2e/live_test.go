@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"testing"
 )
 
@@ -16,17 +15,11 @@ func TestTurnFromAnotherProcessAppears(t *testing.T) {
 	tm.press("Enter")
 	tm.waitFor("turn recorded on main", "╰─ 1 turn ")
 
-	out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
-	if err != nil {
-		t.Fatalf("session ls: %v\n%s", err, out)
+	convs, list := listConversations(t, ws)
+	if len(convs) != 1 {
+		t.Fatalf("session ls --json: want one conversation\n%s", list)
 	}
-	var convs []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(out, &convs); err != nil || len(convs) != 1 {
-		t.Fatalf("session ls --json: %v\n%s", err, out)
-	}
-	out, err = runBinary(t, ws, "run", "--db", ws.db, "--config", ws.config, "--model", "demo",
+	out, err := runBinary(t, ws, "run", "--db", ws.db, "--config", ws.config, "--model", "demo",
 		"--conversation", convs[0].ID, "--input", "question=The reset email never arrives")
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,18 +49,7 @@ func TestWorkbenchSignalsLeaveTheTurnResumable(t *testing.T) {
 			if data, err := os.ReadFile(errFile); err != nil || !strings.Contains(string(data), want) {
 				t.Fatalf("standard error lacks %q: %q %v", want, data, err)
 			}
-			out, err := runBinary(t, ws, "session", "ls", "--db", ws.db, "--json")
-			if err != nil {
-				t.Fatalf("session ls: %v\n%s", err, out)
-			}
-			var convs []struct {
-				Turns   int            `json:"turns"`
-				Pending int            `json:"pending"`
-				Kept    map[string]int `json:"kept_turns"`
-			}
-			if err := json.Unmarshal(out, &convs); err != nil {
-				t.Fatalf("session ls --json: %v\n%s", err, out)
-			}
+			convs, out := listConversations(t, ws)
 			if len(convs) != 1 || convs[0].Turns != 0 || convs[0].Pending != 1 || convs[0].Kept["interrupted"] != 1 || convs[0].Kept["cancelled"] != 0 {
 				t.Fatalf("after %v mid-turn, want the turn kept interrupted and resumable; got %s", tc.sig, out)
 			}
