@@ -25,6 +25,11 @@ func TestDeltaRoundTrip(t *testing.T) {
 		{"base is a prefix", long, long + "tail", true},
 		{"overlapping prefix and suffix", long + "aaaa" + long, long + "aa" + long, true},
 		{"nothing shared", long, strings.Repeat("Z", len(long)), false},
+		{"changed in two places", "[[ ## question ## ]]\nquestion 493: why was I charged twice in month 1?",
+			"[[ ## question ## ]]\nquestion 494: why was I charged twice in month 2?", true},
+		{"parts moved", "alpha beta gamma delta epsilon zeta eta theta iota kappa",
+			"kappa iota theta eta zeta epsilon delta gamma beta alpha", true},
+		{"parts repeated", long, long + long + long, true},
 		{"invalid UTF-8 and NUL", long + "\xff\x00\xfe", long + "\x00\xff", true},
 		{"short text", "abc", "abd", false},
 	}
@@ -43,7 +48,7 @@ func TestDeltaRoundTrip(t *testing.T) {
 				}
 				return
 			}
-			if base != 7 || len(d) > len(c.body)/2 {
+			if base != 7 || len(d) >= len(c.body)*3/4 {
 				t.Fatalf("base %d, %d bytes for %d", base, len(d), len(c.body))
 			}
 			back, err := undelta([]byte(c.base), d)
@@ -52,7 +57,7 @@ func TestDeltaRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]byte{nil, {0x80}, {5, 0}, {1, 200}} {
+	for _, bad := range [][]byte{{0x80}, {3}, {4, 'a'}, {3, 200}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}} {
 		if _, err := undelta([]byte("abcd"), bad); err == nil {
 			t.Errorf("undelta(%v) accepted a corrupt delta", bad)
 		}
@@ -140,16 +145,23 @@ func TestCallValuesRoundTrip(t *testing.T) {
 	}
 }
 
-// A database at schema version 7 (testdata/README.md) is backed up and migrated, and
-// gives back everything as version 7 did; new turns beside the old ones use deltas, and
-// deleting the branch that holds them sweeps no base another text still needs.
-func TestMigrateV7KeepsEverything(t *testing.T) {
+// A database at schema version 7 or 8 (testdata/README.md; 8 with deltas and extra
+// message keys) is backed up and migrated, and gives back everything as that version did;
+// new turns beside the old ones use deltas, and deleting the branch that holds them
+// sweeps no base another text still needs.
+func TestMigrateKeepsEverything(t *testing.T) {
+	for _, v := range []string{"v7", "v8"} {
+		t.Run(v, func(t *testing.T) { testMigrateKeepsEverything(t, v) })
+	}
+}
+
+func testMigrateKeepsEverything(t *testing.T, v string) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "v7.db")
-	gunzip(t, "v7.db", db)
+	db := filepath.Join(dir, v+".db")
+	gunzip(t, v+".db", db)
 	var want map[string]json.RawMessage
-	if err := json.Unmarshal(gunzip(t, "v7.json", ""), &want); err != nil {
+	if err := json.Unmarshal(gunzip(t, v+".json", ""), &want); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Open(ctx, db)
@@ -157,8 +169,8 @@ func TestMigrateV7KeepsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if backups, _ := filepath.Glob(db + ".bak-v7-*"); len(backups) != 1 {
-		t.Fatalf("backups %v, want one of version 7", backups)
+	if backups, _ := filepath.Glob(db + ".bak-" + v + "-*"); len(backups) != 1 {
+		t.Fatalf("backups %v, want one of version %s", backups, v)
 	}
 	check := func(when string) {
 		t.Helper()
@@ -173,12 +185,12 @@ func TestMigrateV7KeepsEverything(t *testing.T) {
 				t.Fatalf("%s: %s: %v", when, name, err)
 			}
 			if g, _ := json.Marshal(got); string(g) != string(w) {
-				t.Fatalf("%s: %s differs from what version 7 stored:\n got %.2000s\nwant %.2000s", when, name, g, w)
+				t.Fatalf("%s: %s differs from what version %s stored:\n got %.2000s\nwant %.2000s", when, name, v, g, w)
 			}
 		}
 	}
 	check("migrated")
-	if _, err := s.Fork(ctx, "old", MainBranch, "more", 4); err != nil {
+	if _, err := s.Fork(ctx, "old", MainBranch, "more", 3); err != nil {
 		t.Fatal(err)
 	}
 	var added []*trace.Turn

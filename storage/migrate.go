@@ -37,7 +37,8 @@ func loadMigrations() []string {
 // migrationSteps are Go steps run after a migration's SQL, in the same transaction, for
 // data SQL cannot compute; keyed by the version the migration brings the schema to.
 var migrationSteps = map[int]func(ctx context.Context, tx *wtx) error{
-	2: backfillPreviews,
+	2:  backfillPreviews,
+	10: rewriteDeltas,
 }
 
 // rebuilds are the versions whose migration rebuilds tables other tables reference, so
