@@ -157,8 +157,10 @@ func (s *Store) KeptTurns(ctx context.Context, convID, branch string) ([]*TurnNo
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status <> 'completed'
-		AND t.branch_id = ? ORDER BY t.id`, convID, b.ID)
+	// The statuses but completed (the column's CHECK lists them), spelled out so the
+	// (conv_id, status) index finds them instead of scanning every completed turn.
+	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ?
+		AND t.status IN ('running', 'failed', 'cancelled', 'interrupted') AND t.branch_id = ? ORDER BY t.id`, convID, b.ID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: turns kept beside %q: %w", branch, err)
 	}

@@ -229,10 +229,11 @@ func BenchmarkPreview(b *testing.B) {
 	})
 }
 
-// BenchmarkBranchOps is undo (it reports the inner turns rolled back), redo and fork as the workbench runs them, on a
-// 1,000-turn SupportAgent branch recorded by real Sends and on a 10,000-turn one: the
-// Service call alone, and with the reload the workbench does after it (the branches and
-// the last page of every pane).
+// BenchmarkBranchOps is undo (it reports the inner turns rolled back), redo and fork as
+// the workbench runs them, on a 1,000-turn SupportAgent branch recorded by real Sends
+// and on a 10,000-turn one: the Service call alone, and with the reload the workbench
+// does after it (the branches, and the last page of every pane with its kept turns; a
+// fork opens a pane on the new branch, forked at a turn of the page shown).
 func BenchmarkBranchOps(b *testing.B) {
 	ctx := context.Background()
 	type fx struct {
@@ -245,11 +246,17 @@ func BenchmarkBranchOps(b *testing.B) {
 	for _, f := range []fx{{"turns=1000", st1, conv1}, {"turns=10000", st10, conv10}} {
 		a := New(f.st, instantLM{})
 		a.SetAgentDirs()
-		reload := func() error {
+		// reload is what the workbench reads after an undo, a redo or a fork (ui/route.go
+		// reloadAll, ui/chat.go load): the branches, and for a pane the last page of its
+		// branch with the turns kept beside it.
+		reload := func(branch string) error {
 			if _, err := a.Branches(ctx, f.conv); err != nil {
 				return err
 			}
-			_, err := workbenchLastPage(ctx, a, f.conv, storage.MainBranch)
+			if _, err := workbenchLastPage(ctx, a, f.conv, branch); err != nil {
+				return err
+			}
+			_, err := a.KeptTurns(ctx, f.conv, branch)
 			return err
 		}
 		undoRedo := func() error {
@@ -271,12 +278,44 @@ func BenchmarkBranchOps(b *testing.B) {
 		}
 		b.Run(f.name+"/undo+redo", func(b *testing.B) { loopCPU(b, undoRedo) })
 		b.Run(f.name+"/fork", func(b *testing.B) { loopCPU(b, fork) })
-		b.Run(f.name+"/undo+redo+reload", func(b *testing.B) {
+		// One undo or redo (they alternate) and the reload after it: what one key costs.
+		b.Run(f.name+"/undo-or-redo+reload", func(b *testing.B) {
+			if err := reload(storage.MainBranch); err != nil { // the pane shows the branch
+				b.Fatal(err)
+			}
+			undone := false
 			loopCPU(b, func() error {
-				if err := undoRedo(); err != nil {
+				var err error
+				if undone {
+					_, err = a.Redo(ctx, f.conv, storage.MainBranch, 1)
+				} else {
+					_, err = a.Undo(ctx, f.conv, storage.MainBranch, 1)
+				}
+				undone = !undone
+				if err != nil {
 					return err
 				}
-				return reload()
+				return reload(storage.MainBranch)
+			})
+			if undone {
+				if _, err := a.Redo(ctx, f.conv, storage.MainBranch, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// A fork at the selected turn of the pane, and the pane it opens.
+		last, err := workbenchLastPage(ctx, a, f.conv, storage.MainBranch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(f.name+"/fork+open", func(b *testing.B) {
+			loopCPU(b, func() error {
+				forks++
+				name, err := a.Fork(ctx, f.conv, last.IDs[len(last.IDs)-2], fmt.Sprintf("bench-fork-%d", forks))
+				if err != nil {
+					return err
+				}
+				return reload(name)
 			})
 		})
 		b.Run(f.name+"/reload-before", func(b *testing.B) {

@@ -40,6 +40,8 @@ type Service struct {
 	// tails is how many of a branch's last turns a session of each agent (by agentKey)
 	// is restored from (0: all of them); guarded by mu.
 	tails map[string]int
+	// turns keeps the turns pages were read with (LoadTurns).
+	turns turnCache
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
@@ -167,17 +169,6 @@ func (a *Service) TurnTreePage(ctx context.Context, conv, after string, limit in
 		out[i] = *n
 	}
 	return out, next, nil
-}
-
-// LoadTurns returns a window of the branch's path; its cost is the window, not the
-// branch (storage walks the path by jump pointers). A negative from counts from the end:
-// LoadTurns(-n, n) is the last page of n turns, with the branch's length in one read.
-func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (TurnPage, error) {
-	p, err := a.store.LoadBranchRange(ctx, conv, branch, from, limit)
-	if err != nil {
-		return TurnPage{}, err
-	}
-	return TurnPage{From: p.From, Total: p.Total, IDs: p.Keys, Turns: p.Turns}, nil
 }
 
 // Turn loads one turn.
