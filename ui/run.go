@@ -62,7 +62,11 @@ func setup(opts Options) (themes.Theme, KeyMap, bool, error) {
 		}
 	}
 	keys := DefaultKeys()
-	if err := keys.Rebind(cfg.Keys); err != nil {
+	over := make(map[string][]string, len(cfg.Keys))
+	for action, list := range cfg.Keys {
+		over[action] = list
+	}
+	if err := keys.Rebind(over); err != nil {
 		var re *RebindError
 		if errors.As(err, &re) {
 			// where it is in the file, as every other configuration problem

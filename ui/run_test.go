@@ -3,6 +3,7 @@ package ui_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,12 +45,32 @@ func TestSetupReadsConfigAndFlag(t *testing.T) {
 	}
 }
 
+// A [keys] entry may name one key as a string, or several as a list.
+func TestSetupTakesOneKeyOrAList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte("[keys]\nfork = \"F\"\nundo = [\"U\", \"ctrl+z\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, keys, err := ui.Setup(ui.Options{ConfigPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys.Fork.Keys(); !slices.Equal(got, []string{"F"}) {
+		t.Errorf("fork = %q, want [F]", got)
+	}
+	if got := keys.Undo.Keys(); !slices.Equal(got, []string{"U", "ctrl+z"}) {
+		t.Errorf("undo = %q, want [U ctrl+z]", got)
+	}
+}
+
 // A bad [keys] entry is reported like every other configuration problem: file, line
 // and key.
 func TestSetupLocatesBadKeys(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown action", "theme = \"dark\"\n\n[keys]\nfork = [\"F\"]\nfrobnicate = [\"x\"]\n", `:5: keys.frobnicate: unknown action "frobnicate"`},
 		{"no keys", "[keys]\n\nundo = []\n", `:3: keys.undo: action "undo" has no keys`},
+		{"not a key", "[keys]\nundo = 5\n", `:2`},
+		{"not a key in a list", "[keys]\nundo = [\"u\", 5]\n", `:2`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "config.toml")

@@ -18,7 +18,7 @@ import (
 //
 //	theme = "light"                 # the workbench's theme
 //	[keys]                          # the workbench's key bindings: action = [keys]
-//	fork = ["F"]
+//	fork = ["F"]                    # or one key: fork = "F"
 //
 //	[default]
 //	provider = "ollama"             # provider used when none is named
@@ -53,14 +53,55 @@ import (
 // anyway (a header carrying a credential, a key in key_command) and that other users
 // can read is reported through OnWarning with the chmod that makes it private.
 type File struct {
-	Path      string              `toml:"-"` // the file read; "" when there was none
-	Theme     string              `toml:"theme"`
-	Keys      map[string][]string `toml:"keys"`
-	Default   DefaultChoice       `toml:"default"`
-	Providers []Provider          `toml:"providers"`
-	Demo      DemoConfig          `toml:"demo"`
+	Path      string             `toml:"-"` // the file read; "" when there was none
+	Theme     string             `toml:"theme"`
+	Keys      map[string]KeyList `toml:"keys"`
+	Default   DefaultChoice      `toml:"default"`
+	Providers []Provider         `toml:"providers"`
+	Demo      DemoConfig         `toml:"demo"`
 
 	doc *tomlfile.TOML // positions, for problems the reader finds later (nil without a file)
+}
+
+// KeyList is the keys of one action in [keys]: a list of keys, or one key as a string.
+type KeyList []string
+
+// UnmarshalTOML takes "F" as well as ["F", "ctrl+f"].
+func (k *KeyList) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*k = KeyList{v}
+		return nil
+	case []any:
+		out := make(KeyList, 0, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("key %d is %s, want a string like \"ctrl+f\"", i+1, tomlKind(e))
+			}
+			out = append(out, s)
+		}
+		*k = out
+		return nil
+	}
+	return fmt.Errorf("want a key (\"F\") or a list of keys ([\"F\", \"ctrl+f\"]), got %s", tomlKind(v))
+}
+
+// tomlKind names a decoded TOML value's kind as the file's author wrote it.
+func tomlKind(v any) string {
+	switch v.(type) {
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "true or false"
+	case map[string]any:
+		return "a table"
+	case []any:
+		return "a list"
+	case time.Time:
+		return "a date"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // DefaultChoice is the [default] table.
