@@ -38,16 +38,97 @@ func mapOf(s sql.NullString) (*sig.Map, error) {
 	return m, nil
 }
 
-func historyItems(h sig.History) []listItem {
-	items := make([]listItem, 0, len(h.Messages))
-	for _, m := range h.Messages {
-		b, err := m.MarshalJSON()
-		if err != nil {
-			b = []byte("{}")
+// historyItems renders a history's entries as list elements (JSON objects). A history
+// repeats the one stored before it under the same list key (a conversation's history
+// grows by an entry a turn; a window also drops its first), so an entry that was
+// rendered then and still holds the same values (entryJSON) is not rendered again;
+// wc may be nil.
+func historyItems(wc *writeCache, key string, h sig.History) []listItem {
+	items := make([]listItem, len(h.Messages))
+	var prev []entryJSON
+	if wc != nil && wc.entries != nil {
+		prev = wc.entries[key]
+	}
+	off := 0 // h.Messages[i] is prev[off+i] when it did not change
+	if len(h.Messages) > 0 {
+		for off < len(prev) && !prev[off].same(h.Messages[0]) {
+			off++
 		}
-		items = append(items, listItem{Role: "h", Body: string(b)})
+	}
+	next, shared := prev[:0], off == 0 // next is prev's own entries so far when shared
+	for i, m := range h.Messages {
+		j := off + i
+		reused := j < len(prev) && prev[j].same(m)
+		var e entryJSON
+		if reused {
+			e = prev[j]
+		} else {
+			b, err := m.MarshalJSON()
+			if err != nil {
+				b = []byte("{}")
+			}
+			e = snapshot(m, string(b))
+		}
+		switch {
+		case shared && reused:
+			next = next[:i+1]
+		case shared && i >= len(prev):
+			next = append(next, e) // past prev's end: prev stays as it was
+		default:
+			if shared {
+				next, shared = append(make([]entryJSON, 0, len(h.Messages)), prev[:i]...), false
+			}
+			next = append(next, e)
+		}
+		items[i] = listItem{Role: "h", Body: e.json}
+	}
+	if wc != nil && wc.entries != nil {
+		wc.entries[key] = next
 	}
 	return items
+}
+
+// entryJSON is a history entry's JSON and the keys and values it was rendered from, when
+// those are all scalars (keys nil otherwise: not kept).
+type entryJSON struct {
+	keys []string
+	vals []any
+	json string
+}
+
+func snapshot(m *sig.Map, json string) entryJSON {
+	e := entryJSON{json: json, keys: make([]string, m.Len()), vals: make([]any, m.Len())}
+	for i := range m.Len() {
+		k, v := m.Entry(i)
+		if !scalar(v) {
+			return entryJSON{json: json}
+		}
+		e.keys[i], e.vals[i] = k, v
+	}
+	return e
+}
+
+// same says whether m still holds what e was rendered from.
+func (e entryJSON) same(m *sig.Map) bool {
+	if e.keys == nil || m.Len() != len(e.keys) {
+		return false
+	}
+	for i, k := range e.keys {
+		mk, v := m.Entry(i)
+		if mk != k || !scalar(v) || v != e.vals[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// scalar says whether v is a value compared by ==: a string, number, boolean or null.
+func scalar(v any) bool {
+	switch v.(type) {
+	case nil, string, int64, float64, bool:
+		return true
+	}
+	return false
 }
 
 func messageItems(msgs []lm.Message) []listItem {
@@ -102,7 +183,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 	if err != nil {
 		return fmt.Errorf("storage: call %s outputs: %w", key, err)
 	}
-	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, historyItems(c.History))
+	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, historyItems(wc, "h\x00"+c.Path, c.History))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -305,6 +306,74 @@ func TestShortHashCollisions(t *testing.T) {
 	for i, got := range turns {
 		if toJSON(t, got.Calls) != toJSON(t, tr.Calls) {
 			t.Fatalf("turn %d comes back different:\n got %s\nwant %s", i, toJSON(t, got.Calls), toJSON(t, tr.Calls))
+		}
+	}
+}
+
+// Consecutive calls of a predictor repeat most of the previous request and history,
+// which the write cache reuses (the nodes of the previous list, the JSON of unchanged
+// history entries): whatever changed between them, each call is stored as it was sent,
+// a history entry changed in place included.
+func TestConsecutiveListsStoredExactly(t *testing.T) {
+	ctx := context.Background()
+	msg := func(i int) lm.Message {
+		return lm.Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("message %d of the conversation", i)}
+	}
+	upto := func(n int) []lm.Message {
+		out := []lm.Message{{Role: "system", Content: "system"}}
+		for i := range n {
+			out = append(out, msg(i))
+		}
+		return out
+	}
+	entries := make([]*sig.Map, 12)
+	for i := range entries {
+		entries[i] = sig.NewMap("question", fmt.Sprintf("q%d", i), "answer", fmt.Sprintf("a%d", i))
+	}
+	steps := []struct {
+		name    string
+		msgs    func() []lm.Message
+		hist    func() []*sig.Map
+		prepare func()
+	}{
+		{"first", func() []lm.Message { return upto(4) }, func() []*sig.Map { return entries[:2] }, nil},
+		{"extends", func() []lm.Message { return upto(6) }, func() []*sig.Map { return entries[:3] }, nil},
+		{"middle changed", func() []lm.Message { m := upto(8); m[3].Content += " (edited)"; return m },
+			func() []*sig.Map { return entries[:4] }, func() { entries[1].Set("answer", "a1 (edited in place)") }},
+		{"shorter", func() []lm.Message { return upto(3) }, func() []*sig.Map { return entries[:2] }, nil},
+		{"window", func() []lm.Message { return append(upto(0), upto(10)[5:]...) }, func() []*sig.Map { return entries[3:7] }, nil},
+		{"window moved", func() []lm.Message { return append(upto(0), upto(12)[7:]...) }, func() []*sig.Map { return entries[4:8] },
+			func() { entries[5].Set("answer", []any{"a list", int64(5)}) }},
+		{"window, entry replaced", func() []lm.Message { return append(upto(0), upto(12)[7:]...) },
+			func() []*sig.Map {
+				h := append([]*sig.Map{}, entries[5:9]...)
+				h[1] = sig.NewMap("question", "other")
+				return h
+			}, nil},
+		{"whole again", func() []lm.Message { return upto(12) }, func() []*sig.Map { return entries }, nil},
+	}
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	var want []string
+	for _, st := range steps {
+		if st.prepare != nil {
+			st.prepare()
+		}
+		c := &trace.Call{ID: "c1", Path: "agent", PredictorType: "Predict", Adapter: "chat", Model: "m",
+			Messages: st.msgs(), History: sig.History{Messages: st.hist()}, Completion: "ok", Started: fixtureEpoch}
+		want = append(want, toJSON(t, c))
+		tr := &trace.Turn{Inputs: sig.NewMap("q", st.name), Outputs: sig.NewMap("a", "ok"), Calls: []*trace.Call{c}}
+		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range steps {
+		if got := toJSON(t, turns[i].Calls[0]); got != want[i] {
+			t.Errorf("%s: stored\n%s\nsent\n%s", st.name, got, want[i])
 		}
 	}
 }

@@ -151,28 +151,56 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	if len(items) == 0 {
 		return storedList{}, nil
 	}
-	parent := nodeRef{}
-	lo := 0 // items[:lo] are stored, ending at parent
-	for ; lo < len(items); lo++ {
-		c, ok := wc.content(items[lo].Body)
-		if !ok {
-			break
-		}
-		n, ok := wc.node(nodeKey{parent.id, items[lo].key(), c.id})
-		if !ok {
-			break
-		}
-		parent = n
+	// items[:lo] are stored, ending at parent; path holds their nodes. The previous list
+	// under key gives the nodes of what it shares with this one (strings compare at
+	// once when they are the same string, as repeated texts mostly are).
+	prev := wc.path(key)
+	lo := 0
+	for lo < len(items) && lo < len(prev.items) && items[lo] == prev.items[lo] {
+		lo++
 	}
-	if lo == 0 {
-		var err error
-		if parent, lo, err = storedPrefix(ctx, wc, tx, items); err != nil {
-			return storedList{}, err
+	path := prev.nodes[:lo:lo] // appending copies: the previous list keeps its nodes
+	if lo == len(prev.nodes) {
+		path = prev.nodes // appending past its end leaves it as it is
+	}
+	cached := func() {
+		parent := nodeRef{}
+		if lo > 0 {
+			parent = path[lo-1]
 		}
+		for ; lo < len(items); lo++ {
+			c, ok := wc.content(items[lo].Body)
+			if !ok {
+				return
+			}
+			n, ok := wc.node(nodeKey{parent.id, items[lo].key(), c.id})
+			if !ok {
+				return
+			}
+			parent = n
+			path = append(path, n)
+		}
+	}
+	cached()
+	if lo == 0 {
+		if _, n, err := storedPrefix(ctx, wc, tx, items); err != nil || n == 0 {
+			if err != nil {
+				return storedList{}, err
+			}
+		} else {
+			cached() // storedPrefix put the prefix's nodes in the cache
+		}
+	}
+	parent := nodeRef{}
+	if lo > 0 {
+		parent = path[lo-1]
 	}
 	rest := items[lo:]
 	if key != "" && len(rest) >= runFrom {
 		if l, ok, err := putRun(ctx, wc, tx, key, parent, rest); err != nil || ok {
+			if ok {
+				wc.stPaths[key] = listPath{items: items[:lo:lo], nodes: path}
+			}
 			return l, err
 		}
 	}
@@ -183,6 +211,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	if key != "" && len(rest) >= runFrom {
 		wc.stRuns[key] = nodes // a run the next list under this key may continue
 	}
+	wc.stPaths[key] = listPath{items: items, nodes: append(path, nodes...)}
 	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}}, nil
 }
 

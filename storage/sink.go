@@ -352,7 +352,7 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int
 	}
 	var snap sql.NullInt64
 	if t.Explicit {
-		l, err := putList(ctx, wc, tx, "", historyItems(t.History)) // one path: no run
+		l, err := putList(ctx, wc, tx, "", historyItems(wc, "", t.History)) // one path: no run
 		if err != nil {
 			return err
 		}

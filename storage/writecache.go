@@ -37,11 +37,21 @@ type writeCache struct {
 	// baseSets holds, by kind, the recent texts stored whole that a new text of the kind
 	// may be stored as a delta against (delta.go).
 	baseSets map[string][]baseRef
+	// paths holds, by list key, the last list stored under it as a path from the root:
+	// the next list under the key repeats most of it, which is found by comparing the
+	// elements in order (cheap: they are mostly the very same strings) instead of
+	// looking each one up.
+	paths map[string]listPath
+	// entries holds, by list key, the JSON of the entries of the last history stored under
+	// it, with the values it was made from (entryJSON): an entry passed again unchanged is
+	// not rendered again (historyItems).
+	entries map[string][]entryJSON
 	// staged holds what the running transaction added.
 	stContents map[string]contentRef
 	stNodes    map[nodeKey]nodeRef
 	stRuns     map[string][]nodeRef
 	stBases    map[string][]baseRef
+	stPaths    map[string]listPath
 
 	// stmts and pending are also used after a transaction, by prepare: stmtMu guards them.
 	stmtMu  sync.Mutex
@@ -94,11 +104,14 @@ func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
 	}
 	if sw := sweeps.Load(); v != c.dataVersion || sw != c.sweeps || c.contents == nil || c.bytes > maxCachedTextBytes {
 		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}, 0
-		c.baseSets = map[string][]baseRef{}
+		c.baseSets, c.paths = map[string][]baseRef{}, map[string]listPath{}
 		c.dataVersion, c.sweeps = v, sw
 	}
 	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
-	c.stBases = map[string][]baseRef{}
+	c.stBases, c.stPaths = map[string][]baseRef{}, map[string]listPath{}
+	if c.entries == nil {
+		c.entries = map[string][]entryJSON{}
+	}
 	return nil
 }
 
@@ -118,8 +131,11 @@ func (c *writeCache) end(committed bool) {
 		for k, v := range c.stBases {
 			c.baseSets[k] = v
 		}
+		for k, v := range c.stPaths {
+			c.paths[k] = v
+		}
 	}
-	c.stContents, c.stNodes, c.stRuns, c.stBases = nil, nil, nil, nil
+	c.stContents, c.stNodes, c.stRuns, c.stBases, c.stPaths = nil, nil, nil, nil, nil
 	c.mu.Unlock()
 }
 
@@ -129,6 +145,20 @@ func (c *writeCache) content(body string) (contentRef, bool) {
 	}
 	r, ok := c.stContents[body]
 	return r, ok
+}
+
+// listPath is a list stored as a path from the root: its elements and the node ending
+// each prefix (nodes[i] ends items[:i+1]).
+type listPath struct {
+	items []listItem
+	nodes []nodeRef
+}
+
+func (c *writeCache) path(key string) listPath {
+	if p, ok := c.stPaths[key]; ok {
+		return p
+	}
+	return c.paths[key]
 }
 
 func (c *writeCache) run(key string) []nodeRef {
