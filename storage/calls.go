@@ -334,6 +334,9 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 			return nil, fmt.Errorf("storage: call %s of turn %d is corrupt: %w", c.ID, r.turn, err)
 		}
 		c.Started, c.Latency = parseTime(started), time.Duration(latency)
+		if o.NoHistories {
+			r.hist, r.histTail = sql.NullInt64{}, tailRef{}
+		}
 		if r.hist.Valid {
 			hists = append(hists, r.hist.Int64)
 		}

@@ -279,6 +279,9 @@ type LoadOptions struct {
 	// which are most of a long branch's bytes. The turns, and the calls' tree, values,
 	// histories, usage and timings are kept: what core.Restore reads to rebuild a session.
 	NoRequests bool
+	// NoHistories leaves out each call's history too (a keep-predictor's grows with the
+	// branch): restoring a session reads the calls' values, not what they saw.
+	NoHistories bool
 }
 
 // LoadBranchWith is LoadBranch with options; LoadBranchWith(ctx, c, b, LoadOptions{NoRequests:

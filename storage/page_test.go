@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -94,6 +95,24 @@ func TestBranchWindows(t *testing.T) {
 			if toJSON(t, lean[i]) != toJSON(t, want) {
 				t.Fatalf("%s: NoRequests turn %d differs from LoadBranch without requests:\n%s\n%s", br, i, toJSON(t, lean[i]), toJSON(t, want))
 			}
+		}
+		leaner, err := s.LoadBranchWith(ctx, "S", br, LoadOptions{NoRequests: true, NoHistories: true})
+		if err != nil || len(leaner) != n {
+			t.Fatal(len(leaner), err)
+		}
+		histories := 0
+		for i := range lean {
+			want := lean[i].Clone()
+			trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) {
+				histories += len(c.History.Messages)
+				c.History = sig.History{}
+			})
+			if toJSON(t, leaner[i]) != toJSON(t, want) {
+				t.Fatalf("%s: NoHistories turn %d differs from NoRequests without histories:\n%s\n%s", br, i, toJSON(t, leaner[i]), toJSON(t, want))
+			}
+		}
+		if histories == 0 {
+			t.Fatalf("%s: the calls have no histories to leave out", br)
 		}
 	}
 	// LoadTurns keeps the order asked for and names an unknown key.

@@ -143,6 +143,11 @@ func (a *Service) branchPath(ctx context.Context, conv, branch string) (*pathEnt
 	return st.path, nil
 }
 
+// restoreRead is how a path is read for restoring sessions: the calls' values, without
+// their requests or what they saw (a keep-predictor's history grows with the branch, so
+// reading every call's made the first turn of a process cost O(n²) on a long branch).
+var restoreRead = storage.LoadOptions{NoRequests: true, NoHistories: true}
+
 // anyPath returns the branch's path as cached, which may hold only its last turns (a
 // session restored for a windowed agent reads no more); with nothing cached, the whole
 // path.
@@ -200,7 +205,7 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 			for i, nd := range newer[1:] {
 				keys[i], started[i] = nd.Key, nd.Started
 			}
-			turns, err := a.store.LoadTurnsWith(ctx, keys, storage.LoadOptions{NoRequests: true})
+			turns, err := a.store.LoadTurnsWith(ctx, keys, restoreRead)
 			if err != nil {
 				return err
 			}
@@ -216,7 +221,7 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 	if want > 0 && want < total {
 		from, limit = -want, want
 	}
-	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, storage.LoadOptions{NoRequests: true})
+	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, restoreRead)
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,8 @@ func benchSendOn(b *testing.B, agent string, n int) {
 // BenchmarkPreview renders what the wire pane shows for a recorded call under all five
 // strategies (Service.Preview: messages, token counts and lint, as the pane draws them)
 // on a 1,000-turn SupportAgent branch recorded by real Sends. first is a fresh Service;
-// warm cycles over the last turns' respond calls on one Service.
+// warm cycles over the last turns' respond calls on one Service that has read the last
+// page of the branch, as the chat pane has before its turns can be selected.
 func BenchmarkPreview(b *testing.B) {
 	ctx := context.Background()
 	a, st, conv, _ := sentFixture(b, "SupportAgent", 1000, instantLM{})
@@ -221,6 +222,10 @@ func BenchmarkPreview(b *testing.B) {
 	})
 	b.Run("all5/warm", func(b *testing.B) {
 		w := New(st, instantLM{})
+		// the chat pane has read the page the previewed turns are on
+		if _, err := workbenchLastPage(ctx, w, conv, storage.MainBranch); err != nil {
+			b.Fatal(err)
+		}
 		if err := all(w, 0); err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/core/wirediff"
 	"github.com/sessionbench/sessionbench/llm"
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 // Preview renders a recorded call under a strategy without calling any model. Strategy 0
@@ -32,14 +33,16 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 		at = path.index(req.Turn)
 	}
 	var t *trace.Turn
+	var tKey storage.PathKey // t's, when it is the path's (read without its calls' histories)
 	if at >= 0 && req.Strategy != 0 {
-		t = path.turn(at)
+		t, tKey = path.turn(at), storage.PathKey{Key: req.Turn, Started: path.started[at-path.base]}
 	}
 	call, earlier := findCall(t, req.Call)
 	if t == nil || call != nil && call.Recovered != "" {
 		if t, err = a.store.LoadTurn(ctx, req.Turn); err != nil {
 			return Rendering{}, err
 		}
+		tKey = storage.PathKey{}
 		call, earlier = findCall(t, req.Call)
 	}
 	if call == nil {
@@ -110,6 +113,15 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	own := call.History
 	if source != core.HistoryOwn {
 		own = ownHistory(turns[:at], call.Path, earlier)
+	} else if tKey.Key != "" {
+		// the path's turns are read without what their calls saw
+		ht, err := a.turnWithHistories(ctx, tKey)
+		if err != nil {
+			return r, err
+		}
+		if hc, _ := findCall(ht, req.Call); hc != nil {
+			own = hc.History
+		}
 	}
 	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(run.agent).Signature, call.Inputs, own, outer)
 	if err != nil {
@@ -117,6 +129,26 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 		return r, nil
 	}
 	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
+}
+
+// turnWithHistories is turn k with its calls' histories (and no requests): the one a
+// page holds, or one read before for a preview, or read now.
+func (a *Service) turnWithHistories(ctx context.Context, k storage.PathKey) (*trace.Turn, error) {
+	if t := a.turns.get(k); t != nil {
+		return t, nil
+	}
+	if t := a.histTurns.get(k); t != nil {
+		return t, nil
+	}
+	ts, err := a.store.LoadTurnsWith(ctx, []string{k.Key}, storage.LoadOptions{NoRequests: true})
+	if err != nil {
+		return nil, err
+	}
+	if !ts[0].Started.Equal(k.Started) {
+		return nil, fmt.Errorf("turn %s changed while it was read", k.Key)
+	}
+	a.histTurns.put(k.Key, ts[0])
+	return ts[0], nil
 }
 
 // findCall is the leaf call id of turn t (its first leaf call when id is ""), and the

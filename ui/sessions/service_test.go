@@ -260,11 +260,15 @@ func TestPreviewActualIsRecorded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.agent, func(t *testing.T) {
-			a, _, _, _ := newWorkbench(t)
+			a, st, _, _ := newWorkbench(t)
 			conv := mustConversation(t, a, tc.agent)
 			for _, in := range tc.inputs {
 				mustSend(t, a, conv, "main", in)
 			}
+			// a service that read no page renders from the branch as restored (without
+			// the calls' histories, read for the previewed turn alone)
+			fresh := New(st, demoModel(0))
+			fresh.SetAgentDirs()
 			pg := pageOf(t, a, conv, "main")
 			checked := 0
 			for i, tr := range pg.Turns {
@@ -277,8 +281,9 @@ func TestPreviewActualIsRecorded(t *testing.T) {
 					if !strings.Contains(c.Messages[0].Content, "`history` (History)") {
 						strategies = []int{0} // run without history (RAG's retriever): strategy 1 is a what-if
 					}
-					for _, strategy := range strategies {
-						r, err := a.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[i], Call: c.ID, Strategy: strategy})
+					for k := range 2 * len(strategies) {
+						strategy, svc := strategies[k/2], []*Service{a, fresh}[k%2]
+						r, err := svc.Preview(ctx, PreviewRequest{Conv: conv, Branch: "main", Turn: pg.IDs[i], Call: c.ID, Strategy: strategy})
 						if err != nil || r.Err != "" {
 							t.Fatalf("preview turn %d %s strategy %d: %v %s", i, c.Path, strategy, err, r.Err)
 						}
