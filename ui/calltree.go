@@ -103,14 +103,45 @@ func (t *callTree) detail() tea.Cmd {
 	if c == nil {
 		return nil
 	}
-	st := t.e.st
-	tv := newTextView(t.e, "call "+termtext.OneLine(c.Path), func(w int) []string { return callDetail(st, c, w) })
-	if !isModuleRecord(c) {
-		req := compareTarget{turn: t.turnID, call: c.ID}
-		tv.extra = []binding{bind(t.e.keys.Compare, "compare strategies", true, t.e.emitter(openCompareMsg{req}))}
+	conv, turn, id := t.e.convID(), t.turnID, c.ID
+	ctx, b := t.e.ctx, t.e.b
+	return func() tea.Msg {
+		// a page's turns come without their calls' requests: the detail reads the turn
+		// whole
+		msg := callDetailMsg{turn: turn, call: c}
+		if conv == "" || turn == "" {
+			return msg
+		}
+		whole, err := b.Turn(ctx, conv, turn)
+		if err != nil {
+			msg.err = fmt.Errorf("call %s: %w", id, err)
+			return msg
+		}
+		trace.WalkCalls(whole.Calls, func(x *trace.Call, _ int) {
+			if x.ID == id {
+				msg.call = x
+			}
+		})
+		return msg
 	}
-	t.e.emit(openModalMsg{tv})
-	return nil
+}
+
+// callDetailMsg is a call read whole (with its request), for its detail view.
+type callDetailMsg struct {
+	turn string
+	call *trace.Call
+	err  error
+}
+
+// callDetailView is the detail view of a call read whole.
+func callDetailView(e *env, msg callDetailMsg) *textView {
+	st, c := e.st, msg.call
+	tv := newTextView(e, "call "+termtext.OneLine(c.Path), func(w int) []string { return callDetail(st, c, w) })
+	if !isModuleRecord(c) {
+		req := compareTarget{turn: msg.turn, call: c.ID}
+		tv.extra = []binding{bind(e.keys.Compare, "compare strategies", true, e.emitter(openCompareMsg{req}))}
+	}
+	return tv
 }
 
 func (t *callTree) flatten() {

@@ -198,6 +198,8 @@ func TestCallTreeExpandCollapseAndDetail(t *testing.T) {
 	assertContains(t, hs.screen(), "research.summarize")
 	hs.press("g", "down", "down", "enter") // plan, research, research.query
 	assertContains(t, hs.screen(), "call research.query", "Exact request (", "Raw completion")
+	// the chat's page holds calls without requests: the detail reads the turn whole
+	assertLacks(t, hs.screen(), "Exact request (0 messages)")
 	hs.press("esc")
 	assertLacks(t, hs.screen(), "Exact request")
 }

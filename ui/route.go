@@ -116,6 +116,11 @@ func (m *Model) result(msg tea.Msg) tea.Cmd {
 		}
 	case openModalMsg:
 		m.push(msg.m)
+	case callDetailMsg:
+		if msg.err != nil {
+			return m.e.fail(msg.err)
+		}
+		m.push(callDetailView(m.e, msg))
 	case closeModalMsg:
 		if len(m.modals) > 0 {
 			m.modals = m.modals[:len(m.modals)-1]

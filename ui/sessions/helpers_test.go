@@ -95,14 +95,15 @@ func mustSend(t *testing.T, a *Service, conv, branch string, inputs *sig.Map) *t
 
 func question(q string) *sig.Map { return sig.NewMap("question", q) }
 
-// pageOf loads a whole branch.
+// pageOf loads a whole branch, its turns whole (LoadTurns reads pages without the
+// calls' requests).
 func pageOf(t *testing.T, a *Service, conv, branch string) TurnPage {
 	t.Helper()
-	pg, err := a.LoadTurns(context.Background(), conv, branch, 0, 0)
+	p, err := a.store.LoadBranchRange(context.Background(), conv, branch, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pg
+	return TurnPage{From: p.From, Total: p.Total, IDs: p.Keys, Turns: p.Turns}
 }
 
 func branchInfo(t *testing.T, a *Service, conv, name string) BranchInfo {

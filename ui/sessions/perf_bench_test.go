@@ -192,14 +192,15 @@ func benchSendOn(b *testing.B, agent string, n int) {
 
 // BenchmarkPreview renders what the wire pane shows for a recorded call under all five
 // strategies (Service.Preview: messages, token counts and lint, as the pane draws them)
-// on a 1,000-turn SupportAgent branch recorded by real Sends. first is a fresh Service;
-// warm cycles over the last turns' respond calls on one Service that has read the last
-// page of the branch, as the chat pane has before its turns can be selected.
+// on a 1,000-turn SupportAgent branch recorded by real Sends, for the respond call of
+// one of the last turns. first is a fresh Service; warm and unseen-turn are one Service
+// that has read the last page of the branch, as the chat pane has before its turns can
+// be selected.
 func BenchmarkPreview(b *testing.B) {
 	ctx := context.Background()
 	a, st, conv, _ := sentFixture(b, "SupportAgent", 1000, instantLM{})
-	page, err := a.LoadTurns(ctx, conv, storage.MainBranch, 990, 10)
-	if err != nil || len(page.Turns) != 10 {
+	page, err := a.LoadTurns(ctx, conv, storage.MainBranch, 950, 50)
+	if err != nil || len(page.Turns) != 50 {
 		b.Fatal(len(page.Turns), err)
 	}
 	all := func(a *Service, i int) error {
@@ -220,17 +221,34 @@ func BenchmarkPreview(b *testing.B) {
 		i := 0
 		loopCPU(b, func() error { i++; return all(New(st, instantLM{}), i) })
 	})
-	b.Run("all5/warm", func(b *testing.B) {
+	// a Service that has read the page the previewed turns are on, as the chat pane has
+	page1 := func() *Service {
 		w := New(st, instantLM{})
-		// the chat pane has read the page the previewed turns are on
 		if _, err := workbenchLastPage(ctx, w, conv, storage.MainBranch); err != nil {
 			b.Fatal(err)
 		}
-		if err := all(w, 0); err != nil {
+		return w
+	}
+	// warm: turns previewed before (the wire pane cycling strategies, going back to a
+	// turn); unseen-turn: a turn not previewed before, whose calls' histories are read
+	// (a page holds calls without them).
+	b.Run("all5/warm", func(b *testing.B) {
+		w := page1()
+		for i := range 10 {
+			if err := all(w, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i := 0
+		loopCPU(b, func() error { i++; return all(w, i%10) })
+	})
+	b.Run("all5/unseen-turn", func(b *testing.B) {
+		w := page1()
+		if err := all(w, 0); err != nil { // the session restored
 			b.Fatal(err)
 		}
 		i := 0
-		loopCPU(b, func() error { i++; return all(w, i) })
+		loopCPU(b, func() error { i++; return all(w, i) }) // new turns for 49 runs
 	})
 }
 

@@ -131,12 +131,9 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
 }
 
-// turnWithHistories is turn k with its calls' histories (and no requests): the one a
-// page holds, or one read before for a preview, or read now.
+// turnWithHistories is turn k with its calls' histories (and no requests): one read
+// before for a preview, or read now.
 func (a *Service) turnWithHistories(ctx context.Context, k storage.PathKey) (*trace.Turn, error) {
-	if t := a.turns.get(k); t != nil {
-		return t, nil
-	}
 	if t := a.histTurns.get(k); t != nil {
 		return t, nil
 	}

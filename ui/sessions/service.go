@@ -40,8 +40,8 @@ type Service struct {
 	// tails is how many of a branch's last turns a session of each agent (by agentKey)
 	// is restored from (0: all of them); guarded by mu.
 	tails map[string]int
-	// turns keeps the turns pages were read with (LoadTurns); histTurns those previews
-	// read for their calls' histories (without requests).
+	// turns keeps the turns pages were read with (LoadTurns: without requests and
+	// histories); histTurns those previews read for their calls' histories.
 	turns, histTurns turnCache
 }
 

@@ -11,8 +11,7 @@ import (
 
 // turnCache keeps the turns that pages of branches were read with, by key. After an
 // undo, a redo or a fork the workbench reads the last page of every pane again: the
-// same turns, or nearly, and at 1,000 turns of a growing conversation each holds
-// requests of a thousand messages. A page is therefore read as the keys and start times
+// same turns, or nearly. A page is therefore read as the keys and start times
 // of its turns (storage.BranchPathKeys) and only the turns not cached are loaded. A turn
 // on a path is completed and a completed turn never changes; a key reused after its turn
 // was deleted comes with another start time, so a cached turn is served only for the
@@ -58,8 +57,10 @@ func (c *turnCache) putLocked(key string, t *trace.Turn) {
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
 // branch (storage walks the path by jump pointers), and turns read before are not read
 // again (see turnCache). A negative from counts from the end: LoadTurns(-n, n) is the
-// last page of n turns, with the branch's length in one read. The turns are shared with
-// later reads: callers must not change them.
+// last page of n turns, with the branch's length in one read. The turns come without
+// their calls' requests, completions and histories (which grow with the branch: a page
+// of a long conversation held them a thousand times over); Turn gives a turn whole. The
+// turns are shared with later reads: callers must not change them.
 func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limit int) (TurnPage, error) {
 	keys, start, total, err := a.store.BranchPathKeys(ctx, conv, branch, from, limit)
 	if err != nil {
@@ -78,7 +79,7 @@ func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limi
 	if len(missing) == 0 {
 		return p, nil
 	}
-	loaded, err := a.store.LoadTurns(ctx, missing)
+	loaded, err := a.store.LoadTurnsWith(ctx, missing, restoreRead)
 	if err != nil {
 		return TurnPage{}, err
 	}
