@@ -334,7 +334,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 			return nil, fmt.Errorf("storage: call %s of turn %d is corrupt: %w", c.ID, r.turn, err)
 		}
 		c.Started, c.Latency = parseTime(started), time.Duration(latency)
-		if o.NoHistories {
+		if o.NoHistories || o.HistoryOf != "" && c.ID != o.HistoryOf {
 			r.hist, r.histTail = sql.NullInt64{}, tailRef{}
 		}
 		if r.hist.Valid {

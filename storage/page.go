@@ -282,6 +282,9 @@ type LoadOptions struct {
 	// NoHistories leaves out each call's history too (a keep-predictor's grows with the
 	// branch): restoring a session reads the calls' values, not what they saw.
 	NoHistories bool
+	// HistoryOf, when set, reads the history of the call with this ID alone (a preview
+	// of one call needs no other's).
+	HistoryOf string
 }
 
 // LoadBranchWith is LoadBranch with options; LoadBranchWith(ctx, c, b, LoadOptions{NoRequests:

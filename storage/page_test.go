@@ -114,6 +114,29 @@ func TestBranchWindows(t *testing.T) {
 		if histories == 0 {
 			t.Fatalf("%s: the calls have no histories to leave out", br)
 		}
+		// HistoryOf reads one call's history: that call as NoRequests has it, the others
+		// as NoHistories.
+		for i := range lean {
+			var first string
+			trace.WalkCalls(lean[i].Calls, func(c *trace.Call, _ int) {
+				if first == "" {
+					first = c.ID
+				}
+			})
+			one, err := s.LoadTurnsWith(ctx, []string{path[i].Key}, LoadOptions{NoRequests: true, HistoryOf: first})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := lean[i].Clone()
+			trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) {
+				if c.ID != first {
+					c.History = sig.History{}
+				}
+			})
+			if toJSON(t, one[0]) != toJSON(t, want) {
+				t.Fatalf("%s: HistoryOf %s, turn %d:\n%s\n%s", br, first, i, toJSON(t, one[0]), toJSON(t, want))
+			}
+		}
 	}
 	// LoadTurns keeps the order asked for and names an unknown key.
 	rev := []string{keys[3], keys[1]}

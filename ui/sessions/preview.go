@@ -115,7 +115,7 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 		own = ownHistory(turns[:at], call.Path, earlier)
 	} else if tKey.Key != "" {
 		// the path's turns are read without what their calls saw
-		ht, err := a.turnWithHistories(ctx, tKey)
+		ht, err := a.turnWithHistory(ctx, tKey, call.ID)
 		if err != nil {
 			return r, err
 		}
@@ -131,20 +131,21 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
 }
 
-// turnWithHistories is turn k with its calls' histories (and no requests): one read
-// before for a preview, or read now.
-func (a *Service) turnWithHistories(ctx context.Context, k storage.PathKey) (*trace.Turn, error) {
-	if t := a.histTurns.get(k); t != nil {
+// turnWithHistory is turn k with the history of its call id (and no requests): read
+// before for a preview, or now.
+func (a *Service) turnWithHistory(ctx context.Context, k storage.PathKey, id string) (*trace.Turn, error) {
+	ck := storage.PathKey{Key: k.Key + "\x00" + id, Started: k.Started}
+	if t := a.histTurns.get(ck); t != nil {
 		return t, nil
 	}
-	ts, err := a.store.LoadTurnsWith(ctx, []string{k.Key}, storage.LoadOptions{NoRequests: true})
+	ts, err := a.store.LoadTurnsWith(ctx, []string{k.Key}, storage.LoadOptions{NoRequests: true, HistoryOf: id})
 	if err != nil {
 		return nil, err
 	}
 	if !ts[0].Started.Equal(k.Started) {
 		return nil, fmt.Errorf("turn %s changed while it was read", k.Key)
 	}
-	a.histTurns.put(k.Key, ts[0])
+	a.histTurns.put(ck.Key, ts[0])
 	return ts[0], nil
 }
 

@@ -41,7 +41,7 @@ type Service struct {
 	// is restored from (0: all of them); guarded by mu.
 	tails map[string]int
 	// turns keeps the turns pages were read with (LoadTurns: without requests and
-	// histories); histTurns those previews read for their calls' histories.
+	// histories); histTurns those previews read for a call's history (by turn and call).
 	turns, histTurns turnCache
 }
 
