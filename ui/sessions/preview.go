@@ -115,12 +115,8 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 		own = ownHistory(turns[:at], call.Path, earlier)
 	} else if tKey.Key != "" {
 		// the path's turns are read without what their calls saw
-		ht, err := a.turnWithHistory(ctx, tKey, call.ID)
-		if err != nil {
+		if own, err = a.callHistory(ctx, tKey, call.ID); err != nil {
 			return r, err
-		}
-		if hc, _ := findCall(ht, req.Call); hc != nil {
-			own = hc.History
 		}
 	}
 	msgs, ad, hist, err := render(req.Strategy, p, agentInfo(run.agent).Signature, call.Inputs, own, outer)
@@ -131,22 +127,20 @@ func (a *Service) Preview(ctx context.Context, req PreviewRequest) (Rendering, e
 	return a.finish(r, msgs, ad, core.WithHistoryField(p.Signature, "history"), &hist), nil
 }
 
-// turnWithHistory is turn k with the history of its call id (and no requests): read
-// before for a preview, or now.
-func (a *Service) turnWithHistory(ctx context.Context, k storage.PathKey, id string) (*trace.Turn, error) {
+// callHistory is the history call id of turn k (on the branch's path) ran with: as
+// read for an earlier preview, or now, extending the list read for a call before it
+// (storage.HistoryReader), so an unseen turn next to one seen reads one entry.
+func (a *Service) callHistory(ctx context.Context, k storage.PathKey, id string) (sig.History, error) {
 	ck := storage.PathKey{Key: k.Key + "\x00" + id, Started: k.Started}
-	if t := a.histTurns.get(ck); t != nil {
-		return t, nil
+	if h, ok := a.callHists.get(ck); ok {
+		return h, nil
 	}
-	ts, err := a.store.LoadTurnsWith(ctx, []string{k.Key}, storage.LoadOptions{NoRequests: true, HistoryOf: id})
+	h, err := a.histories.CallHistory(ctx, k.Key, k.Started, id)
 	if err != nil {
-		return nil, err
+		return sig.History{}, err
 	}
-	if !ts[0].Started.Equal(k.Started) {
-		return nil, fmt.Errorf("turn %s changed while it was read", k.Key)
-	}
-	a.histTurns.put(ck.Key, ts[0])
-	return ts[0], nil
+	a.callHists.put(ck, h)
+	return h, nil
 }
 
 // findCall is the leaf call id of turn t (its first leaf call when id is ""), and the

@@ -41,14 +41,19 @@ type Service struct {
 	// is restored from (0: all of them); guarded by mu.
 	tails map[string]int
 	// turns keeps the turns pages were read with (LoadTurns: without requests and
-	// histories); histTurns those previews read for a call's history (by turn and call).
-	turns, histTurns turnCache
+	// histories).
+	turns turnCache
+	// histories reads the histories previews show, callHists keeps those read (by turn
+	// and call).
+	histories *storage.HistoryReader
+	callHists pathCache[sig.History]
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
 // AgentDirs(os.Getenv); SetAgentDirs changes that.
 func New(store *storage.Store, model lm.LM) *Service {
-	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}, tails: map[string]int{}}
+	a := &Service{store: store, model: model, locks: map[string]*sync.Mutex{}, tails: map[string]int{},
+		histories: store.NewHistoryReader()}
 	a.files = DefaultCatalog()
 	return a
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
@@ -12,46 +13,55 @@ import (
 // turnCache keeps the turns that pages of branches were read with, by key. After an
 // undo, a redo or a fork the workbench reads the last page of every pane again: the
 // same turns, or nearly. A page is therefore read as the keys and start times
-// of its turns (storage.BranchPathKeys) and only the turns not cached are loaded. A turn
-// on a path is completed and a completed turn never changes; a key reused after its turn
-// was deleted comes with another start time, so a cached turn is served only for the
-// same key and start. Two generations bound it: when the newer fills up the older is
-// dropped, so the turns of the pages in use stay.
-type turnCache struct {
+// of its turns (storage.BranchPathKeys) and only the turns not cached are loaded.
+type turnCache = pathCache[*trace.Turn]
+
+// pathCache keeps what was read of turns on a path, by key (with more after it, such as
+// a call id). A turn on a path is completed and a completed turn never changes; a key
+// reused after its turn was deleted comes with another start time, so a value is served
+// only for the same key and start. Two generations bound it: when the newer fills up
+// the older is dropped, so the values of the turns in use stay.
+type pathCache[V any] struct {
 	mu       sync.Mutex
-	cur, old map[string]*trace.Turn
+	cur, old map[string]pathValue[V]
+}
+
+type pathValue[V any] struct {
+	started time.Time
+	v       V
 }
 
 // maxCachedTurns is one generation's size: a few panes' pages.
 const maxCachedTurns = 400
 
-// get is the cached turn k, or nil.
-func (c *turnCache) get(k storage.PathKey) *trace.Turn {
+// get is the value cached for k, if any.
+func (c *pathCache[V]) get(k storage.PathKey) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.cur[k.Key]
+	e, ok := c.cur[k.Key]
 	if !ok {
-		if t, ok = c.old[k.Key]; ok {
-			c.putLocked(k.Key, t)
+		if e, ok = c.old[k.Key]; ok {
+			c.putLocked(k.Key, e)
 		}
 	}
-	if !ok || !t.Started.Equal(k.Started) {
-		return nil
+	if !ok || !e.started.Equal(k.Started) {
+		var zero V
+		return zero, false
 	}
-	return t
+	return e.v, true
 }
 
-func (c *turnCache) put(key string, t *trace.Turn) {
+func (c *pathCache[V]) put(k storage.PathKey, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.putLocked(key, t)
+	c.putLocked(k.Key, pathValue[V]{started: k.Started, v: v})
 }
 
-func (c *turnCache) putLocked(key string, t *trace.Turn) {
+func (c *pathCache[V]) putLocked(key string, e pathValue[V]) {
 	if c.cur == nil || len(c.cur) >= maxCachedTurns {
-		c.old, c.cur = c.cur, map[string]*trace.Turn{}
+		c.old, c.cur = c.cur, map[string]pathValue[V]{}
 	}
-	c.cur[key] = t
+	c.cur[key] = e
 }
 
 // LoadTurns returns a window of the branch's path; its cost is the window, not the
@@ -71,7 +81,8 @@ func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limi
 	var at []int
 	for i, k := range keys {
 		p.IDs[i] = k.Key
-		if p.Turns[i] = a.turns.get(k); p.Turns[i] == nil {
+		var ok bool
+		if p.Turns[i], ok = a.turns.get(k); !ok {
 			missing = append(missing, k.Key)
 			at = append(at, i)
 		}
@@ -88,7 +99,7 @@ func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limi
 			return TurnPage{}, fmt.Errorf("load turns of %s: the branch changed while it was read", branch)
 		}
 		p.Turns[at[j]] = t
-		a.turns.put(missing[j], t)
+		a.turns.put(keys[at[j]], t)
 	}
 	return p, nil
 }
