@@ -138,9 +138,12 @@ func (c *tokenCounter) count(text string) int {
 		return n
 	}
 	var n int
-	if len(text) >= countByLinesFrom {
+	switch {
+	case len(text) >= countByLinesFrom:
 		n = c.countLines(text)
-	} else {
+	case len(text) >= countByWordsFrom:
+		n = c.countWords(text)
+	default:
 		n = len(c.enc.EncodeOrdinary(text))
 	}
 	c.mu.Lock()
@@ -149,8 +152,48 @@ func (c *tokenCounter) count(text string) int {
 	return n
 }
 
-// countByLinesFrom is the length from which a text is counted by its lines.
-const countByLinesFrom = 2048
+// countByLinesFrom is the length from which a text is counted by its lines;
+// countByWordsFrom the length from which one is counted by its words.
+const (
+	countByLinesFrom = 2048
+	countByWordsFrom = 64
+)
+
+// countWords counts text in pieces cut before a space between two ASCII letters, each
+// piece's count cached (copied, so the text is not kept alive by it). A conversation's
+// texts are new sentences made of words seen before: a history rendered under another
+// strategy, a turn's question quoted in its reply, so counting a text never seen costs
+// mostly lookups, not encoding (tiktoken's pattern matching is most of a cold preview).
+// The cut is exact for cl100k_base's and o200k_base's patterns: a piece holding an
+// ASCII letter is a word (letters and marks after at most one leading character that is
+// no letter, digit or line break) or a contraction ('s, 't, ...), so it ends at the last
+// letter before a space and takes nothing after it; the next piece starts at the space
+// (a word with its leading space), and nothing looks behind. So matching restarts at the
+// cut in both texts and the counts add up (TestCountWords holds the two to it).
+func (c *tokenCounter) countWords(text string) int {
+	total, start := 0, 0
+	for i := 1; i+1 < len(text); i++ {
+		if text[i] == ' ' && asciiLetter(text[i-1]) && asciiLetter(text[i+1]) {
+			total += c.piece(text[start:i])
+			start = i
+		}
+	}
+	return total + c.piece(text[start:])
+}
+
+func asciiLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
+
+// piece is the count of a piece of a longer text, cached as a copy.
+func (c *tokenCounter) piece(p string) int {
+	if n, ok := c.lookup(p); ok {
+		return n
+	}
+	n := len(c.enc.EncodeOrdinary(p))
+	c.mu.Lock()
+	c.put(strings.Clone(p), n)
+	c.mu.Unlock()
+	return n
+}
 
 // countLines counts text in pieces cut after a line break that a printable ASCII
 // character other than a space and '/' follows. tiktoken splits a text into pieces with
@@ -170,7 +213,8 @@ func (c *tokenCounter) countLines(text string) int {
 		p := text[start:end]
 		n, ok := c.lookup(p)
 		if !ok {
-			n = len(c.enc.EncodeOrdinary(p))
+			// a line not seen: its words likely were
+			n = c.countWords(p)
 			c.mu.Lock()
 			c.put(strings.Clone(p), n)
 			c.mu.Unlock()

@@ -72,15 +72,22 @@ func TestTokenCounterCache(t *testing.T) {
 			}
 		}
 	}
-	if len(fresh.cur) != len(texts) {
-		t.Fatalf("%d texts cached, want %d", len(fresh.cur), len(texts))
+	for _, x := range texts { // with the pieces of the long one
+		if _, ok := fresh.cur[x]; !ok {
+			t.Fatalf("%.20q is not cached", x)
+		}
 	}
 	// A text bigger than what is left in the generation starts a new one; the old one is
 	// still looked up, and a text found there moves to the new generation.
 	big := strings.Repeat("x ", 5000)
 	fresh.count(big)
-	if _, ok := fresh.cur[big]; !ok || len(fresh.cur) != 1 || len(fresh.old) != len(texts) {
+	if _, ok := fresh.cur[big]; !ok || len(fresh.cur) != 1 {
 		t.Fatalf("after a full generation: cur %d, old %d", len(fresh.cur), len(fresh.old))
+	}
+	for _, x := range texts {
+		if _, ok := fresh.old[x]; !ok {
+			t.Fatalf("%.20q is not in the old generation", x)
+		}
 	}
 	if fresh.count("hello world") != 2 {
 		t.Fatal("a count from the old generation changed")
@@ -123,6 +130,50 @@ func TestCountLines(t *testing.T) {
 			if got, want := fresh.countLines(x), len(c.enc.EncodeOrdinary(x)); got != want {
 				t.Fatalf("%s, text %d (%.40q): %d by lines, %d whole", enc, i, x, got, want)
 			}
+		}
+	}
+}
+
+// TestCountWords holds counting by words (countWords) to encoding the whole text, on
+// the texts a preview counts and on random texts made of what could make a piece run
+// across a cut: letters of either case next to spaces, contractions, marks, digits,
+// punctuation, other spaces and line breaks.
+func TestCountWords(t *testing.T) {
+	texts := []string{
+		"[[ ## reply ## ]]\nAbout \"question 5: why was I charged twice?\": clear the cookies, reset the password again.",
+		"It's what they'd do: DON'T stop, we'll SEE. I'm here, you've been there.",
+		"HELLO World aB Cd eF mIxEd CaSe ABC def GHI",
+		"café au lait, naïve re\u0301sume\u0301 a\u0301 b, 你好 a b 😀 c d",
+		"a b c d e f g h i j k l m n o p q r s t u v w x y z A B C",
+		"tab\tsep a  b   c\u00a0d\u3000e x\ny z\r\nw",
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", "Z", "Q", " ", " ", " ", "  ", "7", "42", "'s", "'t", "'ll", "'", "\u0301", "é", "É", "你", "😀",
+		".", ",", "\n", "\r", "\t", "\u00a0", "-", "/", "[", "\"", "_", "ǅ", "ʰ", "\u3000"}
+	for range 600 {
+		var b strings.Builder
+		for b.Len() < 40+rng.IntN(400) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		texts = append(texts, b.String())
+	}
+	for _, enc := range []string{"cl100k_base", "o200k_base"} {
+		c, err := counterFor(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := &tokenCounter{enc: c.enc, cur: map[string]int{}, limit: maxCountedBytes}
+		for i, x := range texts {
+			want := len(c.enc.EncodeOrdinary(x))
+			// twice: the second time from the pieces the first one cached
+			for range 2 {
+				if got := fresh.countWords(x); got != want {
+					t.Fatalf("%s, text %d (%q): %d by words, %d whole", enc, i, x, got, want)
+				}
+			}
+		}
+		if len(fresh.cur) <= len(texts) {
+			t.Fatalf("%s: %d pieces cached for %d texts: the texts were not cut", enc, len(fresh.cur), len(texts))
 		}
 	}
 }
