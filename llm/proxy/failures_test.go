@@ -29,12 +29,7 @@ func TestUpstreamFailures(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			io.WriteString(w, errBody)
 		}
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, got := f.chat(t, body)
 		if resp.StatusCode != 429 || string(got) != errBody || resp.Header.Get("Retry-After") != "7" {
 			t.Errorf("caller got %d %q retry-after %q", resp.StatusCode, got, resp.Header.Get("Retry-After"))
 		}
@@ -52,12 +47,7 @@ func TestUpstreamFailures(t *testing.T) {
 		url := dead.URL
 		dead.Close()
 		f := newFixture(t, Upstream{BaseURL: url + "/v1", Connect: 5 * time.Second})
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, got := f.chat(t, body)
 		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(got), `"sessionbench proxy: upstream 127.0.0.1:`) {
 			t.Errorf("caller got %d %s", resp.StatusCode, got)
 		}
@@ -76,12 +66,7 @@ func TestUpstreamFailures(t *testing.T) {
 			}
 		}
 		defer close(release)
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, got := f.chat(t, body)
 		if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(got), "no complete answer within 50ms") {
 			t.Errorf("caller got %d %s", resp.StatusCode, got)
 		}
@@ -102,12 +87,7 @@ func TestUpstreamFailures(t *testing.T) {
 			}
 		}
 		defer close(release)
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
+		f.chat(t, body)
 		if c := f.rec.last(t); !strings.Contains(c.Error, "no answer began within 50ms") {
 			t.Errorf("record: error %q", c.Error)
 		}
@@ -129,12 +109,7 @@ func TestUpstreamFailures(t *testing.T) {
 			}
 		}
 		defer close(release)
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, got := f.chat(t, body)
 		if n := strings.Count(string(got), "data: "); resp.StatusCode != 200 || n != 4 {
 			t.Errorf("caller got %d with %d events, want the 4 sent before the stall", resp.StatusCode, n)
 		}
@@ -148,12 +123,7 @@ func TestUpstreamFailures(t *testing.T) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"[[ ## answer\"}}]}\n\n")
 		}
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
+		f.chat(t, body)
 		if c := f.rec.last(t); !strings.Contains(c.Error, "end marker") || c.Completion != "[[ ## answer" || c.Outputs != nil {
 			t.Errorf("record: error %q completion %q", c.Error, c.Completion)
 		}

@@ -144,6 +144,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// chat posts a chat completion body to the proxy and reads the whole answer: its
+// response (body closed) and the bytes it carried.
+func (f *fixture) chat(t *testing.T, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(got)
+}
+
 func newFixture(t *testing.T, up Upstream) *fixture {
 	f := &fixture{up: newUpstream(t), rec: newMemRecorder(), log: &syncBuffer{}, served: make(chan struct{}, 64)}
 	if up.BaseURL == "" {
@@ -495,12 +508,7 @@ func TestPlainHTTPRecognised(t *testing.T) {
 		f.up.mu.Lock()
 		f.up.answer, f.up.text = nil, completionFor(rq.ad, rq.req.Signature, rq.outputs)
 		f.up.mu.Unlock()
-		resp, err := http.Post(f.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":`+string(mj)+`}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		f.chat(t, `{"model":"m","messages":`+string(mj)+`}`)
 		c := f.rec.last(t)
 		r := recognize.Parse(c.Messages)
 		again, err := r.Formatter().Format(adapter.Request{Signature: r.Signature, Demos: r.Demos, Inputs: r.FormatInputs()})
