@@ -159,29 +159,28 @@ const (
 	countByWordsFrom = 64
 )
 
-// countWords counts text in pieces cut before a space between two ASCII letters, each
-// piece's count cached (copied, so the text is not kept alive by it). A conversation's
-// texts are new sentences made of words seen before: a history rendered under another
-// strategy, a turn's question quoted in its reply, so counting a text never seen costs
-// mostly lookups, not encoding (tiktoken's pattern matching is most of a cold preview).
-// The cut is exact for cl100k_base's and o200k_base's patterns: a piece holding an
-// ASCII letter is a word (letters and marks after at most one leading character that is
-// no letter, digit or line break) or a contraction ('s, 't, ...), so it ends at the last
-// letter before a space and takes nothing after it; the next piece starts at the space
-// (a word with its leading space), and nothing looks behind. So matching restarts at the
-// cut in both texts and the counts add up (TestCountWords holds the two to it).
+// countWords counts text in pieces cut before every space that a printable ASCII
+// character other than a space follows, each piece's count cached (copied, so the text
+// is not kept alive by it). A conversation's texts are new sentences made of words seen
+// before: a history rendered under another strategy, a turn's question quoted in its
+// reply, so counting a text never seen costs mostly lookups, not encoding (tiktoken's
+// pattern matching was most of a cold preview). The cut is exact for cl100k_base's and
+// o200k_base's patterns: the piece holding that character is a word (letters after at
+// most one leading character), a contraction, a number of up to three digits or a run
+// of punctuation (with line breaks or slashes after it, never a space), so it ends right
+// before the space; the next piece starts there, and nothing looks behind. So matching
+// restarts at the cut in both texts and the counts add up (TestCountWords holds the two
+// to it).
 func (c *tokenCounter) countWords(text string) int {
 	total, start := 0, 0
-	for i := 1; i+1 < len(text); i++ {
-		if text[i] == ' ' && asciiLetter(text[i-1]) && asciiLetter(text[i+1]) {
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] > ' ' && text[i-1] < 0x7f {
 			total += c.piece(text[start:i])
 			start = i
 		}
 	}
 	return total + c.piece(text[start:])
 }
-
-func asciiLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
 
 // piece is the count of a piece of a longer text, cached as a copy.
 func (c *tokenCounter) piece(p string) int {
