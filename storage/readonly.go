@@ -51,9 +51,9 @@ func openReadOnly(ctx context.Context, path, why string) (*Store, error) {
 		return nil, fmt.Errorf("storage: open %s read-only: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{path: path, r: r, readOnly: why}
+	s := &Store{path: path, r: newReadDB(r), readOnly: why}
 	if err := s.checkReadOnly(ctx); err != nil {
-		r.Close()
+		s.r.Close()
 		return nil, err
 	}
 	return s, nil

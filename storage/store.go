@@ -35,7 +35,7 @@ var (
 type Store struct {
 	path string
 	w    *sql.DB // the one writer connection: every write is serialised through it
-	r    *sql.DB // readers; WAL lets them run beside the writer
+	r    *readDB // readers; WAL lets them run beside the writer
 
 	leaseMu sync.Mutex
 	lease   time.Duration // of the turns this store runs; 0 means DefaultLease
@@ -104,7 +104,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("storage: open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s.r = r
+	s.r = newReadDB(r)
 	s.wc = newWriteCache()
 	if err := s.countCommits(ctx); err != nil {
 		s.Close()

@@ -1,0 +1,67 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// TestPreparedReadsSeeEveryCommit checks that reads run prepared (parsed once) and that a
+// prepared statement holds no snapshot between uses: a title changed by this store's
+// writer or by another store on the same file (another process) is read back at once,
+// also once the set of prepared statements is full and reads run unprepared.
+func TestPreparedReadsSeeEveryCommit(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "reads.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := s.CreateConversation(ctx, NewConversation{Title: "t0", Agent: "SupportAgent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name   string
+		writer *Store
+		full   bool // the prepared set is full: reads run unprepared
+	}{
+		{"own writer", s, false},
+		{"another store", other, false},
+		{"own writer, set full", s, true},
+		{"another store, set full", other, true},
+	} {
+		if tc.full {
+			for j := len(s.r.stmts); j < maxReadStmts; j++ {
+				var v int
+				if err := s.r.QueryRowContext(ctx, fmt.Sprintf("SELECT %d", j)).Scan(&v); err != nil || v != j {
+					t.Fatal(err)
+				}
+			}
+		}
+		if _, err := s.Conversation(ctx, c.ID); err != nil { // the statement in use before the write
+			t.Fatal(err)
+		}
+		title := fmt.Sprintf("t%d", i+1)
+		if err := tc.writer.SetTitle(ctx, c.ID, title); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Conversation(ctx, c.ID)
+		if err != nil || got.Title != title {
+			t.Errorf("%s: title %q (%v), want %q", tc.name, got.Title, err, title)
+		}
+		s.r.mu.Lock()
+		n := len(s.r.stmts)
+		s.r.mu.Unlock()
+		if n == 0 || n > maxReadStmts {
+			t.Errorf("%s: %d prepared read statements, want 1 to %d", tc.name, n, maxReadStmts)
+		}
+	}
+}
