@@ -167,6 +167,10 @@ func (a *Service) anyPath(ctx context.Context, conv, branch string) (*pathEntry,
 // otherwise loaded (the last want turns, or the whole path). The live session follows an
 // undo or a redo of its own turns; any other change drops it (caller holds st.mu).
 func (a *Service) check(ctx context.Context, st *branchState, conv, branch string, want int) error {
+	if st.path == nil {
+		// nothing cached (the first use in the process): the tip is whatever is read
+		return a.load(ctx, st, conv, branch, want, 0, false)
+	}
 	tail, total, err := a.store.BranchPathTail(ctx, conv, branch, 2)
 	if err != nil {
 		return err
@@ -175,12 +179,11 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 	sameTip := false
 	switch {
 	case total == 0:
-		if e == nil || e.length() != 0 {
+		if e.length() != 0 {
 			a.moveLive(st, e, 0, nil)
 			st.path = &pathEntry{}
 		}
 		return nil
-	case e == nil:
 	case e.length() >= total && e.matches(total-1, tail[len(tail)-1]):
 		// the same path, or an undo moved the tip back along it
 		if e.length() > total {
@@ -217,9 +220,16 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 			sameTip = true
 		}
 	}
+	return a.load(ctx, st, conv, branch, want, total, sameTip)
+}
+
+// load reads the branch's path into st: its last want turns (want <= 0: the whole path).
+// sameTip says the cached path ended at the tip of total turns, so its live session
+// stays when the path read ends there too (caller holds st.mu).
+func (a *Service) load(ctx context.Context, st *branchState, conv, branch string, want, total int, sameTip bool) error {
 	from, limit := 0, 0
-	if want > 0 && want < total {
-		from, limit = -want, want
+	if want > 0 {
+		from, limit = -want, want // the whole path when it is shorter
 	}
 	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, restoreRead)
 	if err != nil {
