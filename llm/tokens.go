@@ -262,6 +262,19 @@ func (c *tokenCounter) put(text string, n int) {
 	c.curBytes += len(text)
 }
 
+// ForgetCounts drops every cached token count; the encoders stay loaded. Benchmarks use
+// it to measure what a fresh process pays for its first counts (the workbench loads the
+// encoders in the background at start: PreloadEncodings).
+func ForgetCounts() {
+	countersMu.Lock()
+	defer countersMu.Unlock()
+	for _, c := range counters {
+		c.mu.Lock()
+		c.cur, c.old, c.curBytes = map[string]int{}, nil, 0
+		c.mu.Unlock()
+	}
+}
+
 // PreloadEncodings builds the encoders for these models in the background, so the first
 // count (the wire pane, the demo model's usage, hence its recorded latency) does not pay
 // for parsing a BPE table.

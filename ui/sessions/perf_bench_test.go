@@ -193,9 +193,10 @@ func benchSendOn(b *testing.B, agent string, n int) {
 // BenchmarkPreview renders what the wire pane shows for a recorded call under all five
 // strategies (Service.Preview: messages, token counts and lint, as the pane draws them)
 // on a 1,000-turn SupportAgent branch recorded by real Sends, for the respond call of
-// one of the last turns. first is a fresh Service; warm and unseen-turn are one Service
-// that has read the last page of the branch, as the chat pane has before its turns can
-// be selected.
+// one of the last turns. first is a fresh Service (the process has counted tokens
+// before); first-process a fresh Service in a process that has not; warm and
+// unseen-turn are one Service that has read the last page of the branch, as the chat
+// pane has before its turns can be selected.
 func BenchmarkPreview(b *testing.B) {
 	ctx := context.Background()
 	a, st, conv, _ := sentFixture(b, "SupportAgent", 1000, instantLM{})
@@ -220,6 +221,12 @@ func BenchmarkPreview(b *testing.B) {
 	b.Run("all5/first", func(b *testing.B) {
 		i := 0
 		loopCPU(b, func() error { i++; return all(New(st, instantLM{}), i) })
+	})
+	// first-process: the first preview of a process, which has counted no token yet (its
+	// encoders loaded, as the workbench preloads them at start).
+	b.Run("all5/first-process", func(b *testing.B) {
+		i := 0
+		loopCPU(b, func() error { i++; llm.ForgetCounts(); return all(New(st, instantLM{}), i) })
 	})
 	// a Service that has read the page the previewed turns are on, as the chat pane has
 	page1 := func() *Service {
