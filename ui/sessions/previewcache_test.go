@@ -132,14 +132,18 @@ func TestPreviewCachesFollowTheStore(t *testing.T) {
 			previewsAsFresh(t, a, conv, fork, true)
 		}},
 		{"fork deleted, its turn ids reused", func() {
+			before := pageOf(t, a, conv, fork).IDs
 			if _, err := st.DeleteBranch(ctx, conv, fork, false); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Fork(ctx, conv, "main", fork, 1); err != nil {
+			if _, err := st.Fork(ctx, conv, "main", fork, 0); err != nil { // the turn reusing the id sees a shorter history
 				t.Fatal(err)
 			}
 			mustSend(t, other, conv, fork, question("new turn, old id?"))
-			mustSend(t, other, conv, fork, question("and another"))
+			after := pageOf(t, a, conv, fork).IDs
+			if after[len(after)-1] != before[len(before)-1] {
+				t.Fatalf("turn ids not reused (%v, then %v): the case is not exercised", before, after)
+			}
 			previewsAsFresh(t, a, conv, fork, true)
 		}},
 	}
