@@ -206,13 +206,23 @@ func nameFree(ctx context.Context, tx *wtx, convID, name string) error {
 // one row whose tip is the existing turn at index at, found in O(log n) lookups. An empty
 // source can only be forked at 0, giving an empty branch.
 func (s *Store) Fork(ctx context.Context, convID, source, name string, at int) (*Branch, error) {
+	if err := s.ForkOnly(ctx, convID, source, name, at); err != nil {
+		return nil, err
+	}
+	return s.Branch(ctx, convID, name)
+}
+
+// ForkOnly is Fork without reading the new branch back: its computed fields (siblings,
+// children, ancestry) come from every branch of the conversation, and a fork from the
+// workbench needs only its name, so its cost stays flat however many branches there are.
+func (s *Store) ForkOnly(ctx context.Context, convID, source, name string, at int) error {
 	if err := ValidateBranchName(name); err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	if at < 0 {
-		return nil, fmt.Errorf("storage: turn index cannot be negative (got %d): %w", at, ErrInvalid)
+		return fmt.Errorf("storage: turn index cannot be negative (got %d): %w", at, ErrInvalid)
 	}
-	err := s.write(ctx, func(tx *wtx) error {
+	return s.write(ctx, func(tx *wtx) error {
 		src, err := branchByName(ctx, tx, convID, source)
 		if err != nil {
 			return err
@@ -244,10 +254,42 @@ func (s *Store) Fork(ctx context.Context, convID, source, name string, at int) (
 		}
 		return touch(ctx, tx, convID)
 	})
+}
+
+// BranchRow is one branch's own fields (tip, length, redo depth, fork point) without the
+// computed ones (siblings, children, ancestry: Branches computes those from every branch):
+// what a pane's header needs after its branch moved, in indexed lookups.
+func (s *Store) BranchRow(ctx context.Context, convID, name string) (*Branch, error) {
+	b, err := branchByName(ctx, s.r, convID, name)
 	if err != nil {
 		return nil, err
 	}
-	return s.Branch(ctx, convID, name)
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM redo WHERE branch_id = ?", b.ID).Scan(&b.Redo); err != nil {
+		return nil, fmt.Errorf("storage: redo of branch %q: %w", name, err)
+	}
+	return b, nil
+}
+
+// FreeBranchName is a name base-N no branch of the conversation has, N one more than
+// the branches named base-<something> (the next free one after it when that is taken):
+// an index range count and a lookup or two, not a read of every branch.
+func (s *Store) FreeBranchName(ctx context.Context, convID, base string) (string, error) {
+	var n int
+	// names from "base-" up to (not including) "base." ('.' follows '-'): the prefix range
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE conv_id = ? AND name >= ? AND name < ?",
+		convID, base+"-", base+".").Scan(&n); err != nil {
+		return "", fmt.Errorf("storage: branch names of %q: %w", convID, err)
+	}
+	for i := n + 1; ; i++ {
+		name := fmt.Sprintf("%s-%d", base, i)
+		var taken int
+		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE conv_id = ? AND name = ?", convID, name).Scan(&taken); err != nil {
+			return "", fmt.Errorf("storage: branch names of %q: %w", convID, err)
+		}
+		if taken == 0 {
+			return name, nil
+		}
+	}
 }
 
 // DeleteBranch removes a branch. main is protected; a branch with child branches is refused

@@ -213,6 +213,17 @@ func (s *Store) Locate(ctx context.Context, convID, key string) (string, int, er
 		return "", 0, err
 	}
 	if p.conv == convID && p.status == trace.StatusCompleted {
+		// main comes first: a turn on its path (most are) is found without listing the
+		// other branches
+		if m, err := branchByName(ctx, s.r, convID, MainBranch); err == nil && m.tipID.Valid && m.Length > p.depth {
+			a, err := ancestorAtDepth(ctx, s.r, m.tipID.Int64, p.depth)
+			if err != nil {
+				return "", 0, err
+			}
+			if a == id {
+				return MainBranch, p.depth, nil
+			}
+		}
 		rows, err := s.r.QueryContext(ctx, `SELECT b.name, b.tip_id, t.depth FROM branches b JOIN turns t ON t.id = b.tip_id
 			WHERE b.conv_id = ? ORDER BY b.name <> 'main', b.created_at, b.id`, convID)
 		if err != nil {

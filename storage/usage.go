@@ -35,3 +35,16 @@ func (s *Store) BranchUsage(ctx context.Context, convID string) (map[string]lm.U
 	}
 	return out, nil
 }
+
+// BranchUsageOf is BranchUsage of one branch: its tip's running totals, one lookup.
+func (s *Store) BranchUsageOf(ctx context.Context, convID, branch string) (lm.Usage, error) {
+	var u lm.Usage
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(t.cum_prompt_tokens, 0), coalesce(t.cum_completion_tokens, 0),
+			coalesce(t.cum_cached_tokens, 0), coalesce(t.cum_total_tokens, 0), coalesce(t.cum_estimated, 0) > 0
+		FROM branches b LEFT JOIN turns t ON t.id = b.tip_id WHERE b.conv_id = ? AND b.name = ?`, convID, branch).
+		Scan(&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.TotalTokens, &u.Estimated)
+	if err != nil {
+		return lm.Usage{}, fmt.Errorf("storage: usage of branch %q of %q: %w", branch, convID, err)
+	}
+	return u, nil
+}

@@ -31,6 +31,8 @@ type Backend interface {
 	DeleteConversation(ctx context.Context, conv string) error
 
 	Branches(ctx context.Context, conv string) ([]sessions.BranchInfo, error)
+	// Branch is one branch's row of Branches, read alone.
+	Branch(ctx context.Context, conv, name string) (sessions.BranchInfo, error)
 	// TurnTreePage is up to limit turns of the conversation's tree after turn after ("" for
 	// the first page), parents before children, and the turn to continue after ("" when
 	// there are no more): a long conversation's tree arrives by pages.

@@ -507,7 +507,7 @@ func forkCmd(e *env, conv, turn string, index int) tea.Cmd {
 		if err != nil {
 			return opMsg{err: fmt.Errorf("fork at %s: %w", turnLabel(index), err)}
 		}
-		return opMsg{status: fmt.Sprintf("forked %s at %s", name, turnLabel(index)), reload: true, openBranch: name}
+		return opMsg{status: fmt.Sprintf("forked %s at %s", name, turnLabel(index)), branches: []string{name}, openBranch: name}
 	})
 }
 
@@ -539,7 +539,7 @@ func (p *chatPane) undo() tea.Cmd {
 			return opMsg{status: "nothing to undo on " + branch}
 		}
 		return opMsg{status: fmt.Sprintf("undid %s on %s (with its %s) · %s redoes", termtext.Count(res.Turns, "turn"), branch,
-			termtext.Count(res.Calls, "inner call"), p.e.keys.Redo.Help().Key), reload: true}
+			termtext.Count(res.Calls, "inner call"), p.e.keys.Redo.Help().Key), branches: []string{branch}}
 	})
 }
 
@@ -558,6 +558,6 @@ func (p *chatPane) redo() tea.Cmd {
 		case n == 0:
 			return opMsg{status: "nothing to redo on " + branch}
 		}
-		return opMsg{status: "redid " + termtext.Count(n, "turn") + " on " + branch, reload: true}
+		return opMsg{status: "redid " + termtext.Count(n, "turn") + " on " + branch, branches: []string{branch}}
 	})
 }

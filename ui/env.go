@@ -151,9 +151,12 @@ func (e *env) busy() bool {
 // opMsg is the result of a backend operation that changes branches (fork, undo, redo,
 // rename, delete, discard).
 type opMsg struct {
-	status     string
-	err        error
-	reload     bool   // reload branches and every pane
+	status string
+	err    error
+	reload bool // reload branches and every pane
+	// branches are the branches the operation moved or made: their rows and the panes
+	// showing them are reloaded, not the others (without reload)
+	branches   []string
 	openBranch string // open (or focus) a pane on this branch
 	deleted    string // a conversation was deleted (closed if it is open)
 	renamed    string // a conversation was renamed to title

@@ -17,6 +17,9 @@ type branchesMsg struct {
 	list []sessions.BranchInfo
 	err  error
 	poll bool // read by the poll: reload what moved
+	// rows holds only some branches (those an undo, a redo or a fork moved or made):
+	// they replace or join the rows known, the others stay
+	rows bool
 }
 
 // result routes the result of a command to what asked for it.
@@ -54,7 +57,9 @@ func (m *Model) result(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return e.fail(fmt.Errorf("branches: %w", msg.err))
 		}
-		if msg.conv == e.convID() {
+		if msg.conv == e.convID() && msg.rows {
+			m.setBranches(mergeBranches(e.branches, msg.list))
+		} else if msg.conv == e.convID() {
 			m.setBranches(msg.list)
 		}
 	case pageMsg:
@@ -169,6 +174,47 @@ func (m *Model) loadBranches(poll bool) tea.Cmd {
 	}
 }
 
+// loadBranchRows reads the rows of the named branches of the open conversation alone:
+// after an undo, a redo or a fork only they changed, and reading every branch would make
+// each of those keys cost more as a conversation's branches accumulate.
+func (m *Model) loadBranchRows(names []string) tea.Cmd {
+	conv := m.e.convID()
+	if conv == "" {
+		return nil
+	}
+	ctx, b := m.e.ctx, m.e.b
+	return func() tea.Msg {
+		list := make([]sessions.BranchInfo, 0, len(names))
+		for _, n := range names {
+			bi, err := b.Branch(ctx, conv, n)
+			if err != nil {
+				return branchesMsg{conv: conv, err: err}
+			}
+			list = append(list, bi)
+		}
+		return branchesMsg{conv: conv, list: list, rows: true}
+	}
+}
+
+// mergeBranches is the branch list known with rows replacing the rows of the same name;
+// a new branch (a fork: the newest) is added last, where Branches lists it.
+func mergeBranches(known, rows []sessions.BranchInfo) []sessions.BranchInfo {
+	out := append([]sessions.BranchInfo(nil), known...)
+	for _, r := range rows {
+		found := false
+		for i := range out {
+			if out[i].Name == r.Name {
+				out[i], found = r, true
+				break
+			}
+		}
+		if !found {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func (m *Model) applyOpened(msg convOpenedMsg) tea.Cmd {
 	e := m.e
 	c := msg.conv
@@ -243,6 +289,21 @@ func (m *Model) reloadAll() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// reloadBranches refreshes the named branches' rows and the panes showing them (after an
+// undo, a redo or a fork, which move or make those branches alone).
+func (m *Model) reloadBranches(names []string) tea.Cmd {
+	cmds := []tea.Cmd{m.loadBranchRows(names)}
+	for _, p := range m.panes {
+		for _, n := range names {
+			if p.branch == n {
+				cmds = append(cmds, p.load(-1))
+			}
+		}
+	}
+	m.e.previews = previewCache{}
+	return tea.Batch(cmds...)
+}
+
 func (m *Model) onOp(msg opMsg) tea.Cmd {
 	e := m.e
 	if msg.err != nil {
@@ -261,6 +322,8 @@ func (m *Model) onOp(msg opMsg) tea.Cmd {
 	var cmds []tea.Cmd
 	if msg.reload {
 		cmds = append(cmds, m.reloadAll())
+	} else if len(msg.branches) > 0 {
+		cmds = append(cmds, m.reloadBranches(msg.branches))
 	}
 	if msg.openBranch != "" {
 		cmds = append(cmds, m.openBranch(msg.openBranch))

@@ -114,6 +114,10 @@ func branchInfo(t *testing.T, a *Service, conv, name string) BranchInfo {
 	}
 	for _, b := range bs {
 		if b.Name == name {
+			// the row read alone (what the workbench refreshes) is the listed one
+			if one, err := a.Branch(context.Background(), conv, name); err != nil || one != b {
+				t.Errorf("Branch(%s) = %+v (%v), Branches lists %+v", name, one, err, b)
+			}
 			return b
 		}
 	}

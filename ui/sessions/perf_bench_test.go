@@ -262,8 +262,10 @@ func BenchmarkPreview(b *testing.B) {
 // BenchmarkBranchOps is undo (it reports the inner turns rolled back), redo and fork as
 // the workbench runs them, on a 1,000-turn SupportAgent branch recorded by real Sends
 // and on a 10,000-turn one: the Service call alone, and with the reload the workbench
-// does after it (the branches, and the last page of every pane with its kept turns; a
-// fork opens a pane on the new branch, forked at a turn of the page shown).
+// does after it (ui/route.go reloadBranches: the row of the branch moved or made, and
+// the last page of its pane with its kept turns; a fork, named by the service as the
+// workbench asks, opens a pane on the new branch, forked at a turn of the page shown).
+// Each fork adds a branch: the fork benchmarks run after thousands of them.
 func BenchmarkBranchOps(b *testing.B) {
 	ctx := context.Background()
 	type fx struct {
@@ -277,10 +279,10 @@ func BenchmarkBranchOps(b *testing.B) {
 		a := New(f.st, instantLM{})
 		a.SetAgentDirs()
 		// reload is what the workbench reads after an undo, a redo or a fork (ui/route.go
-		// reloadAll, ui/chat.go load): the branches, and for a pane the last page of its
-		// branch with the turns kept beside it.
+		// reloadBranches, ui/chat.go load): the branch's row, and for its pane the last
+		// page of the branch with the turns kept beside it.
 		reload := func(branch string) error {
-			if _, err := a.Branches(ctx, f.conv); err != nil {
+			if _, err := a.Branch(ctx, f.conv, branch); err != nil {
 				return err
 			}
 			if _, err := workbenchLastPage(ctx, a, f.conv, branch); err != nil {
@@ -300,10 +302,8 @@ func BenchmarkBranchOps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		forks := 0
 		fork := func() error {
-			forks++
-			_, err := a.Fork(ctx, f.conv, page.IDs[0], fmt.Sprintf("bench-fork-%d", forks))
+			_, err := a.Fork(ctx, f.conv, page.IDs[0], "")
 			return err
 		}
 		b.Run(f.name+"/undo+redo", func(b *testing.B) { loopCPU(b, undoRedo) })
@@ -341,8 +341,7 @@ func BenchmarkBranchOps(b *testing.B) {
 		}
 		b.Run(f.name+"/fork+open", func(b *testing.B) {
 			loopCPU(b, func() error {
-				forks++
-				name, err := a.Fork(ctx, f.conv, last.IDs[len(last.IDs)-2], fmt.Sprintf("bench-fork-%d", forks))
+				name, err := a.Fork(ctx, f.conv, last.IDs[len(last.IDs)-2], "")
 				if err != nil {
 					return err
 				}

@@ -129,7 +129,9 @@ func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Eve
 	if req.Branch != "" || req.NewBranch {
 		name := req.Branch
 		if name == "" {
-			name = a.freeName(ctx, n.Conv, "retry")
+			if name, err = a.store.FreeBranchName(ctx, n.Conv, "retry"); err != nil {
+				return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
+			}
 		}
 		if branch, err = a.forkAt(ctx, n.Conv, n.Parent, name); err != nil {
 			return "", nil, fmt.Errorf("retry turn %s: %w", key, err)
@@ -183,11 +185,10 @@ func (a *Service) forkAt(ctx context.Context, conv, parent, name string) (string
 	if err != nil {
 		return "", err
 	}
-	b, err := a.store.Fork(ctx, conv, src, name, at)
-	if err != nil {
+	if err := a.store.ForkOnly(ctx, conv, src, name, at); err != nil {
 		return "", err
 	}
-	return b.Name, nil
+	return name, nil
 }
 
 // Discard drops the pending turn key.

@@ -143,6 +143,20 @@ func (a *Service) Branches(ctx context.Context, conv string) ([]BranchInfo, erro
 	return out, nil
 }
 
+// Branch is one branch's row as Branches lists it, read alone (indexed lookups): what
+// the workbench refreshes after an undo, a redo or a fork instead of every branch.
+func (a *Service) Branch(ctx context.Context, conv, name string) (BranchInfo, error) {
+	b, err := a.store.BranchRow(ctx, conv, name)
+	if err != nil {
+		return BranchInfo{}, err
+	}
+	u, err := a.store.BranchUsageOf(ctx, conv, name)
+	if err != nil {
+		return BranchInfo{}, err
+	}
+	return BranchInfo{Name: b.Name, Tip: b.Tip, Turns: b.Length, Model: a.model.Name(), Usage: u, Redo: b.Redo}, nil
+}
+
 // TurnTree is every committed turn, parents first. A node's InputPreview and
 // OutputPreview are its first input and output value on one line (storage keeps them,
 // so a long conversation's tree decodes no JSON).
@@ -325,27 +339,14 @@ func (a *Service) Fork(ctx context.Context, conv, turn, name string) (string, er
 		return "", err
 	}
 	if name == "" {
-		name = a.freeName(ctx, conv, "fork")
-	}
-	b, err := a.store.Fork(ctx, conv, src, name, at)
-	if err != nil {
-		return "", err
-	}
-	return b.Name, nil
-}
-
-func (a *Service) freeName(ctx context.Context, conv, base string) string {
-	bs, _ := a.store.Branches(ctx, conv)
-	used := map[string]bool{}
-	for _, b := range bs {
-		used[b.Name] = true
-	}
-	for i := 1; ; i++ {
-		n := fmt.Sprintf("%s-%d", base, i)
-		if !used[n] {
-			return n
+		if name, err = a.store.FreeBranchName(ctx, conv, "fork"); err != nil {
+			return "", err
 		}
 	}
+	if err := a.store.ForkOnly(ctx, conv, src, name, at); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // forkBefore makes a new branch ending just before turn (empty when it is the first).
@@ -355,7 +356,9 @@ func (a *Service) forkBefore(ctx context.Context, conv, turn, name, base string)
 		return "", err
 	}
 	if name == "" {
-		name = a.freeName(ctx, conv, base)
+		if name, err = a.store.FreeBranchName(ctx, conv, base); err != nil {
+			return "", err
+		}
 	}
 	if at == 0 {
 		if _, err := a.store.CreateBranch(ctx, conv, name); err != nil {
@@ -363,11 +366,10 @@ func (a *Service) forkBefore(ctx context.Context, conv, turn, name, base string)
 		}
 		return name, nil
 	}
-	b, err := a.store.Fork(ctx, conv, src, name, at-1)
-	if err != nil {
+	if err := a.store.ForkOnly(ctx, conv, src, name, at-1); err != nil {
 		return "", err
 	}
-	return b.Name, nil
+	return name, nil
 }
 
 // EditAndResubmit runs new inputs as a sibling of turn on a new branch.

@@ -228,6 +228,20 @@ func (m *Memory) Branches(ctx context.Context, id string) ([]sessions.BranchInfo
 	return out, nil
 }
 
+// Branch is one row of Branches.
+func (m *Memory) Branch(ctx context.Context, id, name string) (sessions.BranchInfo, error) {
+	all, err := m.Branches(ctx, id)
+	if err != nil {
+		return sessions.BranchInfo{}, err
+	}
+	for _, b := range all {
+		if b.Name == name {
+			return b, nil
+		}
+	}
+	return sessions.BranchInfo{}, fmt.Errorf("branch %q not found in conversation %q", name, id)
+}
+
 func (m *Memory) TurnTreePage(ctx context.Context, id, after string, limit int) ([]storage.TurnNode, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
