@@ -20,6 +20,9 @@ type Agent struct {
 	Outputs     []string // fields the agent returns
 	// Source is "built-in" for the Go agents, else the agent file's path.
 	Source string
+	// Files are the files an agent file's agent is built from: the agent file and its
+	// template files (nil for a built-in agent).
+	Files  []string
 	build  func() (core.Module, core.Options, error)
 	script []llm.Script
 	// withClock rebuilds the agent around another clock (agents with a date tool).

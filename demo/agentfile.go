@@ -17,7 +17,7 @@ func Env() workflow.Env {
 
 // FileAgent is a compiled agent file as an Agent, with the demo scripts it names.
 func FileAgent(f *workflow.AgentFile) Agent {
-	a := Agent{Name: f.Name, Description: f.Description, Inputs: f.Inputs, Outputs: f.Outputs, Source: f.Path}
+	a := Agent{Name: f.Name, Description: f.Description, Inputs: f.Inputs, Outputs: f.Outputs, Source: f.Path, Files: f.Files()}
 	if f.DemoScript != "" {
 		b, _ := Lookup(f.DemoScript) // checked by workflow.Parse
 		a.script = b.script

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -153,6 +154,31 @@ func (f *AgentFile) Build(now Clock) (*Workflow, core.Options, error) {
 		return nil, core.Options{}, errs
 	}
 	return w, o, nil
+}
+
+// Files are the files the agent is built from: the agent file, then each template_file
+// (as Build reads them), each once. A change to any of them changes the agent.
+func (f *AgentFile) Files() []string {
+	out := []string{f.Path}
+	dir := filepath.Dir(f.Path)
+	for _, ps := range f.spec.Predictors {
+		if ps.TemplateFile == "" {
+			continue
+		}
+		if p := templatePath(dir, ps.TemplateFile); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// templatePath is where a template_file is: a relative path is joined to the agent
+// file's directory.
+func templatePath(dir, path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }
 
 func (f *AgentFile) compiler() *compiler {

@@ -272,10 +272,7 @@ func (c *compiler) adapter(ps *predictorSpec, key string) adapter.Adapter {
 	case ps.Template != nil && ps.TemplateFile != "":
 		c.errf(key+".template_file", "give either template or template_file, not both")
 	case ps.TemplateFile != "":
-		path := ps.TemplateFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(c.dir, path)
-		}
+		path := templatePath(c.dir, ps.TemplateFile)
 		if c.env.ReadFile == nil {
 			c.errf(key+".template_file", "template files cannot be read here (use [predictors.template])")
 			return nil

@@ -1,10 +1,15 @@
 package sessions
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 const okHead = `name = "t"
@@ -74,4 +79,65 @@ func TestLoadAgentFileReadsTemplateFiles(t *testing.T) {
 	if _, _, err := a.Build(); err != nil || a.Source != path {
 		t.Fatalf("build: %v (source %q)", err, a.Source)
 	}
+}
+
+// An edited template_file changes what the next Send sends, as an edited agent file
+// does: the session kept between turns is not reused.
+func TestEditedTemplateFileIsSent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.toml")
+	text := okHead + "adapter = \"template\"\ntemplate_file = \"respond.json\"\n[[steps]]\nname = \"a\"\npredictor = \"respond\"\n"
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tplPath := filepath.Join(dir, "respond.json")
+	writeTpl := func(greeting string, at time.Time) {
+		t.Helper()
+		tpl := `{"messages":[{"role":"system","content":"` + greeting + `"},{"role":"user","content":"{question}"}],"parse_mode":"chat"}`
+		if err := os.WriteFile(tplPath, []byte(tpl), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(tplPath, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTpl("You are the first assistant.", time.Now())
+	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	model := &lastRequestLM{}
+	a := New(st, model)
+	a.SetAgentDirs()
+	c, err := a.NewConversation(ctx, path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := func() string {
+		t.Helper()
+		if _, err := a.Send(ctx, SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question("hi")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return model.last[0].Content
+	}
+	if got := system(); got != "You are the first assistant." {
+		t.Fatalf("first request's system message %q", got)
+	}
+	writeTpl("You are the second assistant.", time.Now().Add(time.Minute))
+	if got := system(); got != "You are the second assistant." {
+		t.Fatalf("after the template file was edited, the system message is still %q", got)
+	}
+}
+
+// lastRequestLM is instantLM remembering the last request's messages.
+type lastRequestLM struct {
+	instantLM
+	last []lm.Message
+}
+
+func (m *lastRequestLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	m.last = req.Messages
+	return m.instantLM.Call(ctx, req)
 }

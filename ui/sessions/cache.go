@@ -2,8 +2,6 @@ package sessions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -395,10 +393,9 @@ func (a *Service) giveBack(st *branchState, from *pathEntry, l *liveSession, key
 // that changed since is not reused.
 func agentKey(ag demo.Agent) string {
 	k := ag.Name + "\x00" + ag.Source
-	if ag.Source != "" && ag.Source != "built-in" {
-		if fi, err := os.Stat(ag.Source); err == nil {
-			k += fmt.Sprintf("\x00%d\x00%d", fi.Size(), fi.ModTime().UnixNano())
-		}
+	// every file the agent is built from: an edited template file changes it too
+	for _, f := range ag.Files {
+		k += "\x00" + f + "\x00" + fileStamp(f)
 	}
 	return k
 }
