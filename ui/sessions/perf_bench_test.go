@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -281,7 +282,7 @@ func BenchmarkBranchOps(b *testing.B) {
 		// reload is what the workbench reads after an undo, a redo or a fork (ui/route.go
 		// reloadBranches, ui/chat.go load): the branch's row, and for its pane the last
 		// page of the branch with the turns kept beside it.
-		reload := func(branch string) error {
+		reload := func(a *Service, branch string) error {
 			if _, err := a.Branch(ctx, f.conv, branch); err != nil {
 				return err
 			}
@@ -309,7 +310,7 @@ func BenchmarkBranchOps(b *testing.B) {
 		b.Run(f.name+"/undo+redo", func(b *testing.B) { loopCPU(b, undoRedo) })
 		// One undo or redo (they alternate) and the reload after it: what one key costs.
 		b.Run(f.name+"/undo-or-redo+reload", func(b *testing.B) {
-			if err := reload(storage.MainBranch); err != nil { // the pane shows the branch
+			if err := reload(a, storage.MainBranch); err != nil { // the pane shows the branch
 				b.Fatal(err)
 			}
 			undone := false
@@ -324,13 +325,46 @@ func BenchmarkBranchOps(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				return reload(storage.MainBranch)
+				return reload(a, storage.MainBranch)
 			})
 			if undone {
 				if _, err := a.Redo(ctx, f.conv, storage.MainBranch, 1); err != nil {
 					b.Fatal(err)
 				}
 			}
+		})
+		// The first undo after opening: a Service that has only read the pane's last
+		// page and kept turns (as the workbench has after opening the conversation), then
+		// one undo and its reload; only that part is timed (a redo puts the tip back,
+		// untimed).
+		b.Run(f.name+"/first-undo+reload", func(b *testing.B) {
+			var cpu time.Duration
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				w := New(f.st, instantLM{})
+				w.SetAgentDirs()
+				if err := reload(w, storage.MainBranch); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				c0 := cpuTime()
+				_, err := w.Undo(ctx, f.conv, storage.MainBranch, 1)
+				if err == nil {
+					err = reload(w, storage.MainBranch)
+				}
+				cpu += cpuTime() - c0
+				n++
+				b.StopTimer()
+				if err == nil {
+					_, err = w.Redo(ctx, f.conv, storage.MainBranch, 1)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/op")
 		})
 		// Forks last: each adds a branch, and every reload lists the branches.
 		b.Run(f.name+"/fork", func(b *testing.B) { loopCPU(b, fork) })
@@ -345,7 +379,7 @@ func BenchmarkBranchOps(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				return reload(name)
+				return reload(a, name)
 			})
 		})
 		b.Run(f.name+"/reload-before", func(b *testing.B) {
