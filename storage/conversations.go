@@ -195,6 +195,20 @@ func scanConversation(sc interface{ Scan(...any) error }, c *Conversation, best 
 	return nil
 }
 
+// ConversationAgent is the agent a conversation names (Conversation's Agent), read alone:
+// every turn asks for it.
+func (s *Store) ConversationAgent(ctx context.Context, id string) (string, error) {
+	var agent string
+	err := s.r.QueryRowContext(ctx, "SELECT agent FROM conversations WHERE id = ?", id).Scan(&agent)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("storage: conversation %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("storage: load conversation %q: %w", id, err)
+	}
+	return agent, nil
+}
+
 // Conversation loads one conversation with its metadata and best attempt.
 func (s *Store) Conversation(ctx context.Context, id string) (*Conversation, error) {
 	c := &Conversation{Metadata: map[string]any{}}

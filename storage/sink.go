@@ -259,7 +259,7 @@ func (b *BranchSink) ownedTurn(ctx context.Context, tx *wtx, key string) (int64,
 	if err != nil {
 		return 0, err
 	}
-	n, err := turnNode(ctx, tx, id)
+	n, err := turnOwner(ctx, tx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -277,6 +277,24 @@ func (b *BranchSink) ownedTurn(ctx context.Context, tx *wtx, key string) (int64,
 			key, n.Owner, ErrConflict)
 	}
 	return id, nil
+}
+
+// turnOwner reads what ownedTurn checks of a turn (its conversation, status and owner)
+// and no more: it runs for every call a turn records.
+func turnOwner(ctx context.Context, tx *wtx, id int64) (*TurnNode, error) {
+	n := &TurnNode{}
+	var pid sql.NullInt64
+	var host, oid, lease sql.NullString
+	err := tx.QueryRowContext(ctx, "SELECT conv_id, status, "+ownerColumns+" FROM turns WHERE id = ?", id).
+		Scan(&n.conv, &n.Status, &pid, &host, &oid, &lease)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("storage: turn %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: turn %d: %w", id, err)
+	}
+	n.setOwner(scanOwner(pid, host, oid, lease))
+	return n, nil
 }
 
 // end stops the heartbeat of turn key: the turn is no longer this sink's to renew.

@@ -208,11 +208,10 @@ type turnRun struct {
 func (a *Service) conversationAgent(ctx context.Context, conv, override string) (demo.Agent, error) {
 	ref := override
 	if ref == "" {
-		c, err := a.store.Conversation(ctx, conv)
-		if err != nil {
+		var err error
+		if ref, err = a.store.ConversationAgent(ctx, conv); err != nil {
 			return demo.Agent{}, err
 		}
-		ref = c.Agent
 	}
 	if capture.Recorded(ref) {
 		return demo.Agent{}, fmt.Errorf("conversation %s was recorded by `sessionbench proxy` from a program that runs outside sessionbench: its calls can be inspected, previewed and exported, but it takes no turns here", conv)
