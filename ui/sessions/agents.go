@@ -170,15 +170,17 @@ func (c *Catalog) All() []demo.Agent {
 // Resolve finds an agent by built-in name, agent-file name (case-insensitive) or
 // agent-file path.
 func (c *Catalog) Resolve(ref string) (demo.Agent, error) {
-	if ag, ok := demo.Lookup(ref); ok {
-		return ag, nil
-	}
 	if isPath(ref) {
+		// no built-in name is a path (Lookup builds every built-in agent: every Send of
+		// a file agent resolves it)
 		abs := absPath(ref)
 		if ag, ok := c.found(abs); ok {
 			return ag, nil
 		}
 		return c.byFile(abs)
+	}
+	if ag, ok := demo.Lookup(ref); ok {
+		return ag, nil
 	}
 	files := c.Files()
 	for _, ag := range files {
