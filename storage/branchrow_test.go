@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"testing"
 )
 
@@ -48,6 +49,26 @@ func TestBranchRowAndFreeName(t *testing.T) {
 	}
 	if _, err := s.BranchRow(ctx, "S", "nope"); err == nil {
 		t.Error("BranchRow of a missing branch: no error")
+	}
+	if err := s.ForkOnly(ctx, "S", MainBranch, "empty", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Undo(ctx, "S", "empty", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{MainBranch, "fork-2", "forked", "empty"} {
+		tip, total, err := s.BranchTip(ctx, "S", name)
+		tail, want, werr := s.BranchPathTail(ctx, "S", name, 1)
+		if err != nil || werr != nil || total != want || (tip == nil) != (len(tail) == 0) {
+			t.Fatalf("BranchTip(%s) = %+v, %d (%v); the path's tail is %+v, %d (%v)", name, tip, total, err, tail, want, werr)
+		}
+		if tip != nil && (tip.Key != tail[0].Key || tip.Index != tail[0].Index || !tip.Started.Equal(tail[0].Started)) {
+			t.Errorf("BranchTip(%s) = %s at %d started %v; the path ends at %s at %d started %v", name,
+				tip.Key, tip.Index, tip.Started, tail[0].Key, tail[0].Index, tail[0].Started)
+		}
+	}
+	if _, _, err := s.BranchTip(ctx, "S", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("BranchTip of a missing branch: %v, want ErrNotFound", err)
 	}
 
 	for _, tc := range []struct{ base, want string }{

@@ -169,7 +169,7 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 		// nothing cached (the first use in the process): the tip is whatever is read
 		return a.load(ctx, st, conv, branch, want, 0, false)
 	}
-	tail, total, err := a.store.BranchPathTail(ctx, conv, branch, 2)
+	tip, total, err := a.store.BranchTip(ctx, conv, branch)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 			st.path = &pathEntry{}
 		}
 		return nil
-	case e.length() >= total && e.matches(total-1, tail[len(tail)-1]):
+	case e.length() >= total && e.matches(total-1, tip):
 		// the same path, or an undo moved the tip back along it
 		if e.length() > total {
 			a.moveLive(st, e, total, nil)
