@@ -65,3 +65,57 @@ func TestPreparedReadsSeeEveryCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteCacheSeesOtherWriters checks that the write cache, whose data_version check
+// runs prepared, still notices every commit of another connection (another process may
+// have swept contents the cache names) and none of its own.
+func TestWriteCacheSeesOtherWriters(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "writers.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := s.CreateConversation(ctx, NewConversation{Title: "t", Agent: "SupportAgent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nop := func(tx *wtx) error { return nil }
+	for i, tc := range []struct {
+		name    string
+		writer  *Store
+		changed bool
+	}{
+		{"own write", s, false},
+		{"own write, prepared", s, false},
+		{"another store's write", other, true},
+		{"own write again", s, false},
+		{"another store's write again", other, true},
+	} {
+		if err := s.write(ctx, nop); err != nil {
+			t.Fatal(err)
+		}
+		before := s.wc.dataVersion
+		if err := tc.writer.SetTitle(ctx, c.ID, fmt.Sprintf("t%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.write(ctx, nop); err != nil {
+			t.Fatal(err)
+		}
+		if changed := s.wc.dataVersion != before; changed != tc.changed {
+			t.Errorf("%s: data version %d -> %d, want changed = %v", tc.name, before, s.wc.dataVersion, tc.changed)
+		}
+	}
+	s.wc.stmtMu.Lock()
+	_, prepared := s.wc.stmts["PRAGMA data_version"]
+	s.wc.stmtMu.Unlock()
+	if !prepared {
+		t.Error("PRAGMA data_version is not prepared")
+	}
+}

@@ -98,7 +98,7 @@ func newWriteCache() *writeCache {
 func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
 	c.mu.Lock()
 	var v int64
-	if err := tx.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+	if err := (&wtx{Tx: tx, wc: c}).QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil { // prepared once
 		c.mu.Unlock()
 		return fmt.Errorf("storage: data version: %w", err)
 	}
