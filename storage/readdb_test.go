@@ -13,21 +13,7 @@ import (
 // also once the set of prepared statements is full and reads run unprepared.
 func TestPreparedReadsSeeEveryCommit(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "reads.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	c, err := s.CreateConversation(ctx, NewConversation{Title: "t0", Agent: "SupportAgent"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, other, c := twoStores(t, "t0")
 	for i, tc := range []struct {
 		name   string
 		writer *Store
@@ -71,21 +57,7 @@ func TestPreparedReadsSeeEveryCommit(t *testing.T) {
 // have swept contents the cache names) and none of its own.
 func TestWriteCacheSeesOtherWriters(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "writers.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	c, err := s.CreateConversation(ctx, NewConversation{Title: "t", Agent: "SupportAgent"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, other, c := twoStores(t, "t")
 	nop := func(tx *wtx) error { return nil }
 	for i, tc := range []struct {
 		name    string
@@ -118,4 +90,25 @@ func TestWriteCacheSeesOtherWriters(t *testing.T) {
 	if !prepared {
 		t.Error("PRAGMA data_version is not prepared")
 	}
+}
+
+// twoStores opens one database file twice (a second process, as far as SQLite is
+// concerned) with a conversation titled title.
+func twoStores(t *testing.T, title string) (s, other *Store, c *Conversation) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "two.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if other, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if c, err = s.CreateConversation(ctx, NewConversation{Title: title, Agent: "SupportAgent"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, other, c
 }
