@@ -12,11 +12,11 @@ func (m *Model) openNavigator() tea.Cmd {
 	if m.e.conv == nil {
 		return m.e.say("no conversation open")
 	}
-	active := ""
+	branch, active := "", ""
 	if p := m.pane(); p != nil {
-		active = p.info.Tip
+		branch, active = p.branch, p.info.Tip
 	}
-	n, load := newNavigator(m.e, active)
+	n, load := newNavigator(m.e, branch, active)
 	m.push(n)
 	return load
 }

@@ -47,6 +47,21 @@ func TestNavigatorForkSwitchAndEdit(t *testing.T) {
 	}
 }
 
+// An undone turn (on main's redo list, on no branch) is marked in the turn tree; a redo
+// takes the mark away.
+func TestNavigatorMarksUndoneTurns(t *testing.T) {
+	hs, _ := openReal(t, 120, 40, "SupportAgent", supportQuestions...)
+	hs.press("esc", "u")
+	assertContains(t, hs.screen(), "undid 1 turn on main")
+	hs.press("b")
+	s := hs.screen()
+	assertContains(t, s, "● #1 [main] ← active tip The reset email never arrives", "↶ #2 undone It's in my spam folder")
+	hs.press("esc", "r", "b")
+	s = hs.screen()
+	assertContains(t, s, "● #2 [main] ← active tip It's in my spam folder")
+	assertLacks(t, s, "undone")
+}
+
 func TestNewPaneSideBySideAndClose(t *testing.T) {
 	hs, r := openReal(t, 160, 40, "SupportAgent", supportQuestions[:2]...)
 	ctx := context.Background()

@@ -39,7 +39,9 @@ type navigator struct {
 	folded   map[string]bool
 	tips     map[string][]string // turn ID -> branches whose tip it is
 	onPath   map[string]string   // turn ID -> a branch whose path contains it
+	allTips  bool                // every branch's tip is among nodes (onPath is whole)
 	active   string              // tip of the focused pane's branch
+	activeBr string              // that branch: the tip follows the branch list
 	rows     []navRow
 	sel, top int
 	loading  bool
@@ -62,8 +64,8 @@ type switchBranchMsg struct {
 
 // newNavigator opens on the tip of the branch active (the focused pane's) and returns
 // the command loading the tree.
-func newNavigator(e *env, active string) (*navigator, tea.Cmd) {
-	n := &navigator{e: e, loading: true, folded: map[string]bool{}, active: active}
+func newNavigator(e *env, branch, active string) (*navigator, tea.Cmd) {
+	n := &navigator{e: e, loading: true, folded: map[string]bool{}, active: active, activeBr: branch}
 	return n, n.page("")
 }
 
@@ -212,11 +214,25 @@ func (n *navigator) setNodes(nodes []storage.TurnNode, branches []sessions.Branc
 		n.byID[nd.Key] = from + i
 		n.children[nd.Parent] = append(n.children[nd.Parent], from+i)
 	}
+	n.setBranches(branches)
+}
+
+// setBranches marks the branches' tips and the turns on their paths, and redraws: after
+// each page, and when the branch list changes under the open navigator (an undo, a redo,
+// a fork, another process's turn).
+func (n *navigator) setBranches(branches []sessions.BranchInfo) {
 	n.tips = map[string][]string{}
 	n.onPath = map[string]string{}
+	n.allTips = true
 	for _, b := range branches {
+		if b.Name == n.activeBr {
+			n.active = b.Tip
+		}
 		if b.Tip == "" {
 			continue
+		}
+		if _, ok := n.byID[b.Tip]; !ok {
+			n.allTips = false // a turn not read yet (a later page, another process's)
 		}
 		n.tips[b.Tip] = append(n.tips[b.Tip], b.Name)
 		for id := b.Tip; id != ""; {
@@ -355,6 +371,12 @@ func (n *navigator) rowView(i, w int) string {
 	if nd.Key == n.active {
 		tags += "← active tip "
 	}
+	// A completed turn no branch reaches was undone: it waits on a redo list. Known only
+	// once every tip is read (a tip on a later page reaches its ancestors).
+	undone := nd.Status == trace.StatusCompleted && !n.loading && n.allTips && n.onPath[nd.Key] == ""
+	if undone {
+		mark, tags = "↶ ", "undone "
+	}
 	text := termtext.OneLine(nd.InputPreview)
 	if nd.OutputPreview != "" {
 		text += " → " + termtext.OneLine(nd.OutputPreview)
@@ -373,6 +395,9 @@ func (n *navigator) rowView(i, w int) string {
 	}
 	if i == n.sel {
 		return s.Selected.Render(fit(ind+mark+num+tags+text, w))
+	}
+	if undone {
+		return s.TreeBranch.Render(ind) + s.Muted.Render(mark+num+tags+text)
 	}
 	return s.TreeBranch.Render(ind) + s.Accent.Render(mark) + s.Text.Render(num) + s.Tip.Render(tags) + s.Text.Render(text)
 }

@@ -79,7 +79,7 @@ func TestNavigatorPagesTheTree(t *testing.T) {
 	const total = 2*navPage + 17
 	tree := &pagedTree{}
 	for i := range total {
-		nd := storage.TurnNode{Key: fmt.Sprintf("t%d", i), Index: i, InputPreview: fmt.Sprint("question ", i)}
+		nd := storage.TurnNode{Key: fmt.Sprintf("t%d", i), Index: i, Status: trace.StatusCompleted, InputPreview: fmt.Sprint("question ", i)}
 		if i > 0 {
 			nd.Parent = fmt.Sprintf("t%d", i-1)
 		}
@@ -89,9 +89,9 @@ func TestNavigatorPagesTheTree(t *testing.T) {
 	tip := tree.nodes[total-1].Key
 	e := &env{ctx: context.Background(), b: tree, conv: &sessions.ConversationInfo{ID: "c1"}, st: &stylesheet{theme: th, s: th.Styles()},
 		branches: []sessions.BranchInfo{{Name: "main", Tip: tip, Turns: total}}, status: &statusBar{}}
-	n, cmd := newNavigator(e, tip)
+	n, cmd := newNavigator(e, "main", tip)
 	n.SetSize(80, 20)
-	_, oldCmd := newNavigator(e, tip)
+	_, oldCmd := newNavigator(e, "main", tip)
 	pages := 0
 	for cmd != nil {
 		msg := cmd()
@@ -99,8 +99,13 @@ func TestNavigatorPagesTheTree(t *testing.T) {
 			t.Fatal("the tree never finished loading")
 		}
 		cmd = n.Update(msg)
-		if cmd != nil && !strings.Contains(strings.Join(n.View(), "\n"), "turns so far") {
+		view := strings.Join(n.View(), "\n")
+		if cmd != nil && !strings.Contains(view, "turns so far") {
 			t.Errorf("page %d: the view does not say the tree is still loading", pages)
+		}
+		// before main's tip has come, its path is not known: nothing is called undone
+		if strings.Contains(view, "undone") {
+			t.Errorf("page %d: turns marked undone while the tree loads:\n%s", pages, view)
 		}
 	}
 	if pages != 3 || len(n.nodes) != total || len(n.rows) != total || n.loading {

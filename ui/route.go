@@ -159,6 +159,11 @@ func (m *Model) setBranches(list []sessions.BranchInfo) {
 	for _, p := range m.panes {
 		p.info, _ = m.e.branchInfo(p.branch)
 	}
+	for _, md := range m.modals {
+		if n, ok := md.(*navigator); ok && n.byID != nil {
+			n.setBranches(list) // its tips and marks follow the list
+		}
+	}
 }
 
 // loadBranches reads the open conversation's branches (poll: for the poll).
