@@ -148,6 +148,9 @@ func hasOtherLineBreaks(s string) bool {
 	zero := func(y uint64) uint64 { return ^(((y & lo7) + lo7) | y) & hi } // 0x80 where a byte is 0
 	for ; i+8 <= len(s); i += 8 {
 		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
+		if ((x-0x2020202020202020)|x)&hi == 0 {
+			continue // printable ASCII only (a borrow may flag a word wrongly, never miss one)
+		}
 		control := ^(((x & lo7) + 0x6060606060606060) | x) & hi // ASCII bytes below 0x20
 		control &^= zero(x^0x0a0a0a0a0a0a0a0a) | zero(x^0x0909090909090909)
 		if (control | x&hi) == 0 {

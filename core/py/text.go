@@ -116,6 +116,9 @@ func RStrip(s string) string {
 		}
 		s = s[:len(s)-1]
 	}
+	if s == "" {
+		return s
+	}
 	return strings.TrimRightFunc(s, IsSpace)
 }
 
@@ -126,6 +129,9 @@ func LStrip(s string) string {
 			return s
 		}
 		s = s[1:]
+	}
+	if s == "" {
+		return s
 	}
 	return strings.TrimLeftFunc(s, IsSpace)
 }
