@@ -62,6 +62,17 @@ func NewMapOf(keys []string, vals []any) *Map {
 // caller fills before the map is shared. A parse then copies no value.
 func MakeMap(keys []string) (*Map, []any) {
 	n := len(keys)
+	if n <= 2 {
+		// the common one or two outputs: a smaller block (allocation is most of a parse)
+		b := &struct {
+			m Map
+			k [2]string
+			v [2]any
+		}{}
+		copy(b.k[:], keys)
+		b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
+		return &b.m, b.m.vals
+	}
 	if n <= smallMap {
 		// One allocation for the map and its arrays (full: an added key reallocates).
 		b := &struct {
