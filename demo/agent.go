@@ -2,7 +2,9 @@ package demo
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core"
@@ -98,11 +100,15 @@ func (a Agent) UserInputs() []sig.Field {
 type Clock = workflow.Clock
 
 // Agents lists the built-in demo agents in the order the UI shows them.
-func Agents() []Agent {
+func Agents() []Agent { return slices.Clone(builtins()) }
+
+// builtins describes the built-in agents once per process (their modules are built per
+// use): a Send looks its agent up, and describing all seven cost ~35 µs each time.
+var builtins = sync.OnceValue(func() []Agent {
 	return []Agent{
 		supportAgent(), translateAgent("French"), retryAgent(), stepAgent(time.Now), ragAgent(), orchestratorAgent(), researchAgent(),
 	}
-}
+})
 
 // Lookup finds a built-in agent by name, case-insensitively.
 func Lookup(name string) (Agent, bool) {
