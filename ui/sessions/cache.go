@@ -359,7 +359,7 @@ func (a *Service) tailLen(ag demo.Agent, key string) int {
 
 // undoRoom is how many undos a session restored from a branch's last turns can follow
 // before it is restored again.
-const undoRoom = 4
+const undoRoom = 2
 
 // growTail doubles the turns restored for agent key after a restore from want turns was
 // short, and returns the new count.
