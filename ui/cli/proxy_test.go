@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessionbench/sessionbench/ui/uitest"
 
 	openai "github.com/sashabaranov/go-openai"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -27,30 +28,13 @@ import (
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startProxy runs `sessionbench proxy` in-process and returns its base URL, its
 // standard error, and a stop function that interrupts it and returns its exit code.
-func startProxy(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
+func startProxy(t *testing.T, args ...string) (string, *uitest.Buffer, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	errs := &lockedBuffer{}
+	errs := &uitest.Buffer{}
 	code := make(chan int, 1)
 	go func() {
 		code <- Main(ctx, Env{Args: append([]string{"proxy"}, args...), Stdin: strings.NewReader(""), Stdout: pw, Stderr: errs})
@@ -327,7 +311,7 @@ func TestProxyOpen(t *testing.T) {
 	isolate(t)
 	db := filepath.Join(t.TempDir(), "px.db")
 	var seen []string
-	var errs lockedBuffer
+	var errs uitest.Buffer
 	pr, pw := io.Pipe()
 	urls := make(chan string, 1)
 	go func() {

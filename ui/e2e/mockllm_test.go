@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/sessionbench/sessionbench/ui/uitest"
 )
 
 // These tests run sessionbench against @dwmkerr/mock-llm, an OpenAI-compatible server
@@ -73,25 +73,8 @@ type mockLLM struct {
 	url  string // base URL, ending in /v1
 	root string // http://127.0.0.1:PORT
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *uitest.Buffer
 	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // needMockLLM finds node and the installed package, or skips (fails under CI=true).
@@ -135,7 +118,7 @@ func startMockLLM(t *testing.T, rules string) *mockLLM {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	m := &mockLLM{root: fmt.Sprintf("http://127.0.0.1:%d", port), out: &lockedBuffer{}, done: make(chan struct{})}
+	m := &mockLLM{root: fmt.Sprintf("http://127.0.0.1:%d", port), out: &uitest.Buffer{}, done: make(chan struct{})}
 	m.url = m.root + "/v1"
 	m.cmd = exec.Command(node, main, "--config", conf)
 	m.cmd.Dir = dir
@@ -180,13 +163,13 @@ func (m *mockLLM) stop() {
 
 // startAsk starts `ask "Say hello"` in the workspace, its output piped to the test; it
 // is killed if it runs longer than cmdLimit.
-func startAsk(t *testing.T, ws *workspace) (*exec.Cmd, io.Reader, *lockedBuffer) {
+func startAsk(t *testing.T, ws *workspace) (*exec.Cmd, io.Reader, *uitest.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cmdLimit)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, binary(t), "ask", "Say hello")
 	cmd.Env = ws.env()
-	stderr := &lockedBuffer{}
+	stderr := &uitest.Buffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
