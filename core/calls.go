@@ -13,10 +13,6 @@ import (
 // history p sees (its own, the outer one, or none), runs it, records the call and, for
 // a keep-child, the child's turn.
 func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, inputs *sig.Map) (*Prediction, error) {
-	in := inputs.Clone()
-	if in == nil {
-		in = sig.NewMap()
-	}
 	seq := f.next()
 	ch := s.childFor(p)
 	eff := p.Signature
@@ -51,18 +47,23 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 		hist = &h
 		keepChild = ch.session
 	}
-	if hf2 := eff.HistoryField(); hf2 != "" {
-		if v, ok := in.Get(hf2); ok && v != nil {
+	hf2 := eff.HistoryField()
+	if hf2 != "" {
+		if v, ok := inputs.Get(hf2); ok && v != nil {
 			// Explicit history given to the predictor itself wins and records no child turn.
-			h, err := sig.HistoryFromValue(v)
+			h, err := sig.HistoryFromValue(sig.Clone(v))
 			if err != nil {
 				return nil, fmt.Errorf("predictor %s: %s: %w", displayPath(path), hf2, err)
 			}
 			hist, keepChild = &h, nil
 		}
-		if hist != nil {
-			in.Set(hf2, *hist)
-		}
+	}
+	// The predictor's inputs, copied, with the history it sees under its field.
+	var in *sig.Map
+	if hf2 != "" && hist != nil {
+		in = copyMap(inputs, nil, hf2, *hist)
+	} else {
+		in = copyMap(inputs, nil, "", nil)
 	}
 	c, err := p.invoke(ctx, eff, in, joinPath(f.prefix, path), hist)
 	s.finishCall(ctx, f, seq, c)
@@ -71,11 +72,11 @@ func (s *Session) predictorCall(ctx context.Context, f *frame, p *Predict, input
 	}
 	if keepChild != nil && !f.readonly && ch.scope != Stateless && keepChild.opts.Lifespan != LifespanStateless {
 		keepChild.appendTurn(&trace.Turn{
-			Inputs: c.Inputs.Clone(), Outputs: c.Outputs.Clone(), History: hist.Share(),
+			Inputs: cloneMap(c.Inputs), Outputs: cloneMap(c.Outputs), History: hist.Share(),
 			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency),
 		}, nil)
 	}
-	return &Prediction{Fields: c.Outputs.Clone()}, nil
+	return &Prediction{Fields: cloneMap(c.Outputs)}, nil
 }
 
 // callID is a call's ID: its sequence number, under its parent call's ID when nested

@@ -1,8 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -105,7 +106,7 @@ func (c *collector) sorted() []*trace.Call {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sort.SliceStable(c.calls, func(i, j int) bool { return c.calls[i].seq < c.calls[j].seq })
+	slices.SortStableFunc(c.calls, func(a, b seqCall) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]*trace.Call, len(c.calls))
 	for i, sc := range c.calls {
 		out[i] = sc.call

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -31,21 +32,31 @@ func newFilters(o Options) filters {
 	return f
 }
 
-// message builds the history message a turn contributes.
+// message builds the history message a turn contributes: its inputs, then its outputs
+// (an output of an input's name takes the input's place), values shared. Every turn
+// keeps one, so it is built in one step (one allocation for up to four keys).
 func (f filters) message(inputs, outputs *sig.Map) *sig.Map {
-	m := sig.NewMap()
-	inputs.Range(func(k string, v any) bool {
-		if !f.exclude[k] && (f.allow == nil || f.allow[k]) {
-			m.Set(k, v)
+	var kb [8]string
+	var vb [8]any
+	keys, vals := kb[:0], vb[:0]
+	for i := range inputs.Len() {
+		if k, v := inputs.Entry(i); !f.exclude[k] && (f.allow == nil || f.allow[k]) {
+			keys, vals = append(keys, k), append(vals, v)
 		}
-		return true
-	})
-	outputs.Range(func(k string, v any) bool {
-		if !f.exclude[k] {
-			m.Set(k, v)
+	}
+	nIn := len(keys)
+	for i := range outputs.Len() {
+		k, v := outputs.Entry(i)
+		switch j := slices.Index(keys[:nIn], k); {
+		case f.exclude[k]:
+		case j >= 0:
+			vals[j] = v
+		default:
+			keys, vals = append(keys, k), append(vals, v)
 		}
-		return true
-	})
+	}
+	m, mv := sig.MakeMap(keys)
+	copy(mv, vals)
 	return m
 }
 

@@ -1,9 +1,13 @@
 package core
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
@@ -104,5 +108,64 @@ func TestSharedHistoryLines(t *testing.T) {
 		if s.Turn(-1).Inputs.String("question") != "s3b" {
 			t.Errorf("%+v: a caller's change to a returned turn reached the session", o)
 		}
+	}
+}
+
+// lastTurnsChat is the ChatAdapter shown only the last two history messages: a request
+// of the same size at any session length, so a turn's allocations are the engine's own
+// plus a constant.
+type lastTurnsChat struct{ adapter.Chat }
+
+func (a lastTurnsChat) Format(req adapter.Request) ([]lm.Message, error) {
+	in := req.Inputs.Filter(func(string) bool { return true }) // shallow: the history is not copied
+	for i := range in.Len() {
+		if k, v := in.Entry(i); v != nil {
+			if h, ok := v.(sig.History); ok && len(h.Messages) > 2 {
+				in.Set(k, sig.History{Messages: h.Messages[len(h.Messages)-2:]})
+			}
+		}
+	}
+	req.Inputs = in
+	return a.Chat.Format(req)
+}
+
+// A turn of a session without a window allocates as much at 3,000 turns as at 100: the
+// engine shares the history instead of copying it (a copy of the messages would be
+// thousands of allocations more per turn, a copy of the list 24 KB per call).
+func TestTurnAllocationsDoNotGrowWithTheSession(t *testing.T) {
+	for _, rec := range []RecordMode{RecordCalls, RecordAll} {
+		t.Run(string(rec), func(t *testing.T) {
+			type cost struct{ allocs, bytes float64 }
+			measure := func(n int) cost {
+				ag := supportAgent(true)
+				for _, sub := range ag.Subs {
+					sub.Module.(*Predict).Adapter = lastTurnsChat{}
+				}
+				s, err := Restore(ag, Options{Recursive: Predictors, Record: rec}, supportTurns(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := WithLM(context.Background(), instantModel{})
+				in := sig.NewMap("question", "and the refund?")
+				var m0, m1 runtime.MemStats
+				const turns = 100
+				runtime.ReadMemStats(&m0)
+				for range turns {
+					if _, _, err := s.Run(ctx, in); err != nil {
+						t.Fatal(err)
+					}
+				}
+				runtime.ReadMemStats(&m1)
+				return cost{float64(m1.Mallocs-m0.Mallocs) / turns, float64(m1.TotalAlloc-m0.TotalAlloc) / turns}
+			}
+			short, long := measure(100), measure(3000)
+			// Appending to the lines of messages (the session's and each child's)
+			// reallocates them now and then: amortised O(1), ~900 bytes a turn over
+			// these 100.
+			if long.allocs > short.allocs+1 || long.bytes > short.bytes+4096 {
+				t.Errorf("a turn at 3,000 turns costs %.0f allocations, %.0f bytes; at 100 turns %.0f, %.0f",
+					long.allocs, long.bytes, short.allocs, short.bytes)
+			}
+		})
 	}
 }

@@ -215,11 +215,21 @@ func (s *Session) ConsolidatorError() error {
 	return s.consolidateErr
 }
 
-// endRootCall applies every session's lifespan at the end of a root call, children
+// endChildren applies every child session's lifespan at the end of a root call, children
 // first... the root is done by its caller, after it recorded its own turn.
 func (s *Session) endChildren(ctx context.Context) {
-	for _, n := range s.sessionTree()[1:] {
-		n.s.applyLifespan(ctx)
+	// sessionTree's order, without building the list (this runs every turn).
+	s.mu.Lock()
+	children := s.children // replaced whole or appended to, never changed in place
+	s.mu.Unlock()
+	for _, ch := range children {
+		if ch.session == nil {
+			continue
+		}
+		ch.session.applyLifespan(ctx)
+		if ch.kind == childSession {
+			ch.session.endChildren(ctx)
+		}
 	}
 }
 

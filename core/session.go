@@ -278,23 +278,21 @@ func (s *Session) Run(ctx context.Context, inputs *sig.Map) (*Prediction, *trace
 		return p, nil, err
 	}
 	p, t, _, err := s.forwardRoot(ctx, inputs, nil, "")
-	return p, t, err
+	return p, t.Share(), err // the caller's copy (Forward makes none)
 }
 
 // forwardRoot runs a turn on this session's own state. parent, when set, is the frame of
 // an enclosing session (keep policy): calls are still traced there.
 //
-// It returns the prediction, the recorded turn (nil when nothing was recorded) and the
-// call records collected, which an enclosing session also traces.
+// It returns the prediction, the recorded turn (nil when nothing was recorded; a
+// completed one is the session's own record, which the caller copies before handing it
+// out) and the call records collected, which an enclosing session also traces.
 func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *frame, prefix string) (*Prediction, *trace.Turn, []*trace.Call, error) {
 	s.turnMu.Lock()
 	defer s.turnMu.Unlock()
-	in := inputs.Clone()
-	if in == nil {
-		in = sig.NewMap()
-	}
-	raw, hasExplicit := in.Get(s.opts.HistoryField)
-	in.Delete(s.opts.HistoryField)
+	// raw is the caller's value: every use below copies it.
+	raw, hasExplicit := inputs.Get(s.opts.HistoryField)
+	in := copyMap(inputs, func(k string) bool { return k != s.opts.HistoryField }, "", nil)
 	var explicit *sig.History
 	if hasExplicit && raw != nil {
 		h, ok := raw.(sig.History)
@@ -412,7 +410,7 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	}
 	t := &trace.Turn{
 		Inputs:   s.recordableInputs(in),
-		Outputs:  pred.Fields.Clone(),
+		Outputs:  cloneMap(pred.Fields),
 		History:  f.history,
 		Explicit: f.explicit,
 		Calls:    calls,
@@ -440,19 +438,19 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	if endsEpisode {
 		s.applyLifespan(ctx) // an episodic root consolidates its own turn too
 	}
-	return pred, t.Share(), calls, commitErr
+	return pred, t, calls, commitErr
 }
 
 // recordableInputs keeps a root predictor's signature inputs only (dspy-session), and every
 // input otherwise; the history field never.
 func (s *Session) recordableInputs(in *sig.Map) *sig.Map {
 	if p, ok := s.module.(*Predict); ok {
-		return in.Filter(func(k string) bool {
+		return copyMap(in, func(k string) bool {
 			_, isIn := p.Signature.Input(k)
 			return isIn && k != s.opts.HistoryField
-		}).Clone()
+		}, "", nil)
 	}
-	return in.Filter(func(k string) bool { return k != s.opts.HistoryField }).Clone()
+	return copyMap(in, func(k string) bool { return k != s.opts.HistoryField }, "", nil)
 }
 
 // findReplay finds the latest stored turn whose snapshot equals h, so keep-children can be

@@ -61,33 +61,52 @@ func NewMapOf(keys []string, vals []any) *Map {
 // of the distinct keys and the slice of their values (nil until written), which the
 // caller fills before the map is shared. A parse then copies no value.
 func MakeMap(keys []string) (*Map, []any) {
-	n := len(keys)
-	if n <= 2 {
-		// the common one or two outputs: a smaller block (allocation is most of a parse)
+	// Up to smallMap keys, one allocation of the map and arrays of exactly their size
+	// (the bytes of three separate ones, in one: most maps hold one to four fields).
+	// The arrays are full: an added key reallocates.
+	switch len(keys) {
+	case 0, 1:
+		b := &struct {
+			m Map
+			k [1]string
+			v [1]any
+		}{}
+		return b.m.fill(b.k[:], b.v[:], keys)
+	case 2:
 		b := &struct {
 			m Map
 			k [2]string
 			v [2]any
 		}{}
-		copy(b.k[:], keys)
-		b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
-		return &b.m, b.m.vals
-	}
-	if n <= smallMap {
-		// One allocation for the map and its arrays (full: an added key reallocates).
+		return b.m.fill(b.k[:], b.v[:], keys)
+	case 3:
+		b := &struct {
+			m Map
+			k [3]string
+			v [3]any
+		}{}
+		return b.m.fill(b.k[:], b.v[:], keys)
+	case smallMap:
 		b := &struct {
 			m Map
 			k [smallMap]string
 			v [smallMap]any
 		}{}
-		copy(b.k[:], keys)
-		b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
-		return &b.m, b.m.vals
+		return b.m.fill(b.k[:], b.v[:], keys)
 	}
+	n := len(keys)
 	m := &Map{keys: append(make([]string, 0, n), keys...), vals: make([]any, n)}
 	if n > indexFrom {
 		m.reindex()
 	}
+	return m, m.vals
+}
+
+// fill makes m the map of keys over the arrays k and v (as long as keys, or one longer
+// when keys is empty).
+func (m *Map) fill(k []string, v []any, keys []string) (*Map, []any) {
+	n := copy(k, keys)
+	m.keys, m.vals = k[:n:n], v[:n:n]
 	return m, m.vals
 }
 
