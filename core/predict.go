@@ -118,7 +118,7 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 	// The call's inputs without the history (which is shared, never copied: it holds
 	// the whole conversation); the rest is the caller's to change later, so copied.
 	hf := eff.HistoryField()
-	callIn := in.Filter(func(k string) bool { return hf == "" || k != hf }).Clone()
+	callIn := copyMap(in, func(k string) bool { return hf == "" || k != hf }, "", nil)
 	c := &trace.Call{Path: path, PredictorType: p.TypeName(), Inputs: callIn, Adapter: ad.Name(), Params: p.Params, Started: time.Now().UTC()}
 	if hist != nil {
 		c.History = hist.Share()
