@@ -16,41 +16,25 @@ import (
 // \n, an indented or non-ASCII header, a header line with trailing blanks before its
 // text, a missing field, a value it does not convert itself) it leaves to them.
 
-// headerOpen starts every section header.
-const headerOpen = "[[ ## "
+// headerOpen starts every section header, headerClose ends it.
+const headerOpen, headerClose = "[[ ## ", " ## ]]"
 
 // maxScanFields bounds the signatures the scan handles (the values live on the stack).
 const maxScanFields = 8
 
 // scanChat parses completion for s, or reports ok=false to have the general path do it.
-func scanChat(s *sig.Signature, completion string) (out *sig.Map, ok bool) {
+func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 	n := len(s.Outputs)
 	if n == 0 || n > maxScanFields || hasOtherLineBreaks(completion) {
 		return nil, false
 	}
+	// The values are kept unboxed until every field is found: the result is then one
+	// allocation, and a completion the general path takes over costs none.
+	var vals [maxScanFields]sig.Scalar
 	var found [maxScanFields]bool
-	// The result is made first and its values written in place (no copy); a completion
-	// the general path takes over only wastes it.
-	var names [maxScanFields]string
-	for i, f := range s.Outputs {
-		names[i] = f.Name
-	}
-	out, vals := sig.MakeMap(names[:n])
 	missing := n
 	// cur is the field whose section is open (-1: none or not ours); textStart its text.
 	cur, textStart := -1, 0
-	finish := func(end int) bool {
-		if cur < 0 {
-			return true
-		}
-		v, ok := scanValue(typ(s.Outputs[cur]), py.Strip(completion[textStart:end]))
-		if !ok {
-			return false
-		}
-		vals[cur], found[cur] = v, true
-		missing--
-		return true
-	}
 	// Headers are found by searching for their opening; only the lines holding one are
 	// looked at (the text between them is a substring as it stands).
 	for at := 0; ; {
@@ -59,54 +43,101 @@ func scanChat(s *sig.Signature, completion string) (out *sig.Map, ok bool) {
 			break
 		}
 		i += at
-		pos := strings.LastIndexByte(completion[:i], '\n') + 1
 		at = i + len(headerOpen)
-		if pos < i {
-			if blankOrNonASCII(completion[pos:i]) {
+		if i > 0 && completion[i-1] != '\n' {
+			if pos := strings.LastIndexByte(completion[:i], '\n') + 1; blankOrNonASCII(completion[pos:i]) {
 				return nil, false // an indented header: Python strips the line first
 			}
 			continue
 		}
-		eol := strings.IndexByte(completion[i:], '\n')
-		next := len(completion)
-		if eol >= 0 {
-			eol += i
-			next = eol + 1
-		} else {
-			eol = len(completion)
+		// The line starts with the opening: a header when a name and the closing follow.
+		end := at
+		for end < len(completion) && wordByte[completion[end]] {
+			end++
 		}
-		line := completion[pos:eol]
-		name, rest, hdr, sure := scanHeader(line)
-		if !sure {
-			return nil, false
+		if end < len(completion) && completion[end] >= 0x80 {
+			return nil, false // a non-ASCII letter may continue the name
 		}
-		if !hdr {
+		if end == at || !strings.HasPrefix(completion[end:], headerClose) {
 			continue
 		}
+		name := completion[at:end]
+		end += len(headerClose)
 		// The open section ends before this line's \n (its lines are joined by \n).
-		if !finish(max(pos-1, textStart)) {
-			return nil, false
-		}
-		cur = -1
-		if i := outputIndex(s, name); i >= 0 && !found[i] {
-			cur = i
-		}
-		textStart = next
-		if r := py.Strip(line[rest:]); r != "" {
-			// "header text": the text starts on the header line; it runs on into the
-			// next lines only when nothing but the \n separates them.
-			if cur >= 0 && next < len(completion) && r != line[len(line)-len(r):] && !blankRest(completion[next:]) {
+		if cur >= 0 {
+			if !scanField(s, cur, completion[textStart:max(i-1, textStart)], &vals) {
 				return nil, false
 			}
-			textStart = pos + len(line) - len(py.LStrip(line[rest:]))
+			found[cur] = true
+			missing--
 		}
-		at = next
+		cur = -1
+		for j := range s.Outputs[:n] {
+			if s.Outputs[j].Name == name {
+				if !found[j] {
+					cur = j
+				}
+				break
+			}
+		}
+		eol := end
+		if eol < len(completion) && completion[eol] != '\n' {
+			if k := strings.IndexByte(completion[eol:], '\n'); k >= 0 {
+				eol += k
+			} else {
+				eol = len(completion)
+			}
+		}
+		at = min(eol+1, len(completion))
+		textStart = at
+		if r := strip(completion[end:eol]); r != "" {
+			// "header text": the text starts on the header line; it runs on into the
+			// next lines only when nothing but the \n separates them.
+			if cur >= 0 && at < len(completion) && r != completion[eol-len(r):eol] && !blankRest(completion[at:]) {
+				return nil, false
+			}
+			textStart = eol - len(py.LStrip(completion[end:eol]))
+		}
 	}
-	if !finish(len(completion)) || missing != 0 {
+	if cur >= 0 {
+		if !scanField(s, cur, completion[textStart:], &vals) {
+			return nil, false
+		}
+		missing--
+	}
+	if missing != 0 {
 		return nil, false
 	}
-	return out, true
+	var names [maxScanFields]string
+	for i, f := range s.Outputs {
+		names[i] = f.Name
+	}
+	return sig.NewScalarMap(names[:n], vals[:n]), true
 }
+
+// scanField reads output i's section text into vals[i].
+func scanField(s *sig.Signature, i int, text string, vals *[maxScanFields]sig.Scalar) bool {
+	v, ok := scanValue(s.Outputs[i].Type, strip(text))
+	vals[i] = v
+	return ok
+}
+
+// strip is py.Strip, at once for a text without blanks at its ends or with ASCII ones.
+func strip(s string) string {
+	for len(s) > 0 && asciiBlank(s[len(s)-1]) {
+		s = s[:len(s)-1]
+	}
+	for len(s) > 0 && asciiBlank(s[0]) {
+		s = s[1:]
+	}
+	if len(s) == 0 || s[0] > ' ' && s[0] < 0x80 && s[len(s)-1] > ' ' && s[len(s)-1] < 0x80 {
+		return s
+	}
+	return py.Strip(s)
+}
+
+// asciiBlank is Python's str.isspace for an ASCII byte: \t-\r, \x1c-\x1f and the space.
+func asciiBlank(c byte) bool { return c == ' ' || c-'\t' <= '\r'-'\t' || c-0x1c <= 0x1f-0x1c }
 
 // blankRest reports whether the rest of a completion up to the next header is blank, so
 // that a header line's trailing blanks do not matter (the section's text is stripped).
@@ -141,26 +172,49 @@ func outputIndex(s *sig.Signature, name string) int {
 // hasOtherLineBreaks reports a line boundary of Python's splitlines other than \n: \r,
 // \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
 func hasOtherLineBreaks(s string) bool {
+	word := func(i int) uint64 { return binary.LittleEndian.Uint64([]byte(s[i : i+8])) }
+	// Sixteen bytes at a time: only words that may hold a boundary are looked at closely
+	// (text of printable ASCII, \n and \t passes at one test).
 	i := 0
-	// Eight bytes at a time: only words holding a non-ASCII byte or a control character
-	// other than \n and \t are looked at.
-	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	zero := func(y uint64) uint64 { return ^(((y & lo7) + lo7) | y) & hi } // 0x80 where a byte is 0
-	for ; i+8 <= len(s); i += 8 {
-		x := binary.LittleEndian.Uint64([]byte(s[i : i+8]))
-		if ((x-0x2020202020202020)|x)&hi == 0 {
-			continue // printable ASCII only (a borrow may flag a word wrongly, never miss one)
-		}
-		control := ^(((x & lo7) + 0x6060606060606060) | x) & hi // ASCII bytes below 0x20
-		control &^= zero(x^0x0a0a0a0a0a0a0a0a) | zero(x^0x0909090909090909)
-		if (control | x&hi) == 0 {
+	for ; i+16 <= len(s); i += 16 {
+		a, b := word(i), word(i+8)
+		if (mayBreakASCII(a)|a|mayBreakASCII(b)|b)&0x8080808080808080 == 0 {
 			continue
 		}
-		if otherLineBreak(s, i, i+8) {
+		if mayBreakLine(a) != 0 && otherLineBreak(s, i, i+8) || mayBreakLine(b) != 0 && otherLineBreak(s, i+8, i+16) {
 			return true
 		}
 	}
+	if i+8 <= len(s) {
+		if mayBreakLine(word(i)) != 0 && otherLineBreak(s, i, i+8) {
+			return true
+		}
+		i += 8
+	}
+	if i < len(s) && len(s) >= 8 && mayBreakLine(word(len(s)-8)) == 0 {
+		return false // the last word, which holds the rest, has nothing to look at
+	}
 	return otherLineBreak(s, i, len(s))
+}
+
+// mayBreakLine flags (0x80) the bytes of the word x that may start one of
+// hasOtherLineBreaks' boundaries: \v, \f, \r, \x1c-\x1e and, unwanted, \x0e and \x1b;
+// and the lead bytes of U+0085 and U+2028-9, 0xC2 and 0xE2. Each byte is computed on its
+// own (no carry or borrow crosses into the next), so none is missed.
+func mayBreakLine(x uint64) uint64 {
+	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	// 0xC2 and 0xE2 differ in bit 5 alone: with it set, both are 0xE2.
+	y := (x | 0x2020202020202020) ^ 0xe2e2e2e2e2e2e2e2
+	lead := ^(((y & lo7) + lo7) | y) & hi // bytes where y is 0
+	return mayBreakASCII(x)&^x&hi | lead
+}
+
+// mayBreakASCII is mayBreakLine's test of the ASCII bytes: bit 7 is set in the bytes
+// whose low seven bits are one of the controls (and in some non-ASCII ones).
+func mayBreakASCII(x uint64) uint64 {
+	// Without bits 7 and 4, the controls wanted are those in 0x0b-0x0e.
+	t := x & 0x6f6f6f6f6f6f6f6f
+	return (0x8e8e8e8e8e8e8e8e - t) & (t + 0x7575757575757575) // t <= 0x0e and t >= 0x0b
 }
 
 // otherLineBreak looks for one of hasOtherLineBreaks' boundaries starting in s[from:to].
@@ -206,9 +260,15 @@ func scanHeader(line string) (name string, rest int, hdr, sure bool) {
 	return line[len(open):n], n + len(closeTag), true, true
 }
 
-func isASCIIWord(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-}
+func isASCIIWord(c byte) bool { return wordByte[c] }
+
+// wordByte holds the ASCII bytes of Python's \w: letters, digits and the underscore.
+var wordByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	}
+	return t
+}()
 
 // blankOrNonASCII reports whether s has no printable ASCII character: Python's strip
 // might remove all of it.
@@ -224,29 +284,29 @@ func blankOrNonASCII(s string) bool {
 // scanValue is ParseValue for what needs no general machinery: text for str, and a
 // plain JSON number (what ast.literal_eval reads it as, then pydantic's lax conversion)
 // for int, float and bool. ok=false leaves the value to ParseValue.
-func scanValue(t *sig.Type, text string) (any, bool) {
+func scanValue(t *sig.Type, text string) (sig.Scalar, bool) {
 	if t.IsStr() {
-		return text, true
+		return sig.StrScalar(text), true
 	}
 	switch t.Kind {
 	case sig.KindInt, sig.KindFloat, sig.KindBool:
 	default:
-		return nil, false
+		return sig.Scalar{}, false
 	}
 	f, n, isFloat, ok := plainNumber(text)
 	switch {
 	case !ok:
-		return nil, false
+		return sig.Scalar{}, false
 	case t.Kind == sig.KindFloat && isFloat:
-		return f, true
+		return sig.FloatScalar(f), true
 	case t.Kind == sig.KindFloat:
-		return float64(n), true
+		return sig.FloatScalar(float64(n)), true
 	case t.Kind == sig.KindInt && !isFloat:
-		return n, true
+		return sig.IntScalar(n), true
 	case t.Kind == sig.KindBool && !isFloat && (n == 0 || n == 1):
-		return n == 1, true
+		return sig.BoolScalar(n == 1), true
 	}
-	return nil, false // a float for an int, another number for a bool: ParseValue says
+	return sig.Scalar{}, false // a float for an int, another number for a bool: ParseValue says
 }
 
 // plainNumber reads text when it is exactly a JSON number, as Python's literal_eval

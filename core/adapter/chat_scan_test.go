@@ -139,23 +139,83 @@ func FuzzScanChat(f *testing.F) {
 	})
 }
 
-// hasOtherLineBreaks looks at eight bytes at a time: every boundary Python's splitlines
-// knows besides \n is found wherever it sits (each offset in a word, across two words),
-// and text of \n, \t and other bytes is not mistaken for one.
+// hasOtherLineBreaks looks at sixteen and eight bytes at a time and at the last eight:
+// every boundary Python's splitlines knows besides \n is found wherever it sits in a
+// text of any length (each offset in a word, across two words, in the tail), and text
+// of \n, \t and other bytes is not mistaken for one.
 func TestHasOtherLineBreaks(t *testing.T) {
 	breaks := []string{"\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\u0085", "\u2028", "\u2029"}
-	plain := []string{"\n", "\t", "\x1f", "\x00", "\x7f", " ", "é", "\u2027", "\u202a", "\u0084"}
-	for _, pad := range []int{0, 1, 5, 6, 7, 8, 13, 15} {
-		for _, br := range breaks {
-			s := strings.Repeat("a\nb\t", 4)[:pad] + br + "tail text\n"
-			if !hasOtherLineBreaks(s) {
-				t.Errorf("%q: the break %q at %d is not found", s, br, pad)
+	plain := []string{"\n", "\t", "\x1f", "\x00", "\x7f", " ", "é", "\u2027", "\u202a", "\u0084", "\x0e", "\x1b",
+		"\x0a", "\x2b", "\x2d", "\x3c", "\x4d", "\u00a0", "\u00c2", "\u0142", "\u2000", "\ue285", "\x8b", "\x9d", "\xc2", "\xe2\x80"}
+	filler := strings.Repeat("a\nb\t", 12)
+	for n := range 41 {
+		for pad := 0; pad <= n; pad++ {
+			for _, br := range breaks {
+				if s := filler[:pad] + br + filler[:n-pad]; !hasOtherLineBreaks(s) {
+					t.Fatalf("%q: the break %q at %d is not found", s, br, pad)
+				}
+			}
+			for _, p := range plain {
+				if s := filler[:pad] + p + filler[:n-pad]; hasOtherLineBreaks(s) {
+					t.Fatalf("%q: %q at %d taken for a line break", s, p, pad)
+				}
 			}
 		}
-		for _, p := range plain {
-			s := strings.Repeat("a\nb\t", 4)[:pad] + p + "tail\ntext\t\n"
-			if hasOtherLineBreaks(s) {
-				t.Errorf("%q: %q at %d taken for a line break", s, p, pad)
+	}
+}
+
+// mayBreakLine flags exactly its bytes, whatever their neighbours: every byte value at
+// every position of a word filled with every other value.
+func TestMayBreakLineBytes(t *testing.T) {
+	flagged := func(c byte) bool {
+		switch c {
+		case 0x0b, 0x0c, 0x0d, 0x0e, 0x1b, 0x1c, 0x1d, 0x1e, 0xc2, 0xe2:
+			return true
+		}
+		return false
+	}
+	for c := range 256 {
+		for fill := range 256 {
+			for p := range 8 {
+				x := uint64(0)
+				for q := range 8 {
+					b := uint64(fill)
+					if q == p {
+						b = uint64(c)
+					}
+					x |= b << (8 * q)
+				}
+				got := mayBreakLine(x)
+				for q := range 8 {
+					b := byte(fill)
+					if q == p {
+						b = byte(c)
+					}
+					if (got>>(8*q+7))&1 == 1 != flagged(b) {
+						t.Fatalf("byte %#x at %d among %#x: flagged %v", b, q, fill, !flagged(b))
+					}
+				}
+			}
+		}
+	}
+}
+
+// strip is py.Strip: every text of up to three pieces among blanks, letters, controls
+// and non-ASCII spaces and letters.
+func TestStripIsPythons(t *testing.T) {
+	pieces := []string{"", "a", "x y", " ", "\t", "\n", "\v", "\f", "\r", "\x1c", "\x1f", "\x00", "\x0e", "\x7f", "\u0085",
+		"\u00a0", "\u3000", "\u2028", "é", "\xff", "!"}
+	for c := 0; c < 256; c++ {
+		pieces = append(pieces, string([]byte{byte(c)}))
+	}
+	for _, a := range pieces {
+		for _, b := range pieces {
+			for _, c := range []string{"", " ", "\u3000", "z", "\x1e"} {
+				for _, s := range []string{a + b + c, c + a + b, a + c + b} {
+					if got, want := strip(s), py.Strip(s); got != want {
+						t.Fatalf("strip(%q) = %q, py.Strip %q", s, got, want)
+					}
+				}
 			}
 		}
 	}
