@@ -37,8 +37,8 @@ func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 	cur, textStart := -1, 0
 	// Headers are found by searching for their opening; only the lines holding one are
 	// looked at (the text between them is a substring as it stands).
-	for at := 0; ; {
-		i := strings.Index(completion[at:], headerOpen)
+	for at, misses := 0, 0; at < len(completion); {
+		i := indexHeader(completion[at:], &misses)
 		if i < 0 {
 			break
 		}
@@ -138,6 +138,31 @@ func strip(s string) string {
 
 // asciiBlank is Python's str.isspace for an ASCII byte: \t-\r, \x1c-\x1f and the space.
 func asciiBlank(c byte) bool { return c == ' ' || c-'\t' <= '\r'-'\t' || c-0x1c <= 0x1f-0x1c }
+
+// indexHeader is strings.Index(s, headerOpen). It looks for the opening's first byte
+// while it is rare (one call finds the next header), and leaves a text of many
+// brackets to strings.Index; misses counts the brackets that started no header.
+func indexHeader(s string, misses *int) int {
+	const maxMisses = 8
+	for at := 0; *misses < maxMisses; {
+		i := strings.IndexByte(s[at:], headerOpen[0])
+		if i < 0 {
+			return -1
+		}
+		at += i
+		if strings.HasPrefix(s[at:], headerOpen) {
+			return at
+		}
+		at++
+		if *misses++; *misses == maxMisses {
+			if i := strings.Index(s[at:], headerOpen); i >= 0 {
+				return at + i
+			}
+			return -1
+		}
+	}
+	return strings.Index(s, headerOpen)
+}
 
 // blankRest reports whether the rest of a completion up to the next header is blank, so
 // that a header line's trailing blanks do not matter (the section's text is stripped).

@@ -220,3 +220,18 @@ func TestStripIsPythons(t *testing.T) {
 		}
 	}
 }
+
+// indexHeader finds what strings.Index finds, before and after it gives up on brackets.
+func TestIndexHeader(t *testing.T) {
+	texts := []string{"", "[", "[[ ## ", "x[[ ## a", "[[[ ## ", "[[ #", "a [b] [[c]] [[ ## x ## ]]",
+		strings.Repeat("[", 20) + " ## ", strings.Repeat("[x", 7) + "[[ ## n", strings.Repeat("[x", 8) + "[[ ## n",
+		strings.Repeat("[x", 9) + "[[ ## n", strings.Repeat("[[ #", 30) + "[[ ## end", strings.Repeat("[ ", 40)}
+	for _, text := range texts {
+		for start := range 9 {
+			misses := start
+			if got, want := indexHeader(text, &misses), strings.Index(text, headerOpen); got != want {
+				t.Errorf("indexHeader(%q) after %d misses = %d, want %d", text, start, got, want)
+			}
+		}
+	}
+}

@@ -48,63 +48,102 @@ func (v Scalar) Value() any {
 }
 
 // NewScalarMap is NewMapOf for str, int, float and bool values (vals[i] is keys[i]'s):
-// a map of one or two keys is a single allocation holding the map, its arrays and its
-// values' boxes. A parse's result is most of its cost, and most predictors have one or
-// two outputs of these types.
+// a map of one or two keys is a single allocation, sized to its values, holding the
+// map, its arrays and its values' boxes. A parse's result is most of its cost, and most
+// predictors have one or two outputs of these types.
 func NewScalarMap(keys []string, vals []Scalar) *Map {
 	n := len(keys)
-	if n > 2 {
-		m, v := MakeMap(keys)
-		for i := range v {
-			v[i] = vals[i].Value()
+	strs := 0
+	for _, v := range vals[:n] {
+		if v.kind == scalarStr {
+			strs++
 		}
-		return m
 	}
-	b := &scalarBlock{}
-	b.m.keys, b.m.vals = b.k[:n:n], b.v[:n:n]
-	for i, v := range vals[:n] {
-		b.k[i] = keys[i]
-		b.v[i] = boxIn(v, &b.box[i])
+	switch {
+	case n == 1:
+		b := &struct {
+			m Map
+			k [1]string
+			v [1]any
+			s [1]string
+			w [1]uint64
+		}{}
+		return fillScalarMap(&b.m, b.k[:], b.v[:], b.s[:], b.w[:], keys, vals)
+	case n == 2 && strs == 2:
+		b := &struct {
+			m Map
+			k [2]string
+			v [2]any
+			s [2]string
+		}{}
+		return fillScalarMap(&b.m, b.k[:], b.v[:], b.s[:], nil, keys, vals)
+	case n == 2 && strs == 1:
+		b := &struct {
+			m Map
+			k [2]string
+			v [2]any
+			s [1]string
+			w [1]uint64
+		}{}
+		return fillScalarMap(&b.m, b.k[:], b.v[:], b.s[:], b.w[:], keys, vals)
+	case n == 2:
+		b := &struct {
+			m Map
+			k [2]string
+			v [2]any
+			w [2]uint64
+		}{}
+		return fillScalarMap(&b.m, b.k[:], b.v[:], nil, b.w[:], keys, vals)
 	}
-	return &b.m
+	m, v := MakeMap(keys)
+	for i := range v {
+		v[i] = vals[i].Value()
+	}
+	return m
 }
 
-// scalarBlock is a map of up to two scalars in one allocation.
-type scalarBlock struct {
-	m   Map
-	k   [2]string
-	v   [2]any
-	box [2]string // the values' boxes (see boxIn)
+// fillScalarMap makes m the map of keys and vals in the arrays of its block: k and v
+// as long as keys, and a box in s for each str value and in w for each int or float.
+func fillScalarMap(m *Map, k []string, v []any, s []string, w []uint64, keys []string, vals []Scalar) *Map {
+	m.keys, m.vals = k[:len(k):len(k)], v[:len(v):len(v)]
+	copy(k, keys)
+	for i, x := range vals[:len(v)] {
+		switch x.kind {
+		case scalarBool:
+			v[i] = x.bits == 1 // bools are boxed without allocating
+		case scalarStr:
+			v[i], s = boxIn(x, &s[0], nil), s[1:]
+		default:
+			v[i], w = boxIn(x, nil, &w[0]), w[1:]
+		}
+	}
+	return m
 }
 
-// boxIn is v.Value() with the boxed value stored in *box instead of a new allocation:
-// the interface's data word points into it. A str is stored as it is; an int or a float
-// in the string's second word, its length, which the collector never reads as a
-// pointer (the first word is left nil).
+// boxIn is v.Value() for a str, int or float with the boxed value stored in *s (a str)
+// or *w (an int or a float) instead of a new allocation: the interface's data word
+// points at it.
 //
-// This is the package's one use of unsafe. It is GC-safe: box points into the block the
-// map is allocated in, which the interface's data pointer then keeps alive (the
-// collector follows interior pointers and scans the block as its type says). box must
-// be heap memory that is not written afterwards (a boxed value is immutable).
-func boxIn(v Scalar, box *string) any {
+// This is the package's one use of unsafe. It is GC-safe: s and w point into the block
+// the map is allocated in, which the interface's data pointer then keeps alive (the
+// collector follows interior pointers and scans the block as its type says: s as
+// strings, w as plain words). They must be heap memory that is not written afterwards
+// (a boxed value is immutable).
+func boxIn(v Scalar, s *string, w *uint64) any {
 	var e any
-	p := (*[2]uintptr)(unsafe.Pointer(box))
+	var data unsafe.Pointer
 	switch v.kind {
-	case scalarBool:
-		return v.bits == 1 // bools are boxed without allocating
 	case scalarInt:
-		e = int64(0) // a constant's interface: no allocation
-		p[1] = uintptr(v.bits)
+		e, data = int64(0), unsafe.Pointer(w) // a constant's interface: no allocation
+		*w = v.bits
 	case scalarFloat:
-		e = float64(0)
-		p[1] = uintptr(v.bits)
+		e, data = float64(0), unsafe.Pointer(w)
+		*w = v.bits
 	default:
-		*box = v.s
-		e = ""
-		// An interface is two words: its dynamic type and a pointer to its value.
-		(*[2]unsafe.Pointer)(unsafe.Pointer(&e))[1] = unsafe.Pointer(box)
-		return e
+		e, data = "", unsafe.Pointer(s)
+		*s = v.s
 	}
-	(*[2]unsafe.Pointer)(unsafe.Pointer(&e))[1] = unsafe.Pointer(&p[1])
+	// An interface is two words: its dynamic type and a pointer to its value.
+	(*[2]unsafe.Pointer)(unsafe.Pointer(&e))[1] = data
 	return e
 }

@@ -27,6 +27,10 @@ func TestNewScalarMap(t *testing.T) {
 		{"-0.0 and NaN", []string{"z", "nan"}, []Scalar{FloatScalar(math.Copysign(0, -1)), FloatScalar(math.NaN())},
 			NewMap("z", math.Copysign(0, -1), "nan", math.NaN())},
 		{"small numbers", []string{"f", "n"}, []Scalar{FloatScalar(0), IntScalar(3)}, NewMap("f", 0.0, "n", int64(3))},
+		{"two strs", []string{"a", "b"}, []Scalar{StrScalar("x"), StrScalar("yz")}, NewMap("a", "x", "b", "yz")},
+		{"one float", []string{"f"}, []Scalar{FloatScalar(2.5)}, NewMap("f", 2.5)},
+		{"one bool", []string{"ok"}, []Scalar{BoolScalar(true)}, NewMap("ok", true)},
+		{"two bools", []string{"a", "b"}, []Scalar{BoolScalar(false), BoolScalar(true)}, NewMap("a", false, "b", true)},
 		{"three keys", []string{"a", "b", "c"}, []Scalar{StrScalar("x"), FloatScalar(1.5), IntScalar(2)},
 			NewMap("a", "x", "b", 1.5, "c", int64(2))},
 	}
@@ -69,28 +73,40 @@ func TestNewScalarMapAllocates(t *testing.T) {
 }
 
 // The boxed values live in the map's block: they stay intact when only they are kept,
-// through collections that reuse the memory of everything else.
+// through collections that reuse the memory of everything else, in every block shape.
 func TestScalarMapValuesOutliveTheMap(t *testing.T) {
-	const n = 2000
-	kept := make([]any, 0, 2*n)
-	for i := range n {
-		s := strconv.Itoa(i) + " text"
-		m := NewScalarMap([]string{"s", "f"}, []Scalar{StrScalar(s), FloatScalar(float64(i) + 0.5)})
-		a, _ := m.Get("s")
-		b, _ := m.Get("f")
-		kept = append(kept, a, b)
+	shapes := []func(i int) []Scalar{
+		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " text"), FloatScalar(float64(i) + 0.5)} },
+		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " a"), StrScalar(strconv.Itoa(i) + " b")} },
+		func(i int) []Scalar { return []Scalar{IntScalar(int64(i) << 20), FloatScalar(float64(i) + 0.25)} },
+		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " alone")} },
 	}
-	for range 3 {
-		runtime.GC()
-		garbage := make([]*Map, 0, 1000)
-		for i := range 1000 {
-			garbage = append(garbage, NewScalarMap([]string{"x", "y"}, []Scalar{StrScalar(strconv.Itoa(i) + " junk"), IntScalar(int64(i))}))
+	for si, shape := range shapes {
+		const n = 2000
+		kept := make([]any, 0, 2*n)
+		for i := range n {
+			vals := shape(i)
+			m := NewScalarMap([]string{"a", "b"}[:len(vals)], vals)
+			m.Range(func(_ string, v any) bool {
+				kept = append(kept, v)
+				return true
+			})
 		}
-		runtime.KeepAlive(garbage)
-	}
-	for i := range n {
-		if s, f := kept[2*i], kept[2*i+1]; s != strconv.Itoa(i)+" text" || f != float64(i)+0.5 {
-			t.Fatalf("value %d became %#v, %#v", i, s, f)
+		for range 3 {
+			runtime.GC()
+			garbage := make([]*Map, 0, 1000)
+			for i := range 1000 {
+				garbage = append(garbage, NewScalarMap([]string{"x", "y"}, []Scalar{StrScalar(strconv.Itoa(i) + " junk"), IntScalar(int64(i))}))
+			}
+			runtime.KeepAlive(garbage)
+		}
+		for i, k := 0, 0; i < n; i++ {
+			for _, want := range shape(i) {
+				if got := kept[k]; got != want.Value() {
+					t.Fatalf("shape %d: value %d became %#v, want %#v", si, i, got, want.Value())
+				}
+				k++
+			}
 		}
 	}
 }
