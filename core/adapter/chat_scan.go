@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -51,10 +52,7 @@ func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 			continue
 		}
 		// The line starts with the opening: a header when a name and the closing follow.
-		end := at
-		for end < len(completion) && wordByte[completion[end]] {
-			end++
-		}
+		end := at + wordLen(completion[at:])
 		if end < len(completion) && completion[end] >= 0x80 {
 			return nil, false // a non-ASCII letter may continue the name
 		}
@@ -144,6 +142,9 @@ func asciiBlank(c byte) bool { return c == ' ' || c-'\t' <= '\r'-'\t' || c-0x1c 
 // brackets to strings.Index; misses counts the brackets that started no header.
 func indexHeader(s string, misses *int) int {
 	const maxMisses = 8
+	if strings.HasPrefix(s, headerOpen) {
+		return 0 // a completion's first header
+	}
 	for at := 0; *misses < maxMisses; {
 		i := strings.IndexByte(s[at:], headerOpen[0])
 		if i < 0 {
@@ -286,6 +287,34 @@ func scanHeader(line string) (name string, rest int, hdr, sure bool) {
 }
 
 func isASCIIWord(c byte) bool { return wordByte[c] }
+
+// wordLen is the length of the ASCII word characters s starts with, found eight bytes
+// at a time (a header's name).
+func wordLen(s string) int {
+	n := 0
+	for ; n+8 <= len(s); n += 8 {
+		if other := notWordBytes(binary.LittleEndian.Uint64([]byte(s[n : n+8]))); other != 0 {
+			return n + bits.TrailingZeros64(other)/8
+		}
+	}
+	for n < len(s) && wordByte[s[n]] {
+		n++
+	}
+	return n
+}
+
+// notWordBytes flags (0x80) the bytes of the word x that are not ASCII word characters.
+// Each byte is computed on its own (no carry crosses into the next).
+func notWordBytes(x uint64) uint64 {
+	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	// within reports the bytes of t (each below 0x80) from lo to up: t+(0x80-lo) reaches
+	// bit 7 from lo on, t+(0x7f-up) past up.
+	within := func(t, lo, up uint64) uint64 { return (t + (0x80-lo)*0x0101010101010101) &^ (t + (0x7f-up)*0x0101010101010101) }
+	t := x & lo7
+	letter := within((x|0x2020202020202020)&lo7, 'a', 'z') // with bit 5 set, A-Z are a-z
+	word := (within(t, '0', '9') | letter | within(t, '_', '_')) &^ x & hi
+	return word ^ hi
+}
 
 // wordByte holds the ASCII bytes of Python's \w: letters, digits and the underscore.
 var wordByte = func() (t [256]bool) {

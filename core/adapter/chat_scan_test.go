@@ -235,3 +235,79 @@ func TestIndexHeader(t *testing.T) {
 		}
 	}
 }
+
+// wordLen is the table's count, eight bytes at a time: every byte value after runs of
+// every length, and notWordBytes flags exactly the other bytes whatever their neighbours.
+func TestWordLen(t *testing.T) {
+	for c := range 256 {
+		for n := range 20 {
+			s := strings.Repeat("aZ_09", 4)[:n] + string([]byte{byte(c)}) + "tail"
+			want := n
+			if wordByte[c] {
+				want = n + 1 + len("tail")
+			}
+			if got := wordLen(s); got != want {
+				t.Fatalf("wordLen(%q) = %d, want %d", s, got, want)
+			}
+		}
+		for fill := range 256 {
+			for p := range 8 {
+				var x uint64
+				for q := range 8 {
+					b := uint64(fill)
+					if q == p {
+						b = uint64(c)
+					}
+					x |= b << (8 * q)
+				}
+				got := notWordBytes(x)
+				for q := range 8 {
+					b := byte(fill)
+					if q == p {
+						b = byte(c)
+					}
+					if (got>>(8*q+7))&1 == 1 == wordByte[b] {
+						t.Fatalf("byte %#x at %d among %#x: flagged %v", b, q, fill, wordByte[b])
+					}
+				}
+			}
+		}
+	}
+}
+
+// Every value text the scan reads itself or leaves to ParseValue parses as the line
+// parse does it, for each scalar type: the same value of the same kind, or the same error.
+func TestScanChatValues(t *testing.T) {
+	texts := []string{"0.9", " 0.90 ", "1e3", "1E3", "-0", "-0.0", "0", "1", "2", "-7", "007", "0.1e1", "12.5E-1", "1e-400",
+		"1e400", "-1e400", "nan", "NaN", "inf", "-inf", "Infinity", "99999999999999999999", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775807", "123456789012345678", "1234567890123456.7", "0.30000000000000004",
+		"5e-324", "2.2250738585072011e-308", "0x10", "1_000", "+1", ".5", "5.", "1e", "True", "false", "None", "", "\t",
+		"１２", "\u00a01.5\u00a0", "\u30001\u3000", "1.5\n", "3 apples", "[1]", "'1'", "\"2\""}
+	for _, typ := range []string{"str", "int", "float", "bool"} {
+		s := sig.New("S", "", []sig.Field{field("q", "str", "")}, []sig.Field{field("a", "str", ""), field("v", typ, "")})
+		for _, text := range texts {
+			completion := "[[ ## a ## ]]\nx\n\n[[ ## v ## ]]\n" + text + "\n\n[[ ## completed ## ]]\n"
+			sameParse(t, s, completion)
+			got, err := ParseChat(s, completion)
+			want, werr := parseChatLines(s, completion)
+			if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() || py.Repr(got) != py.Repr(want) {
+				t.Errorf("%s %q: ParseChat = %s, %v; want %s, %v", typ, text, py.Repr(got), err, py.Repr(want), werr)
+			}
+			if err == nil {
+				g, _ := got.Get("v")
+				w, _ := want.Get("v")
+				gf, gok := g.(float64)
+				wf, wok := w.(float64)
+				if sig.KindName(g) != sig.KindName(w) || gok && wok && math.Float64bits(gf) != math.Float64bits(wf) {
+					t.Errorf("%s %q: %#v (%s), line parse %#v (%s)", typ, text, g, sig.KindName(g), w, sig.KindName(w))
+				}
+			}
+		}
+	}
+	// -2**63 is an int64 to the scan; the line parse's literal_eval negates 2**63, too
+	// large for an int64, and keeps it as a json.Number. The same Python int either way.
+	s := sig.New("S", "", []sig.Field{field("q", "str", "")}, []sig.Field{field("v", "int", "")})
+	if got, err := ParseChat(s, "[[ ## v ## ]]\n-9223372036854775808"); err != nil || !py.Same(got, sig.NewMap("v", int64(math.MinInt64))) {
+		t.Errorf("-2**63: %s, %v", py.Repr(got), err)
+	}
+}
