@@ -309,7 +309,9 @@ func notWordBytes(x uint64) uint64 {
 	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	// within reports the bytes of t (each below 0x80) from lo to up: t+(0x80-lo) reaches
 	// bit 7 from lo on, t+(0x7f-up) past up.
-	within := func(t, lo, up uint64) uint64 { return (t + (0x80-lo)*0x0101010101010101) &^ (t + (0x7f-up)*0x0101010101010101) }
+	within := func(t, lo, up uint64) uint64 {
+		return (t + (0x80-lo)*0x0101010101010101) &^ (t + (0x7f-up)*0x0101010101010101)
+	}
 	t := x & lo7
 	letter := within((x|0x2020202020202020)&lo7, 'a', 'z') // with bit 5 set, A-Z are a-z
 	word := (within(t, '0', '9') | letter | within(t, '_', '_')) &^ x & hi

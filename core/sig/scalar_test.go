@@ -76,8 +76,12 @@ func TestNewScalarMapAllocates(t *testing.T) {
 // through collections that reuse the memory of everything else, in every block shape.
 func TestScalarMapValuesOutliveTheMap(t *testing.T) {
 	shapes := []func(i int) []Scalar{
-		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " text"), FloatScalar(float64(i) + 0.5)} },
-		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " a"), StrScalar(strconv.Itoa(i) + " b")} },
+		func(i int) []Scalar {
+			return []Scalar{StrScalar(strconv.Itoa(i) + " text"), FloatScalar(float64(i) + 0.5)}
+		},
+		func(i int) []Scalar {
+			return []Scalar{StrScalar(strconv.Itoa(i) + " a"), StrScalar(strconv.Itoa(i) + " b")}
+		},
 		func(i int) []Scalar { return []Scalar{IntScalar(int64(i) << 20), FloatScalar(float64(i) + 0.25)} },
 		func(i int) []Scalar { return []Scalar{StrScalar(strconv.Itoa(i) + " alone")} },
 	}
