@@ -304,18 +304,16 @@ func wordLen(s string) int {
 }
 
 // notWordBytes flags (0x80) the bytes of the word x that are not ASCII word characters.
-// Each byte is computed on its own (no carry crosses into the next).
+// Each byte is computed on its own below bit 7 (no carry crosses into the next): for a
+// range lo-up, t+(0x80-lo) reaches bit 7 from lo on and t+(0x7f-up) past up.
 func notWordBytes(x uint64) uint64 {
 	const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	// within reports the bytes of t (each below 0x80) from lo to up: t+(0x80-lo) reaches
-	// bit 7 from lo on, t+(0x7f-up) past up.
-	within := func(t, lo, up uint64) uint64 {
-		return (t + (0x80-lo)*0x0101010101010101) &^ (t + (0x7f-up)*0x0101010101010101)
-	}
 	t := x & lo7
-	letter := within((x|0x2020202020202020)&lo7, 'a', 'z') // with bit 5 set, A-Z are a-z
-	word := (within(t, '0', '9') | letter | within(t, '_', '_')) &^ x & hi
-	return word ^ hi
+	l := (x | 0x2020202020202020) & lo7                            // with bit 5 set, A-Z are a-z
+	digit := (t + 0x5050505050505050) &^ (t + 0x4646464646464646)  // 0-9
+	letter := (l + 0x1f1f1f1f1f1f1f1f) &^ (l + 0x0505050505050505) // a-z
+	under := (t + 0x2121212121212121) &^ (t + 0x2020202020202020)  // _
+	return (digit|letter|under)&^x&hi ^ hi
 }
 
 // wordByte holds the ASCII bytes of Python's \w: letters, digits and the underscore.
@@ -374,33 +372,20 @@ func plainNumber(text string) (f float64, n int64, isFloat, ok bool) {
 	if neg {
 		i++
 	}
-	// mant collects up to 19 significant digits; digits counts them all, point those
-	// after the decimal point: exact small values skip strconv (see below).
-	var mant uint64
-	nd, point := 0, 0
-	digits := func(frac bool) int {
-		j := i
-		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-			if nd < 19 {
-				mant = mant*10 + uint64(text[i]-'0')
-			}
-			nd++
-			if frac {
-				point++
-			}
-			i++
-		}
-		return i - j
-	}
+	// mant collects up to 19 significant digits; nd counts them all, point those after
+	// the decimal point: exact small values skip strconv (see below).
 	start := i
-	if d := digits(false); d == 0 || d > 1 && text[start] == '0' {
+	i, mant, nd := decimalDigits(text, i, 0, 0)
+	if d := i - start; d == 0 || d > 1 && text[start] == '0' {
 		return 0, 0, false, false
 	}
+	point := 0
 	if i < len(text) && text[i] == '.' {
-		i++
-		if digits(true) == 0 {
+		j := i + 1
+		if i, mant, nd = decimalDigits(text, j, mant, nd); i == j {
 			return 0, 0, false, false
 		}
+		point = i - j
 		isFloat = true
 	}
 	exp := 0 // the exponent when it is short enough to matter to the fast path
@@ -459,6 +444,22 @@ func plainNumber(text string) (f float64, n int64, isFloat, ok bool) {
 		n, err = strconv.ParseInt(text, 10, 64)
 	}
 	return f, n, isFloat, err == nil
+}
+
+// decimalDigits reads the digits of text from i on into mant (the first 19 of them)
+// and nd (all of them), and returns where they end.
+func decimalDigits(text string, i int, mant uint64, nd int) (int, uint64, int) {
+	for ; i < len(text); i++ {
+		c := text[i] - '0'
+		if c > 9 {
+			break
+		}
+		if nd < 19 {
+			mant = mant*10 + uint64(c)
+		}
+		nd++
+	}
+	return i, mant, nd
 }
 
 var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,

@@ -106,8 +106,8 @@ func NewScalarMap(keys []string, vals []Scalar) *Map {
 // as long as keys, and a box in s for each str value and in w for each int or float.
 func fillScalarMap(m *Map, k []string, v []any, s []string, w []uint64, keys []string, vals []Scalar) *Map {
 	m.keys, m.vals = k[:len(k):len(k)], v[:len(v):len(v)]
-	copy(k, keys)
 	for i, x := range vals[:len(v)] {
+		k[i] = keys[i]
 		switch x.kind {
 		case scalarBool:
 			v[i] = x.bits == 1 // bools are boxed without allocating
