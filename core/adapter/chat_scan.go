@@ -186,15 +186,6 @@ func blankRest(s string) bool {
 	return true
 }
 
-func outputIndex(s *sig.Signature, name string) int {
-	for i, f := range s.Outputs {
-		if f.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // hasOtherLineBreaks reports a line boundary of Python's splitlines other than \n: \r,
 // \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
 func hasOtherLineBreaks(s string) bool {
