@@ -12,10 +12,11 @@ import (
 
 // The ChatAdapter parse of a well-formed completion, without splitting it into lines:
 // sections are found by scanning the text once and each field's text is a substring of
-// it, so nothing is allocated but the values and the result. It gives exactly what
-// chatSections and ParseChat give; whatever it is not sure of (line breaks other than
-// \n, an indented or non-ASCII header, a header line with trailing blanks before its
-// text, a missing field, a value it does not convert itself) it leaves to them.
+// it, so nothing is allocated but the result, in one piece (sig.NewScalarMap). It gives
+// exactly what chatSections and ParseChat give; whatever it is not sure of (line breaks
+// other than \n, an indented or non-ASCII header, a header line with trailing blanks
+// before its text, a missing field, a value it does not convert itself) it leaves to
+// them.
 
 // headerOpen starts every section header, headerClose ends it.
 const headerOpen, headerClose = "[[ ## ", " ## ]]"
@@ -191,7 +192,7 @@ func blankRest(s string) bool {
 func hasOtherLineBreaks(s string) bool {
 	word := func(i int) uint64 { return binary.LittleEndian.Uint64([]byte(s[i : i+8])) }
 	// Sixteen bytes at a time: only words that may hold a boundary are looked at closely
-	// (text of printable ASCII, \n and \t passes at one test).
+	// (ASCII text without \v, \f, \r, \x0e or \x1b-\x1e passes at one test).
 	i := 0
 	for ; i+16 <= len(s); i += 16 {
 		a, b := word(i), word(i+8)
