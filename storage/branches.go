@@ -301,8 +301,12 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 	if name == MainBranch {
 		return nil, fmt.Errorf("storage: cannot delete the 'main' branch: %w", ErrInvalid)
 	}
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var deleted []string
-	err := s.write(ctx, func(tx *wtx) error {
+	err = s.write(ctx, func(tx *wtx) error {
 		deleted = deleted[:0]
 		b, err := branchByName(ctx, tx, convID, name)
 		if err != nil {
@@ -326,6 +330,11 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 			for _, k := range kids {
 				if err := del(k.id, k.name); err != nil {
 					return err
+				}
+			}
+			for _, r := range runs {
+				if r.h.BranchID == id {
+					return fmt.Errorf("%w; the branch was not deleted", busyError(name, r.h.ID, r.owner(), r.h.Started))
 				}
 			}
 			if err := gone.add(ctx, tx, id); err != nil {

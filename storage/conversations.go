@@ -264,6 +264,10 @@ type ConversationSummary struct {
 // ListConversations lists every conversation, most recently updated first, with counts, in
 // one query (the counts come from indexes, so this stays fast at 100,000 turns).
 func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, error) {
+	runs, err := s.liveRuns(ctx) // first: a journal a dead process left is imported
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT `+convColumns+`,
 		(SELECT count(*) FROM branches b WHERE b.conv_id = c.id),
 		(SELECT count(*) FROM turns t WHERE t.conv_id = c.id AND t.status = 'completed'),
@@ -310,6 +314,17 @@ func (s *Store) ListConversations(ctx context.Context) ([]ConversationSummary, e
 				return nil, err
 			}
 		}
+		for _, r := range runs { // turns in flight are in their journals
+			if r.h.Conv == cs.ID {
+				cs.Kept[trace.StatusRunning]++
+				if r.h.InPlace && cs.Kept[trace.StatusInterrupted] > 0 {
+					cs.Kept[trace.StatusInterrupted]-- // its row, taken up
+					if cs.Kept[trace.StatusInterrupted] == 0 {
+						delete(cs.Kept, trace.StatusInterrupted)
+					}
+				}
+			}
+		}
 		cs.Pending = cs.Kept[trace.StatusRunning] + cs.Kept[trace.StatusInterrupted]
 	}
 	return out, nil
@@ -322,15 +337,27 @@ func (s *Store) countRunning(ctx context.Context, cs *ConversationSummary) error
 	if err != nil {
 		return fmt.Errorf("storage: running turns of %q: %w", cs.ID, err)
 	}
-	delete(cs.Kept, trace.StatusRunning)
-	for _, n := range nodes {
+	for _, n := range nodes { // stored running: gone, or of an earlier version
+		cs.Kept[trace.StatusRunning]--
 		cs.Kept[n.Status]++
+	}
+	if cs.Kept[trace.StatusRunning] <= 0 {
+		delete(cs.Kept, trace.StatusRunning)
 	}
 	return nil
 }
 
 // DeleteConversation removes a conversation with all its branches, turns, calls and attempts.
 func (s *Store) DeleteConversation(ctx context.Context, id string) error {
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.h.Conv == id {
+			return fmt.Errorf("storage: conversation %q has a turn in flight: %w; it was not deleted", id, busyError(r.h.Branch, r.h.ID, r.owner(), r.h.Started))
+		}
+	}
 	return s.write(ctx, func(tx *wtx) error {
 		// Branch and turn rows point at each other; clearing the pointers first lets the
 		// cascade run in any order.

@@ -127,9 +127,17 @@ func pathNodes(ctx context.Context, q querier, tip sql.NullInt64) ([]*TurnNode, 
 // TurnTree returns every turn of a conversation (all branches, undone and discarded turns
 // included) in one query, each marked with the branches whose tip it is.
 func (s *Store) TurnTree(ctx context.Context, convID string) ([]*TurnNode, error) {
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.conv_id = ? ORDER BY t.id", convID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: turn tree of %q: %w", convID, err)
+	}
+	if len(runs) > 0 {
+		nodes = overlay(nodes, runs, func(r *liveRun) bool { return r.h.Conv == convID })
+		slices.SortFunc(nodes, func(a, b *TurnNode) int { return cmp.Compare(a.id.Int64, b.id.Int64) })
 	}
 	if err := s.markTips(ctx, convID, nodes); err != nil {
 		return nil, err
@@ -221,6 +229,10 @@ func (n *TurnNode) turn(dec *decoder) (*trace.Turn, error) {
 // inputs and outputs (Inputs, Outputs, Score and Ended stay empty) or counting its calls
 // (Calls stays 0). On a long conversation it costs a fraction of TurnTree.
 func (s *Store) TurnOutline(ctx context.Context, convID string) ([]*TurnNode, error) {
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT id, parent_id, depth, status, explicit, input_preview, output_preview, started_at,
 			error, `+ownerColumns+`, retry_of FROM turns WHERE conv_id = ?`, convID)
 	if err != nil {
@@ -254,6 +266,7 @@ func (s *Store) TurnOutline(ctx context.Context, convID string) ([]*TurnNode, er
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: turn outline of %q: %w", convID, err)
 	}
+	out = overlay(out, runs, func(r *liveRun) bool { return r.h.Conv == convID })
 	// In key order, so parents come first. The rows arrive in index order (by status,
 	// then key): sorted runs, which sorting here merges faster than SQLite's sort.
 	slices.SortFunc(out, func(a, b *TurnNode) int { return cmp.Compare(a.id.Int64, b.id.Int64) })

@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // rowCounts counts the rows a turn owns, directly or through its calls.
@@ -143,9 +146,15 @@ func TestDeleteBranchKeepsReachableTurns(t *testing.T) {
 				}
 				appendN(t, s, "S", MainBranch, 1)
 			}},
-		{name: "an in-flight turn of the deleted branch goes", del: "f", removed: 1,
+		{name: "an interrupted turn of the deleted branch goes", del: "f", removed: 1,
 			setup: func(t *testing.T, s *Store) {
-				if _, err := s.Sink("S", "f").BeginTurn(ctx, sig.NewMap("question", "q")); err != nil {
+				sink := s.Sink("S", "f")
+				key, err := sink.BeginTurn(ctx, sig.NewMap("question", "q"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				crash(t, s, sink, key)
+				if _, err := s.PendingTurns(ctx); err != nil { // finds it, and keeps it as interrupted
 					t.Fatal(err)
 				}
 			}},
@@ -196,5 +205,34 @@ func TestDeleteBranchKeepsReachableTurns(t *testing.T) {
 			}
 			checkIntegrity(t, s)
 		})
+	}
+}
+
+// A branch or conversation with a turn in flight in a live process is not deleted under
+// it: the process would lose the turn when it ends.
+func TestDeleteRefusesTurnInFlight(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 2)
+	if _, err := s.Fork(ctx, "S", MainBranch, "f", 1); err != nil {
+		t.Fatal(err)
+	}
+	sink := s.Sink("S", "f")
+	key, err := sink.BeginTurn(ctx, sig.NewMap("question", "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteBranch(ctx, "S", "f", false); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "was not deleted") {
+		t.Errorf("delete the branch: %v", err)
+	}
+	if err := s.DeleteConversation(ctx, "S"); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "turn in flight") {
+		t.Errorf("delete the conversation: %v", err)
+	}
+	if err := sink.AbortTurn(ctx, key, &trace.Turn{Status: trace.StatusCancelled}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteBranch(ctx, "S", "f", false); err != nil {
+		t.Errorf("delete once the turn ended: %v", err)
 	}
 }

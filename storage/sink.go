@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/sessionbench/sessionbench/core/redact"
@@ -12,13 +13,14 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// BranchSink is the engine's trace.Sink bound to one branch of one conversation. Every
-// method is its own transaction, so each finished inner call is stored the moment
-// RecordCall returns: a killed process loses none (only a crash of the machine can take
-// back what the turn's commit, the one fsync per turn, did not yet make durable). A turn is 'running' from BeginTurn on, owned by this process (see
-// Owner), which renews its lease while it runs; it ends 'completed' (CommitTurn, the
-// only status on the branch's path) or failed, cancelled or interrupted (AbortTurn), kept
-// beside the branch. A crash leaves it 'running' with an owner that is gone: interrupted.
+// BranchSink is the engine's trace.Sink bound to one branch of one conversation. A turn
+// in flight lives in the branch's journal (journal.go), which this process holds locked:
+// another process finds the branch busy, each finished call is appended the moment
+// RecordCall returns (a killed process loses none), and the database sees the turn once,
+// when it ends: CommitTurn (completed, the only status on the branch's path) or AbortTurn
+// (failed, cancelled or interrupted, kept beside the branch), one commit and one fsync
+// per turn. A turn whose process died is imported from its journal as interrupted by the
+// next reader (liveRuns).
 type BranchSink struct {
 	s      *Store
 	conv   string
@@ -27,13 +29,15 @@ type BranchSink struct {
 	mu     sync.Mutex
 	resume string          // turn key the next BeginTurn resumes or retries
 	began  string          // turn key the last BeginTurn began
-	runs   map[string]*run // turns this sink has running, by key
+	runs   map[string]*run // turns this sink has in flight, by key
 }
 
-// run is a turn this sink owns: its owner record and the heartbeat renewing its lease.
+// run is a turn this sink has in flight: its locked journal and what it recorded.
 type run struct {
-	owner *Owner
-	stop  chan struct{}
+	mu    sync.Mutex
+	f     *os.File // nil once the turn ended
+	h     *runHeader
+	calls []runCall
 }
 
 var _ trace.Sink = (*BranchSink)(nil)
@@ -54,6 +58,15 @@ func (b *BranchSink) Resume(ctx context.Context, key string) error {
 	id, err := parseTurnKey(key)
 	if err != nil {
 		return err
+	}
+	if r, err := b.s.liveRun(ctx, id); err != nil || r != nil {
+		switch {
+		case err != nil:
+			return err
+		case r.h.Conv != b.conv || r.h.Branch != b.branch:
+			return fmt.Errorf("storage: turn %s was not begun on %s/%s: %w", key, b.conv, b.branch, ErrInvalid)
+		}
+		return busyError(r.h.Branch, id, r.owner(), r.h.Started)
 	}
 	n, err := turnNode(ctx, b.s.r, id)
 	if err != nil {
@@ -113,10 +126,11 @@ func dash(s string) string {
 	return s
 }
 
-// BeginTurn records a running turn after the branch tip, owned by this process. A branch
-// with a turn running in a live process is busy (ErrBusy, naming the process); turns on it
-// whose owner is gone are superseded (kept, cancelled): new input replaces an interrupted
-// turn, as in HPD-Agent.
+// BeginTurn begins a turn after the branch tip, in flight in this process: it takes the
+// branch's journal (a branch with a turn in flight in a live process is busy: ErrBusy,
+// naming the process) and writes the turn's header there; the database is not written.
+// Turns on the branch whose process is gone are superseded (kept, cancelled): new input
+// replaces an interrupted turn, as in HPD-Agent.
 func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, error) {
 	in, err := jsonOf(inputs)
 	if err != nil {
@@ -129,67 +143,121 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	resume := b.resume
 	b.resume, b.began = "", ""
 	b.mu.Unlock()
-	owner := b.s.newOwner()
-	var id int64
-	err = b.s.writeLight(ctx, func(tx *wtx) error {
-		if err := requireOpen(ctx, tx, b.conv); err != nil {
-			return err
-		}
-		br, err := branchByName(ctx, tx, b.conv, b.branch)
-		if err != nil {
-			return err
-		}
-		if err := b.notBusy(ctx, tx, br); err != nil {
-			return err
-		}
-		var retryOf int64
-		if resume != "" {
-			old, err := parseTurnKey(resume)
-			if err != nil {
-				return err
-			}
-			n, err := turnNode(ctx, tx, old)
-			if err != nil {
-				return err
-			}
-			if err := resumable(n, br); err != nil {
-				return err
-			}
-			if n.Status == trace.StatusInterrupted || n.Status == trace.StatusRunning {
-				// interrupted (or running with its owner gone): continue it in place
-				id = old
-				_, err = tx.ExecContext(ctx, `UPDATE turns SET status = 'running', error = NULL, ended_at = NULL, inputs = ?, input_preview = ?,
-					owner_pid = ?, owner_host = ?, owner_id = ?, lease_until = ? WHERE id = ?`,
-					in.String, preview(in), owner.PID, owner.Host, owner.id, fmtTime(owner.LeaseUntil), id)
-				return err
-			}
-			retryOf = old
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'cancelled', error = 'superseded by a new turn', ended_at = ?,
-			`+clearOwner+` WHERE conv_id = ? AND status IN ('running', 'interrupted') AND branch_id = ?`, fmtTime(now()), b.conv, br.ID); err != nil {
-			return err
-		}
-		id, err = insertTurn(ctx, tx, b.conv, br, in.String, owner, retryOf)
-		return err
-	})
+	if b.s.readOnly != "" {
+		return "", fmt.Errorf("storage: %s: %s; nothing was changed: %w", b.s.path, b.s.readOnly, ErrReadOnly)
+	}
+	if err := requireOpen(ctx, b.s.r, b.conv); err != nil {
+		return "", err
+	}
+	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
 	if err != nil {
 		return "", err
 	}
-	key := turnKey(id)
-	r := &run{owner: owner, stop: make(chan struct{})}
+	f, holder, err := b.s.lockRun(br.ID)
+	if err != nil {
+		return "", err
+	}
+	if f == nil {
+		return "", runBusyError(br.Name, holder)
+	}
+	h, err := b.begin(ctx, f, br.ID, in.String, resume)
+	if err != nil {
+		f.Close()
+		return "", err
+	}
+	key := turnKey(h.ID)
+	b.s.holdRun(f)
 	b.mu.Lock()
-	b.runs[key], b.began = r, key
+	b.runs[key], b.began = &run{f: f, h: h}, key
 	b.mu.Unlock()
-	go b.s.heartbeat(id, owner, r.stop)
 	return key, nil
+}
+
+// begin writes the header of the turn beginning on branch branchID into its journal f,
+// which this process has just locked.
+func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inputs, resume string) (*runHeader, error) {
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		// the journal of a turn whose process died before anyone read it: keep it first
+		h, calls, err := readJournal(f)
+		if err == nil && h != nil {
+			err = b.s.write(ctx, func(tx *wtx) error { return importRun(ctx, b.s.wc, tx, h, calls) })
+		}
+		if err == nil {
+			err = f.Truncate(0)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Read after the lock: the branch as the last turn on it left it.
+	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	if err != nil {
+		return nil, err
+	}
+	if br.ID != branchID {
+		return nil, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w", b.branch, b.conv, ErrConflict)
+	}
+	if err := b.notBusy(ctx, br); err != nil {
+		return nil, err
+	}
+	h := &runHeader{V: journalVersion, Conv: b.conv, Branch: b.branch, BranchID: br.ID, Parent: br.tipID.Int64, Depth: br.Length,
+		Inputs: inputs, PID: os.Getpid(), Host: hostName(), Started: now()}
+	if resume != "" {
+		old, err := parseTurnKey(resume)
+		if err != nil {
+			return nil, err
+		}
+		n, err := turnNode(ctx, b.s.r, old)
+		if err != nil {
+			return nil, err
+		}
+		if err := resumable(n, br); err != nil {
+			return nil, err
+		}
+		if n.Status == trace.StatusInterrupted || n.Status == trace.StatusRunning {
+			h.ID, h.InPlace = old, true // interrupted: continue it in place
+		} else {
+			h.RetryOf = old
+		}
+	}
+	// Turns left running or interrupted here are superseded now (rarely any: a
+	// transaction only then).
+	var left int
+	if err := b.s.r.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE conv_id = ? AND status IN ('running', 'interrupted')
+		AND branch_id = ? AND id != ?`, b.conv, br.ID, h.ID).Scan(&left); err != nil {
+		return nil, fmt.Errorf("storage: turns left on %q: %w", br.Name, err)
+	}
+	if left > 0 {
+		if err := b.s.write(ctx, func(tx *wtx) error { return supersede(ctx, tx, b.conv, br.ID, h.ID) }); err != nil {
+			return nil, err
+		}
+	}
+	if h.ID == 0 {
+		if h.ID, err = b.s.nextTurnID(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := appendRecord(f, h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// runBusyError says which live process runs a turn on a branch, as its journal says.
+func runBusyError(branch string, h *runHeader) error {
+	if h == nil {
+		return fmt.Errorf("storage: branch %q is busy: another process is beginning a turn on it: %w", branch, ErrBusy)
+	}
+	return busyError(branch, h.ID, &Owner{PID: h.PID, Host: h.Host, Alive: true}, h.Started)
 }
 
 // clearOwner is the SET clause that makes a turn ownerless.
 const clearOwner = `owner_pid = NULL, owner_host = NULL, owner_id = NULL, lease_until = NULL`
 
-// notBusy fails with ErrBusy when a live process runs a turn on br.
-func (b *BranchSink) notBusy(ctx context.Context, tx *wtx, br *Branch) error {
-	nodes, err := queryNodes(ctx, tx, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status = 'running' AND t.branch_id = ?`,
+// notBusy fails with ErrBusy when a turn stored running by an earlier version of this
+// program (which kept turns in flight in the database) is still alive on br.
+func (b *BranchSink) notBusy(ctx context.Context, br *Branch) error {
+	nodes, err := queryNodes(ctx, b.s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status = 'running' AND t.branch_id = ?`,
 		b.conv, br.ID)
 	if err != nil {
 		return fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
@@ -202,9 +270,9 @@ func (b *BranchSink) notBusy(ctx context.Context, tx *wtx, br *Branch) error {
 	return nil
 }
 
-func requireOpen(ctx context.Context, tx *wtx, convID string) error {
+func requireOpen(ctx context.Context, q querier, convID string) error {
 	var st trace.Status
-	err := tx.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", convID).Scan(&st)
+	err := q.QueryRowContext(ctx, "SELECT status FROM conversations WHERE id = ?", convID).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("storage: conversation %q: %w", convID, ErrNotFound)
 	}
@@ -217,134 +285,147 @@ func requireOpen(ctx context.Context, tx *wtx, convID string) error {
 	return nil
 }
 
-// insertTurn adds a running turn after br's tip; owner is nil for a turn committed in the
-// same transaction (imports), retryOf 0 unless it retries a failed or cancelled turn.
+// insertTurn adds a running turn after br's tip, with the next id of the counter; owner
+// is nil for a turn committed in the same transaction (imports), retryOf 0 unless it
+// retries a failed or cancelled turn.
 func insertTurn(ctx context.Context, tx *wtx, convID string, br *Branch, inputs string, o *Owner, retryOf int64) (int64, error) {
-	var parent, jump sql.NullInt64
-	depth, jumpDepth := 0, 0
-	if br.tipID.Valid {
-		p, err := readPos(ctx, tx, br.tipID.Int64)
-		if err != nil {
-			return 0, err
-		}
-		j, jd, err := jumpFor(ctx, tx, p)
-		if err != nil {
-			return 0, err
-		}
-		parent = sql.NullInt64{Int64: p.id, Valid: true}
-		jump = sql.NullInt64{Int64: j, Valid: true}
-		depth, jumpDepth = p.depth+1, jd
-	}
-	var pid sql.NullInt64
-	var host, oid, lease sql.NullString
-	if o != nil {
-		pid = sql.NullInt64{Int64: int64(o.PID), Valid: true}
-		host, oid = sql.NullString{String: o.Host, Valid: true}, sql.NullString{String: o.id, Valid: true}
-		lease = sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
-	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO turns(conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
-			input_preview, started_at, owner_pid, owner_host, owner_id, lease_until, retry_of)
-		VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`, convID, parent, jump, jumpDepth, depth, br.ID, inputs,
-		preview(sql.NullString{String: inputs, Valid: true}), fmtTime(now()), pid, host, oid, lease, sql.NullInt64{Int64: retryOf, Valid: retryOf != 0})
+	id, err := reserveIDs(ctx, tx, 1)
 	if err != nil {
-		return 0, fmt.Errorf("storage: begin turn on %q: %w", br.Name, err)
+		return 0, err
 	}
-	return res.LastInsertId()
+	return id, insertTurnAt(ctx, tx, turnRow{id: id, parent: br.tipID.Int64, branchID: br.ID, retryOf: retryOf, conv: convID,
+		inputs: inputs, started: now(), owner: o})
 }
 
-// ownedTurn checks that key names a turn of this sink's conversation that is running
-// under this sink's ownership, and returns its id.
-func (b *BranchSink) ownedTurn(ctx context.Context, tx *wtx, key string) (int64, error) {
+// inFlight is the run of turn key, which this sink must have in flight.
+func (b *BranchSink) inFlight(ctx context.Context, key string) (*run, error) {
 	id, err := parseTurnKey(key)
 	if err != nil {
-		return 0, err
-	}
-	n, err := turnOwner(ctx, tx, id)
-	if err != nil {
-		return 0, err
-	}
-	if n.conv != b.conv {
-		return 0, fmt.Errorf("storage: turn %s is not in conversation %q: %w", key, b.conv, ErrInvalid)
-	}
-	if n.Owner == nil { // only a running turn has an owner (an expired lease shows as interrupted)
-		return 0, fmt.Errorf("storage: turn %s is %s, not in flight: %w", key, n.Status, ErrConflict)
+		return nil, err
 	}
 	b.mu.Lock()
 	r := b.runs[key]
 	b.mu.Unlock()
-	if r == nil || n.Owner.id != r.owner.id {
-		return 0, fmt.Errorf("storage: turn %s is no longer this process's: %s took it over after its lease ran out: %w",
-			key, n.Owner, ErrConflict)
+	if r != nil {
+		return r, nil
 	}
-	return id, nil
+	// Say why: the turn is unknown, elsewhere, or not in flight here.
+	n, err := turnNode(ctx, b.s.r, id)
+	switch {
+	case err != nil:
+		if lr, _ := b.s.liveRun(ctx, id); lr != nil {
+			return nil, fmt.Errorf("storage: turn %s is in flight in %s, not in this sink: %w", key, lr.owner(), ErrConflict)
+		}
+		return nil, err
+	case n.conv != b.conv:
+		return nil, fmt.Errorf("storage: turn %s is not in conversation %q: %w", key, b.conv, ErrInvalid)
+	}
+	return nil, fmt.Errorf("storage: turn %s is %s, not in flight on %s/%s in this process: %w", key, n.Status, b.conv, b.branch, ErrConflict)
 }
 
-// turnOwner reads what ownedTurn checks of a turn (its conversation, status and owner)
-// and no more: it runs for every call a turn records.
-func turnOwner(ctx context.Context, tx *wtx, id int64) (*TurnNode, error) {
-	n := &TurnNode{}
-	var pid sql.NullInt64
-	var host, oid, lease sql.NullString
-	err := tx.QueryRowContext(ctx, "SELECT conv_id, status, "+ownerColumns+" FROM turns WHERE id = ?", id).
-		Scan(&n.conv, &n.Status, &pid, &host, &oid, &lease)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("storage: turn %d: %w", id, ErrNotFound)
+// abandon lets go of turn key's journal without ending it, as a dying process would: the
+// next reader keeps the turn as interrupted.
+func (b *BranchSink) abandon(key string) {
+	b.mu.Lock()
+	r := b.runs[key]
+	delete(b.runs, key)
+	b.mu.Unlock()
+	if r == nil {
+		return
 	}
-	if err != nil {
-		return nil, fmt.Errorf("storage: turn %d: %w", id, err)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f != nil {
+		b.s.releaseRun(r.f)
+		r.f.Close()
+		r.f = nil
 	}
-	n.setOwner(scanOwner(pid, host, oid, lease))
-	return n, nil
 }
 
-// end stops the heartbeat of turn key: the turn is no longer this sink's to renew.
+// end retires turn key's journal once its transaction has committed: the branch is free.
 func (b *BranchSink) end(key string) {
 	b.mu.Lock()
 	r := b.runs[key]
 	delete(b.runs, key)
 	b.mu.Unlock()
-	if r != nil {
-		close(r.stop)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f != nil {
+		b.s.releaseRun(r.f)
+		retire(r.f, r.f.Name())
+		r.f = nil
+		os.Remove(b.s.runsDir()) // only when empty: nothing is left beside the database
 	}
 }
 
-// RecordCall stores one finished inner call (with any children attached to it that were
-// not recorded yet) in its own transaction. Recording a call id again replaces it, which
-// is what a resumed turn does with the calls it replays.
+// RecordCall appends one finished inner call (with any children attached to it) to the
+// turn's journal; it is in the database when the turn ends. Recording a call id again
+// replaces it, which is what a resumed turn does with the calls it replays.
 func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c *trace.Call) error {
 	if c == nil {
 		return fmt.Errorf("storage: record call: nil call: %w", ErrInvalid)
 	}
-	return b.s.writeLight(ctx, func(tx *wtx) error {
-		id, err := b.ownedTurn(ctx, tx, key)
-		if err != nil {
-			return err
-		}
-		return insertCall(ctx, b.s.wc, tx, id, parentCallID, c, true)
-	})
+	r, err := b.inFlight(ctx, key)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return fmt.Errorf("storage: turn %s has ended: %w", key, ErrConflict)
+	}
+	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: c}); err != nil {
+		return err
+	}
+	r.calls = append(r.calls, runCall{Parent: parentCallID, Call: snapshotCall(c)})
+	return nil
 }
 
-// CommitTurn stores the finished turn, marks it completed and moves the branch tip to it,
-// clearing the branch's redo stack.
+// recorded is what the turn's journal holds, for its transaction.
+func (r *run) recorded() []runCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// CommitTurn stores the finished turn, completed, and moves the branch tip to it,
+// clearing the branch's redo stack: the turn's one transaction.
 func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) error {
 	if t == nil {
 		return fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid)
 	}
-	err := b.s.write(ctx, func(tx *wtx) error {
-		id, err := b.ownedTurn(ctx, tx, key)
-		if err != nil {
-			return err
-		}
+	r, err := b.inFlight(ctx, key)
+	if err != nil {
+		return err
+	}
+	var install func()
+	err = b.s.write(ctx, func(tx *wtx) error {
 		br, err := branchByName(ctx, tx, b.conv, b.branch)
 		if err != nil {
 			return err
 		}
-		return commitTurn(ctx, b.s.wc, tx, br, id, t)
+		if br.tipID.Int64 != r.h.Parent {
+			return fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
+				br.Name, key, nullKey(br.tipID), ErrConflict)
+		}
+		if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
+			return err
+		}
+		if err := commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t); err != nil {
+			return err
+		}
+		install, err = b.s.topUp(ctx, tx)
+		return err
 	})
-	if err == nil {
-		b.end(key) // on failure the turn is still this sink's, to abort
+	if err != nil {
+		return err // the turn is still this sink's, to abort
 	}
-	return err
+	install()
+	b.end(key)
+	return nil
 }
 
 func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int64, t *trace.Turn) error {
@@ -416,10 +497,10 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int
 	return setTip(ctx, tx, br.ID, sql.NullInt64{Int64: id, Valid: true})
 }
 
-// AbortTurn ends the running turn without committing it: t says how (Status failed,
-// cancelled or interrupted; failed when unset), why (Error) and the calls it made, which
-// are stored if they were not yet. The turn stays beside the branch, out of its path; an
-// interrupted one is left ownerless, so it is offered for resuming at once.
+// AbortTurn ends the turn in flight without committing it: t says how (Status failed,
+// cancelled or interrupted; failed when unset), why (Error) and the calls it made. The
+// turn is stored beside the branch, out of its path, in one transaction; an interrupted
+// one is left ownerless, so it is offered for resuming at once.
 func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) error {
 	if t == nil {
 		return fmt.Errorf("storage: abort turn %s: nil turn: %w", key, ErrInvalid)
@@ -432,18 +513,21 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 	default:
 		return fmt.Errorf("storage: abort turn %s as %q: want failed, cancelled or interrupted: %w", key, st, ErrInvalid)
 	}
-	defer b.end(key)
-	return b.s.write(ctx, func(tx *wtx) error {
-		id, err := b.ownedTurn(ctx, tx, key)
-		if err != nil {
+	r, err := b.inFlight(ctx, key)
+	if err != nil {
+		return err
+	}
+	var install func()
+	err = b.s.write(ctx, func(tx *wtx) error {
+		if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 			return err
 		}
 		for _, c := range t.Calls {
-			if err := insertCallIfMissing(ctx, b.s.wc, tx, id, "", c); err != nil {
+			if err := insertCallIfMissing(ctx, b.s.wc, tx, r.h.ID, "", c); err != nil {
 				return err
 			}
 		}
-		if err := insertAttempts(ctx, tx, b.conv, id, t.Attempts, false); err != nil {
+		if err := insertAttempts(ctx, tx, b.conv, r.h.ID, t.Attempts, false); err != nil {
 			return err
 		}
 		ended := t.Ended
@@ -460,9 +544,20 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 			q += ", inputs = ?, input_preview = ?"
 			args = append(args, in.String, preview(in))
 		}
-		_, err = tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id)...)
+		if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, r.h.ID)...); err != nil {
+			return err
+		}
+		install, err = b.s.topUp(ctx, tx)
 		return err
 	})
+	if err != nil {
+		// Let the branch go: the journal keeps the turn, imported as interrupted.
+		b.abandon(key)
+		return err
+	}
+	install()
+	b.end(key)
+	return nil
 }
 
 // AppendTurn stores a complete turn (with its calls) at the tip of branch in one

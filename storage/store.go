@@ -37,8 +37,10 @@ type Store struct {
 	w    *sql.DB // the one writer connection: every write is serialised through it
 	r    *readDB // readers; WAL lets them run beside the writer
 
-	leaseMu sync.Mutex
-	lease   time.Duration // of the turns this store runs; 0 means DefaultLease
+	ids idBlock // turn ids reserved for the turns this store begins (runs.go)
+
+	runMu sync.Mutex
+	held  map[*os.File]bool // journals of the turns in flight here, locked (journal.go)
 
 	readOnly string      // why the store is read-only (OpenRead); "" when it can write
 	wc       *writeCache // used only inside a write transaction (see writeCache)
@@ -229,8 +231,34 @@ func (s *Store) backup(ctx context.Context, version int) error {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database.
+// holdRun and releaseRun track the journals this store holds locked.
+func (s *Store) holdRun(f *os.File) {
+	s.runMu.Lock()
+	if s.held == nil {
+		s.held = map[*os.File]bool{}
+	}
+	s.held[f] = true
+	s.runMu.Unlock()
+}
+
+func (s *Store) releaseRun(f *os.File) {
+	s.runMu.Lock()
+	delete(s.held, f)
+	s.runMu.Unlock()
+}
+
+// Close closes the database. Turns still in flight are let go as a dying process would
+// let them go: kept as interrupted by the next reader.
 func (s *Store) Close() error {
+	if s.w != nil {
+		s.giveBackIDs()
+	}
+	s.runMu.Lock()
+	for f := range s.held {
+		f.Close()
+	}
+	s.held = nil
+	s.runMu.Unlock()
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

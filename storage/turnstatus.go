@@ -1,10 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/sig"
@@ -36,11 +38,17 @@ func (p *PendingTurn) Resumable() bool { return p.Status == trace.StatusInterrup
 // PendingTurns lists every turn that has not ended in the database, oldest first:
 // the running ones (with their live owner) and the interrupted ones to resume or discard.
 func (s *Store) PendingTurns(ctx context.Context) ([]*PendingTurn, error) {
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.status IN ('running', 'interrupted') ORDER BY t.id")
 	if err != nil {
 		return nil, fmt.Errorf("storage: pending turns: %w", err)
 	}
-	return s.pendingOf(ctx, nodes)
+	nodes = overlay(nodes, runs, func(*liveRun) bool { return true })
+	slices.SortFunc(nodes, func(a, b *TurnNode) int { return cmp.Compare(a.id.Int64, b.id.Int64) })
+	return s.pendingOf(ctx, nodes, runs)
 }
 
 // PendingTurn loads one turn that has not ended.
@@ -49,21 +57,26 @@ func (s *Store) PendingTurn(ctx context.Context, key string) (*PendingTurn, erro
 	if err != nil {
 		return nil, err
 	}
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.id = ? AND t.status IN ('running', 'interrupted')", id)
 	if err != nil {
 		return nil, fmt.Errorf("storage: pending turn %s: %w", key, err)
 	}
+	nodes = overlay(nodes, runs, func(r *liveRun) bool { return r.h.ID == id })
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("storage: no pending turn %s: %w", key, ErrNotFound)
 	}
-	p, err := s.pendingOf(ctx, nodes)
+	p, err := s.pendingOf(ctx, nodes, runs)
 	if err != nil {
 		return nil, err
 	}
 	return p[0], nil
 }
 
-func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode) ([]*PendingTurn, error) {
+func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode, runs []*liveRun) ([]*PendingTurn, error) {
 	ids := make([]int64, len(nodes))
 	for i, n := range nodes {
 		ids[i] = n.id.Int64
@@ -72,6 +85,11 @@ func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode) ([]*PendingTur
 	calls, err := loadCalls(ctx, s.r, ids, LoadOptions{}, dec)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range runs { // a turn in flight has its calls in its journal
+		if _, ok := calls[r.h.ID]; ok || slices.Contains(ids, r.h.ID) {
+			calls[r.h.ID] = r.tree()
+		}
 	}
 	out := make([]*PendingTurn, 0, len(nodes))
 	for _, n := range nodes {
@@ -82,8 +100,10 @@ func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode) ([]*PendingTur
 		p := &PendingTurn{Key: n.Key, ConvID: n.conv, Index: n.Index, Status: n.Status, Owner: n.Owner, Inputs: t.Inputs,
 			Started: n.Started, Calls: calls[n.id.Int64]}
 		var tip sql.NullInt64
-		err = s.r.QueryRowContext(ctx, `SELECT coalesce(b.name, ''), b.tip_id FROM turns t
-			LEFT JOIN branches b ON b.id = t.branch_id WHERE t.id = ?`, n.id.Int64).Scan(&p.Branch, &tip)
+		err = s.r.QueryRowContext(ctx, `SELECT coalesce(b.name, ''), b.tip_id FROM branches b WHERE b.id = ?`, n.branchID.Int64).Scan(&p.Branch, &tip)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("storage: pending turn %s: %w", n.Key, err)
 		}
@@ -100,6 +120,12 @@ func (s *Store) DiscardTurn(ctx context.Context, key, reason string) error {
 	id, err := parseTurnKey(key)
 	if err != nil {
 		return err
+	}
+	if r, err := s.liveRun(ctx, id); err != nil || r != nil {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("storage: turn %s is running in %s; stop that process first: %w", key, r.owner(), ErrBusy)
 	}
 	return s.write(ctx, func(tx *wtx) error {
 		n, err := turnNode(ctx, tx, id)
@@ -128,6 +154,12 @@ func (s *Store) DeleteTurn(ctx context.Context, key string) error {
 	id, err := parseTurnKey(key)
 	if err != nil {
 		return err
+	}
+	if r, err := s.liveRun(ctx, id); err != nil || r != nil {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("storage: turn %s is running in %s; stop that process first: %w", key, r.owner(), ErrBusy)
 	}
 	return s.write(ctx, func(tx *wtx) error {
 		n, err := turnNode(ctx, tx, id)
@@ -159,12 +191,16 @@ func (s *Store) KeptTurns(ctx context.Context, convID, branch string) ([]*TurnNo
 	}
 	// The statuses but completed (the column's CHECK lists them), spelled out so the
 	// (conv_id, status) index finds them instead of scanning every completed turn.
+	runs, err := s.liveRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
 	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ?
 		AND t.status IN ('running', 'failed', 'cancelled', 'interrupted') AND t.branch_id = ? ORDER BY t.id`, convID, b.ID)
 	if err != nil {
 		return nil, fmt.Errorf("storage: turns kept beside %q: %w", branch, err)
 	}
-	return nodes, nil
+	return overlay(nodes, runs, func(r *liveRun) bool { return r.h.BranchID == b.ID }), nil
 }
 
 // TurnInfo is a turn (any status) with where it is: its conversation and the branch it
@@ -182,6 +218,11 @@ func (s *Store) TurnInfo(ctx context.Context, key string) (*TurnInfo, error) {
 		return nil, err
 	}
 	n, err := turnNode(ctx, s.r, id)
+	if errors.Is(err, ErrNotFound) {
+		if r, _ := s.liveRun(ctx, id); r != nil {
+			n, err = r.node(), nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

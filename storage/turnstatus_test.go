@@ -15,18 +15,39 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// setOwner rewrites the owner columns of a turn running under sink, to stand for another
-// process (this one stops renewing it).
+// setOwner makes turn key, begun by sink, a row stored running by an earlier version of
+// this program (which kept turns in flight in the database under a lease), owned by pid
+// on host until lease.
 func setOwner(t *testing.T, s *Store, sink *BranchSink, key string, pid int, host string, lease time.Time) {
 	t.Helper()
-	sink.end(key)
+	sink.abandon(key)
+	if _, err := s.PendingTurns(context.Background()); err != nil { // imports its journal
+		t.Fatal(err)
+	}
 	id, _ := parseTurnKey(key)
 	err := s.write(context.Background(), func(tx *wtx) error {
-		_, err := tx.Exec("UPDATE turns SET owner_pid = ?, owner_host = ?, lease_until = ? WHERE id = ?", pid, host, fmtTime(lease), id)
+		_, err := tx.Exec("UPDATE turns SET owner_pid = ?, owner_host = ?, owner_id = 'v10', lease_until = ? WHERE id = ?", pid, host, fmtTime(lease), id)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// holdJournal stands for another live process running turn key: sink lets go of the
+// turn's journal and the test takes its lock.
+func holdJournal(t *testing.T, s *Store, sink *BranchSink, key string) {
+	t.Helper()
+	r := sink.runs[key]
+	path := r.f.Name()
+	sink.abandon(key)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if ok, err := tryLock(f, true); !ok || err != nil {
+		t.Fatalf("lock %s: %v %v", path, ok, err)
 	}
 }
 
@@ -51,15 +72,18 @@ func TestTurnOwnership(t *testing.T) {
 		owner func(t *testing.T, s *Store, sink *BranchSink, key string)
 		alive bool
 	}{
-		{"this process, lease renewed", func(*testing.T, *Store, *BranchSink, string) {}, true},
-		{"another host, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+		{"this process", func(*testing.T, *Store, *BranchSink, string) {}, true},
+		{"another process holds its journal", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+			holdJournal(t, s, sink, key)
+		}, true},
+		{"its process was killed", func(t *testing.T, s *Store, sink *BranchSink, key string) { crash(t, s, sink, key) }, false},
+		{"earlier version: another host, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
 			setOwner(t, s, sink, key, 4242, "elsewhere.example", later)
 		}, true},
-		{"lease ran out", func(t *testing.T, s *Store, sink *BranchSink, key string) { crash(t, s, sink, key) }, false},
-		{"another host, lease ran out", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+		{"earlier version: another host, lease ran out", func(t *testing.T, s *Store, sink *BranchSink, key string) {
 			setOwner(t, s, sink, key, 4242, "elsewhere.example", time.Now().Add(-time.Minute))
 		}, false},
-		{"process of this host gone, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
+		{"earlier version: process of this host gone, lease valid", func(t *testing.T, s *Store, sink *BranchSink, key string) {
 			setOwner(t, s, sink, key, deadPID(t), hostName(), later)
 		}, false},
 		{"interrupted by a signal", func(t *testing.T, _ *Store, sink *BranchSink, key string) {
@@ -232,43 +256,98 @@ func TestFailedTurnRetry(t *testing.T) {
 	}
 }
 
-// TestLeaseRenewed: a running turn's lease is renewed while it runs, and its owner is
-// cleared when it ends.
-func TestLeaseRenewed(t *testing.T) {
+// TestTurnInFlightLivesInItsJournal: a turn in flight is not in the database but in its
+// branch's journal, which readers show as running; a record a kill cut short is dropped
+// and the rest kept; an ended turn leaves no journal behind.
+func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	s.SetLease(150 * time.Millisecond)
 	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 1)
+	tr := fixtureTurn(1, 0, true)
 	sink := s.Sink("S", MainBranch)
-	key, err := sink.BeginTurn(ctx, sig.NewMap("question", "long"))
+	key, err := sink.BeginTurn(ctx, tr.Inputs)
 	if err != nil {
 		t.Fatal(err)
+	}
+	all0, _ := s.Commits()
+	if err := sink.RecordCall(ctx, key, "t1.c1", tr.Calls[0].Children[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.RecordCall(ctx, key, "", tr.Calls[0]); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := parseTurnKey(key)
+	if _, err := turnNode(ctx, s.r, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a turn in flight is in the database: %v", err)
+	}
+	if all, _ := s.Commits(); all != all0 {
+		t.Fatalf("recording calls committed %d times", all-all0)
 	}
 	p, err := s.PendingTurn(ctx, key)
+	if err != nil || p.Status != trace.StatusRunning || p.Index != 1 || !p.Owner.Alive || p.Owner.PID != os.Getpid() ||
+		len(p.Calls) != 1 || len(p.Calls[0].Children) != 1 || p.Calls[0].Completion != tr.Calls[0].Completion {
+		t.Fatalf("turn in flight: %+v %v", p, err)
+	}
+	// A record cut short, as a kill in the middle of a write leaves it.
+	path := sink.runs[key].f.Name()
+	if _, err := sink.runs[key].f.Write([]byte{200, 0, 0, 0, 1, 2, 3, 4, '{', '"'}); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, s, sink, key)
+	p, err = s.PendingTurn(ctx, key)
+	if err != nil || p.Status != trace.StatusInterrupted || !p.Resumable() || len(p.Calls) != 1 || len(p.Calls[0].Children) != 1 ||
+		p.Calls[0].Messages[0].Content != tr.Calls[0].Messages[0].Content {
+		t.Fatalf("after the kill: %+v %v", p, err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an imported journal is left: %v", err)
+	}
+	// Resumed and committed: no journal left, no owner kept.
+	if err := sink.Resume(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runTurn(ctx, sink, tr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a committed turn's journal is left: %v", err)
+	}
+	n, _ := turnNode(ctx, s.r, id)
+	if n == nil || n.Owner != nil || n.Status != trace.StatusCompleted || n.Calls != 3 {
+		t.Errorf("committed: %+v", n)
+	}
+}
+
+// A journal this program cannot read is reported with its path when its branch is used,
+// and left for the user: nothing in it is lost by guessing.
+func TestForeignJournal(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	b, err := s.Branch(ctx, "S", MainBranch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := p.Owner.LeaseUntil
-	// Renewals come every 50 ms; a busy machine may delay them, so only their absence
-	// for far longer fails.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		time.Sleep(20 * time.Millisecond)
-		p, err := s.PendingTurn(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Owner.LeaseUntil.After(first) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lease never renewed: %+v", p.Owner)
-		}
-	}
-	if err := sink.CommitTurn(ctx, key, &trace.Turn{Outputs: sig.NewMap()}); err != nil {
+	if err := os.MkdirAll(s.runsDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := turnNode(ctx, s.r, 1)
-	if n.Owner != nil || n.Status != trace.StatusCompleted {
-		t.Errorf("completed turn keeps an owner: %+v", n)
+	f, err := os.Create(s.runPath(b.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := appendRecord(f, map[string]any{"v": 99, "id": 5}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.ListConversations(ctx); err != nil {
+		t.Errorf("listing with a foreign journal: %v", err)
+	}
+	_, err = s.Sink("S", MainBranch).BeginTurn(ctx, sig.NewMap("q", "x"))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), s.runPath(b.ID)) || !strings.Contains(err.Error(), "version 99") {
+		t.Errorf("begin beside a foreign journal: %v", err)
+	}
+	if fi, err := os.Stat(s.runPath(b.ID)); err != nil || fi.Size() == 0 {
+		t.Errorf("the foreign journal was not left as it was: %v", err)
 	}
 }

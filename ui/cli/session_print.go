@@ -121,7 +121,7 @@ func printShow(w io.Writer, c *storage.Conversation, bs []*storage.Branch, branc
 	for _, k := range kept {
 		fmt.Fprintf(w, "  %s %3d  [%s] %s  %s  (%d calls)\n", k.Status.Mark(), k.Index, k.Key, k.Status, clip(string(k.Inputs), 50), k.Calls)
 		if k.Owner != nil && k.Status == trace.StatusRunning {
-			fmt.Fprintf(w, "         running in %s (lease until %s)\n", k.Owner, when(k.Owner.LeaseUntil))
+			fmt.Fprintf(w, "         running in %s since %s\n", k.Owner, when(k.Started))
 		}
 		if k.FailedCall != "" {
 			fmt.Fprintf(w, "         failed call: %s\n", k.FailedCall)

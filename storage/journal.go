@@ -1,0 +1,193 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A turn in flight lives in a journal beside the database, not in it, until it ends: the
+// database sees the whole turn in one transaction (one commit per turn), and the journal
+// keeps what a killed process would otherwise lose.
+//
+//   - The journal of branch B is <db>-runs/b<B>. The process running a turn on B holds
+//     an exclusive lock on it (tryLock) for the turn's whole life: another process finds
+//     the branch busy, and reads who runs what from the journal itself. The kernel drops
+//     the lock when the process dies, however it dies, so a journal with content and no
+//     lock is a turn whose process is gone: it is imported as interrupted (importRun).
+//   - Records are appended with one write each and never rewritten: the header when the
+//     turn begins, then every finished call. A write that returned is in the kernel's
+//     page cache, so it survives the process being killed (not the machine crashing: only
+//     the turn's commit is fsynced, as before). Each record is its length and CRC-32
+//     before its JSON, so a record cut short by a kill is recognised and dropped.
+//   - The turn's id is taken from a block reserved in the database beforehand (nextTurnID),
+//     so its key is the same in flight, in the journal and once stored.
+//   - When the turn's transaction has committed, the journal is removed while still
+//     locked (retire); a journal whose turn is already stored (the process died between
+//     the commit and the removal) is only removed.
+
+// runHeader is a journal's first record: the turn being run.
+type runHeader struct {
+	V        int       `json:"v"`
+	ID       int64     `json:"id"`
+	Conv     string    `json:"conversation"`
+	Branch   string    `json:"branch"`
+	BranchID int64     `json:"branch_id"`
+	Parent   int64     `json:"parent,omitempty"` // the branch tip the turn follows; 0 for none
+	Depth    int       `json:"index"`
+	Inputs   string    `json:"inputs"` // JSON
+	RetryOf  int64     `json:"retry_of,omitempty"`
+	InPlace  bool      `json:"in_place,omitempty"` // takes up interrupted turn ID where it is
+	PID      int       `json:"pid"`
+	Host     string    `json:"host"`
+	Started  time.Time `json:"started"`
+}
+
+// runCall is every later record: one finished inner call, as RecordCall got it.
+type runCall struct {
+	Parent string      `json:"parent,omitempty"`
+	Call   *trace.Call `json:"call"`
+}
+
+const (
+	journalVersion = 1
+	maxRecord      = 1 << 30 // a length beyond this is a damaged journal, not a record
+)
+
+// runsDir is the directory of the journals of the turns in flight.
+func (s *Store) runsDir() string { return s.path + "-runs" }
+
+func (s *Store) runPath(branchID int64) string {
+	return filepath.Join(s.runsDir(), "b"+strconv.FormatInt(branchID, 10))
+}
+
+// branchOfRun reads the branch id out of a journal's file name.
+func branchOfRun(name string) (int64, bool) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(name, "b"), 10, 64)
+	return id, err == nil && strings.HasPrefix(name, "b") && id > 0
+}
+
+// lockRun opens branchID's journal and takes its exclusive lock. When another open file
+// holds it, it returns no file and what the journal says of the turn running (nil if its
+// header is not written yet). A file that has content once locked is a turn whose process
+// is gone, for the caller to import.
+func (s *Store) lockRun(branchID int64) (*os.File, *runHeader, error) {
+	path := s.runPath(branchID)
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(s.runsDir(), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("storage: turn journals: %w", err)
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if errors.Is(err, os.ErrNotExist) && try < 100 {
+			continue // the directory was removed as the last journal in it ended
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("storage: turn journal: %w", err)
+		}
+		ok, err := tryLock(f, true)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("storage: lock turn journal %s: %w", path, err)
+		}
+		if !ok {
+			h, _, _ := readJournal(f)
+			f.Close()
+			return nil, h, nil
+		}
+		// The lock is ours; the path must still name this file (its last owner may have
+		// retired it between our open and our lock).
+		fi, err1 := f.Stat()
+		pi, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+			return f, nil, nil
+		}
+		f.Close()
+	}
+}
+
+// appendRecord writes v as one journal record, in one write.
+func appendRecord(f *os.File, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("storage: turn journal record: %w", err)
+	}
+	rec := make([]byte, 8, 8+len(body))
+	binary.LittleEndian.PutUint32(rec, uint32(len(body)))
+	binary.LittleEndian.PutUint32(rec[4:], crc32.ChecksumIEEE(body))
+	if _, err := f.Write(append(rec, body...)); err != nil {
+		return fmt.Errorf("storage: write turn journal %s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+// readJournal reads a journal from its start: its header (nil when there is none: an
+// empty file, or one whose header write never completed) and its complete call records.
+// A record cut short or damaged ends the journal there: nothing after it was returned
+// to the engine as recorded.
+func readJournal(f *os.File) (*runHeader, []runCall, error) {
+	data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: read turn journal %s: %w", f.Name(), err)
+	}
+	var h *runHeader
+	var calls []runCall
+	for len(data) >= 8 {
+		n := binary.LittleEndian.Uint32(data)
+		if n > maxRecord || int(n) > len(data)-8 || crc32.ChecksumIEEE(data[8:8+n]) != binary.LittleEndian.Uint32(data[4:]) {
+			break
+		}
+		body := data[8 : 8+n]
+		data = data[8+n:]
+		if h == nil {
+			h = &runHeader{}
+			if err := json.Unmarshal(body, h); err != nil || h.V != journalVersion || h.ID <= 0 {
+				return nil, nil, fmt.Errorf("storage: turn journal %s: not a journal this program wrote (version %d): %w", f.Name(), h.V, ErrInvalid)
+			}
+			continue
+		}
+		var c runCall
+		if err := json.Unmarshal(body, &c); err != nil || c.Call == nil {
+			return nil, nil, fmt.Errorf("storage: turn journal %s: a call record of turn %d is unreadable: %v: %w", f.Name(), h.ID, err, ErrInvalid)
+		}
+		calls = append(calls, c)
+	}
+	return h, calls, nil
+}
+
+// errJournalGone is lockRun's answer, through lockDead, when the journal is not there.
+var errJournalGone = errors.New("journal gone")
+
+// lockDead opens path and takes its lock when no live process holds it: the journal of a
+// turn whose process is gone. It returns errJournalGone when the file is not there (any
+// more) and a nil file when a live process holds it.
+func lockDead(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errJournalGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: turn journal: %w", err)
+	}
+	ok, err := tryLock(f, true)
+	if err != nil || !ok {
+		f.Close()
+		return nil, err
+	}
+	fi, err1 := f.Stat()
+	pi, err2 := os.Stat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
+		f.Close()
+		return nil, errJournalGone
+	}
+	return f, nil
+}

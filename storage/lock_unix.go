@@ -1,0 +1,38 @@
+//go:build unix
+
+package storage
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// tryLock takes an advisory lock on f without waiting: exclusive for the process running
+// a turn, shared for one that only looks. It reports false when another open file holds
+// a conflicting lock (in this process or another). The kernel drops the lock when the
+// file is closed or its process dies, however it dies: that is what makes a journal
+// whose lock is free a turn whose process is gone.
+func tryLock(f *os.File, exclusive bool) (bool, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// unlock releases f's lock.
+func unlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// retire ends a journal whose turn is in the database: it is removed while still
+// locked, so a process that opened it meanwhile finds, once it has the lock, that the
+// path no longer names its file (lockRun checks) and starts over.
+func retire(f *os.File, path string) error {
+	err := os.Remove(path)
+	f.Close()
+	return err
+}

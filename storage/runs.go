@@ -1,0 +1,361 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// The turn ids a store has reserved (see journal.go): a turn takes the next one when it
+// begins, so its key exists before the turn is in the database.
+type idBlock struct {
+	mu        sync.Mutex
+	next, end int64
+}
+
+const (
+	idsPerReserve = 8
+	idsLow        = 2 // a turn's commit reserves more when fewer are left
+)
+
+// reserveIDs takes n turn ids from the counter in tx and returns the first.
+func reserveIDs(ctx context.Context, tx *wtx, n int64) (int64, error) {
+	var first int64
+	err := tx.QueryRowContext(ctx, "UPDATE turn_ids SET next = next + ?1 RETURNING next - ?1", n).Scan(&first)
+	if err != nil {
+		return 0, fmt.Errorf("storage: reserve turn ids: %w", err)
+	}
+	return first, nil
+}
+
+// nextTurnID is a reserved id for a turn about to begin. Only the first turn a store
+// runs reserves in a transaction of its own; the others' commits reserve ahead (topUp).
+func (s *Store) nextTurnID(ctx context.Context) (int64, error) {
+	s.ids.mu.Lock()
+	defer s.ids.mu.Unlock()
+	if s.ids.next < s.ids.end {
+		s.ids.next++
+		return s.ids.next - 1, nil
+	}
+	var first int64
+	err := s.writeLight(ctx, func(tx *wtx) (err error) {
+		first, err = reserveIDs(ctx, tx, idsPerReserve)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.ids.next, s.ids.end = first+1, first+idsPerReserve
+	return first, nil
+}
+
+// topUp reserves a new block in tx when the store's is running low; the returned
+// function installs it, to be called once tx has committed.
+func (s *Store) topUp(ctx context.Context, tx *wtx) (func(), error) {
+	s.ids.mu.Lock()
+	low := s.ids.end-s.ids.next < idsLow
+	s.ids.mu.Unlock()
+	if !low {
+		return func() {}, nil
+	}
+	first, err := reserveIDs(ctx, tx, idsPerReserve)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		s.ids.mu.Lock()
+		s.ids.next, s.ids.end = first, first+idsPerReserve // what was left of the old block is skipped
+		s.ids.mu.Unlock()
+	}, nil
+}
+
+// giveBackIDs returns the ids this store reserved and did not use, when no other store
+// reserved after it (keys stay consecutive for one process after another); a killed
+// process leaves a gap, which is harmless.
+func (s *Store) giveBackIDs() {
+	s.ids.mu.Lock()
+	next, end := s.ids.next, s.ids.end
+	s.ids.next = s.ids.end
+	s.ids.mu.Unlock()
+	if next >= end || s.readOnly != "" {
+		return
+	}
+	ctx := context.Background()
+	_ = s.writeLight(ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE turn_ids SET next = ? WHERE next = ?", next, end)
+		return err
+	})
+}
+
+// snapshotCall copies c's record as it is now, its children's too: the engine may drop
+// a call's request once it has been recorded (record mode "calls").
+func snapshotCall(c *trace.Call) *trace.Call {
+	cc := *c
+	if len(c.Children) > 0 {
+		cc.Children = make([]*trace.Call, len(c.Children))
+		for i, ch := range c.Children {
+			cc.Children[i] = snapshotCall(ch)
+		}
+	}
+	return &cc
+}
+
+// turnRow is a turn row as inserted: where it goes and what it began with.
+type turnRow struct {
+	id, parent, branchID, retryOf int64 // parent 0: the first turn of its branch
+	conv, inputs                  string
+	started                       time.Time
+	owner                         *Owner // nil: ownerless
+}
+
+// insertTurnAt inserts a running turn after r.parent.
+func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
+	var parent, jump sql.NullInt64
+	depth, jumpDepth := 0, 0
+	if r.parent != 0 {
+		p, err := readPos(ctx, tx, r.parent)
+		if err != nil {
+			return err
+		}
+		j, jd, err := jumpFor(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		parent = sql.NullInt64{Int64: p.id, Valid: true}
+		jump = sql.NullInt64{Int64: j, Valid: true}
+		depth, jumpDepth = p.depth+1, jd
+	}
+	var pid sql.NullInt64
+	var host, oid, lease sql.NullString
+	if o := r.owner; o != nil {
+		pid = sql.NullInt64{Int64: int64(o.PID), Valid: true}
+		host, oid = sql.NullString{String: o.Host, Valid: true}, sql.NullString{String: o.id, Valid: true}
+		lease = sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
+			input_preview, started_at, owner_pid, owner_host, owner_id, lease_until, retry_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`, r.id, r.conv, parent, jump, jumpDepth, depth, r.branchID, r.inputs,
+		preview(sql.NullString{String: r.inputs, Valid: true}), fmtTime(r.started), pid, host, oid, lease,
+		sql.NullInt64{Int64: r.retryOf, Valid: r.retryOf != 0})
+	if err != nil {
+		return fmt.Errorf("storage: store turn %d: %w", r.id, err)
+	}
+	return nil
+}
+
+// storeRun puts the turn a journal describes into tx, 'running' and owned by o (nil:
+// ownerless, for a turn ending in the same transaction), with the calls it recorded.
+func storeRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls []runCall, o *Owner) error {
+	if h.InPlace {
+		var pid sql.NullInt64
+		var host, oid, lease sql.NullString
+		if o != nil {
+			pid, host = sql.NullInt64{Int64: int64(o.PID), Valid: true}, sql.NullString{String: o.Host, Valid: true}
+			oid, lease = sql.NullString{String: o.id, Valid: true}, sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'running', error = NULL, ended_at = NULL, inputs = ?, input_preview = ?,
+			owner_pid = ?, owner_host = ?, owner_id = ?, lease_until = ? WHERE id = ? AND status IN ('running', 'interrupted')`,
+			h.Inputs, preview(sql.NullString{String: h.Inputs, Valid: true}), pid, host, oid, lease, h.ID)
+		if err != nil {
+			return fmt.Errorf("storage: resume turn %d: %w", h.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("storage: turn %d is no longer interrupted; it cannot be taken up: %w", h.ID, ErrConflict)
+		}
+	} else if err := insertTurnAt(ctx, tx, turnRow{id: h.ID, parent: h.Parent, branchID: h.BranchID, retryOf: h.RetryOf,
+		conv: h.Conv, inputs: h.Inputs, started: h.Started, owner: o}); err != nil {
+		return err
+	}
+	for _, c := range calls {
+		if err := insertCall(ctx, wc, tx, h.ID, c.Parent, c.Call, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// supersede cancels the turns left running or interrupted on a branch (but keep):
+// new input replaces an interrupted turn, as in HPD-Agent; they stay, kept beside it.
+func supersede(ctx context.Context, tx *wtx, conv string, branchID, keep int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'cancelled', error = 'superseded by a new turn', ended_at = ?,
+		`+clearOwner+` WHERE conv_id = ? AND status IN ('running', 'interrupted') AND branch_id = ? AND id != ?`,
+		fmtTime(now()), conv, branchID, keep)
+	return err
+}
+
+// importRun stores the turn of a journal whose process is gone as it was when the
+// process went: running with an owner who is gone, which every reader shows as
+// interrupted (resumable, as a crash always left a turn). A journal whose turn is in
+// the database already (the process died after the commit) adds nothing.
+func importRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls []runCall) error {
+	var st trace.Status
+	err := tx.QueryRowContext(ctx, "SELECT status FROM turns WHERE id = ?", h.ID).Scan(&st)
+	switch {
+	case err == nil && !(h.InPlace && (st == trace.StatusRunning || st == trace.StatusInterrupted)):
+		return nil // stored when it ended
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("storage: turn %d: %w", h.ID, err)
+	case errors.Is(err, sql.ErrNoRows) && h.InPlace:
+		return nil // deleted since
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE id = ?", h.BranchID).Scan(&n); err != nil || n == 0 {
+		return err // its branch (or conversation) was deleted while it ran: nothing to keep it beside
+	}
+	gone := &Owner{PID: h.PID, Host: h.Host, LeaseUntil: now().Add(-time.Second), id: "journal"}
+	if err := storeRun(ctx, wc, tx, h, calls, gone); err != nil {
+		return fmt.Errorf("storage: keep interrupted turn %d: %w", h.ID, err)
+	}
+	return supersede(ctx, tx, h.Conv, h.BranchID, h.ID)
+}
+
+// recoverRun imports the journal f (locked by this process, its owner gone) and retires
+// it. The caller no longer has f afterwards.
+func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
+	h, calls, err := readJournal(f)
+	if err == nil && h != nil {
+		err = s.write(ctx, func(tx *wtx) error { return importRun(ctx, s.wc, tx, h, calls) })
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	err = retire(f, f.Name())
+	os.Remove(s.runsDir()) // only when empty
+	return err
+}
+
+// liveRun is a turn in flight in a live process (this one included), read from its
+// journal.
+type liveRun struct {
+	h     *runHeader
+	calls []runCall
+}
+
+// liveRuns reads the journals of the turns in flight. A journal whose process is gone is
+// imported on the way (when this store may write), so what a crash left is found by the
+// first reader after it.
+func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
+	ents, err := os.ReadDir(s.runsDir())
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+		return nil, nil // none, or another user's, which this process could not import anyway
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: turn journals: %w", err)
+	}
+	var out []*liveRun
+	for _, e := range ents {
+		if _, ok := branchOfRun(e.Name()); !ok {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || fi.Size() == 0 {
+			continue
+		}
+		path := s.runsDir() + string(os.PathSeparator) + e.Name()
+		if s.readOnly == "" {
+			f, err := lockDead(path)
+			if errors.Is(err, errJournalGone) || errors.Is(err, os.ErrPermission) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				// A journal this program cannot read is left as it is, for BeginTurn on
+				// its branch to report; listing goes on without it.
+				if err := s.recoverRun(ctx, f); err != nil && !errors.Is(err, ErrInvalid) {
+					return nil, err
+				}
+				continue
+			}
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue // retired meanwhile
+		}
+		h, calls, err := readJournal(f)
+		f.Close()
+		if err == nil && h != nil {
+			out = append(out, &liveRun{h: h, calls: calls})
+		}
+	}
+	return out, nil
+}
+
+// liveRun is the turn in flight with id, or nil.
+func (s *Store) liveRun(ctx context.Context, id int64) (*liveRun, error) {
+	runs, err := s.liveRuns(ctx)
+	for _, r := range runs {
+		if r.h.ID == id {
+			return r, err
+		}
+	}
+	return nil, err
+}
+
+// owner is the live process running r.
+func (r *liveRun) owner() *Owner { return &Owner{PID: r.h.PID, Host: r.h.Host, Alive: true} }
+
+// node is r as a turn node: running, owned by its live process.
+func (r *liveRun) node() *TurnNode {
+	n := &TurnNode{Key: turnKey(r.h.ID), Index: r.h.Depth, Status: trace.StatusRunning, Inputs: []byte(r.h.Inputs),
+		Started: r.h.Started, Owner: r.owner(), InputPreview: preview(sql.NullString{String: r.h.Inputs, Valid: true}),
+		conv: r.h.Conv}
+	n.id = sql.NullInt64{Int64: r.h.ID, Valid: true}
+	n.branchID = sql.NullInt64{Int64: r.h.BranchID, Valid: true}
+	if r.h.Parent != 0 {
+		n.Parent = turnKey(r.h.Parent)
+	}
+	if r.h.RetryOf != 0 {
+		n.RetryOf = turnKey(r.h.RetryOf)
+	}
+	trace.WalkCalls(r.tree(), func(*trace.Call, int) { n.Calls++ })
+	return n
+}
+
+// tree is the calls r recorded as the engine nests them: a call recorded under a parent
+// is among that parent's children once the parent is recorded; later records of a call
+// id replace earlier ones.
+func (r *liveRun) tree() []*trace.Call {
+	var top []*trace.Call
+	at := map[string]int{}
+	for _, c := range r.calls {
+		if c.Parent != "" {
+			continue
+		}
+		if i, ok := at[c.Call.ID]; ok {
+			top[i] = c.Call
+			continue
+		}
+		at[c.Call.ID] = len(top)
+		top = append(top, c.Call)
+	}
+	return top
+}
+
+// overlay puts the turns in flight among nodes (read from the database): a turn taken
+// up in place replaces its row, the others are added. keepRun says which runs belong.
+func overlay(nodes []*TurnNode, runs []*liveRun, keepRun func(*liveRun) bool) []*TurnNode {
+	for _, r := range runs {
+		if !keepRun(r) {
+			continue
+		}
+		n, replaced := r.node(), false
+		for i, old := range nodes {
+			if old.id.Int64 == r.h.ID {
+				n.RetryOf, n.Error = old.RetryOf, ""
+				nodes[i], replaced = n, true
+			}
+		}
+		if !replaced {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes
+}
