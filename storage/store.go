@@ -308,9 +308,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 // writeLight is write whose commit is not fsynced on its own: it survives the process
 // being killed (it is in the write-ahead log, which the OS has) and becomes durable with
 // the next durable commit, which syncs the log; only a crash of the machine in between
-// can lose it, leaving the database as it was before (the log is checksummed). A turn
-// records itself this way as it runs (its beginning, each finished call) and commits
-// durably once: one fsync per turn.
+// can lose it, leaving the database as it was before (the log is checksummed). Small
+// bookkeeping writes go this way (reserving turn ids, superseding turns); a turn itself
+// commits durably, once.
 func (s *Store) writeLight(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.writeWith(ctx, true, fn)
 }
