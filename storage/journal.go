@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -53,10 +55,76 @@ type runHeader struct {
 	Started  time.Time `json:"started"`
 }
 
-// runCall is every later record: one finished inner call, as RecordCall got it.
+// runCall is every later record: one finished inner call, as RecordCall got it. A call's
+// request and history mostly repeat those of the same predictor's call in the turn before
+// (the conversation so far): when Base is set, Call holds only what follows the first
+// Base.Msgs messages and Base.Hist history entries of that stored call, so a record
+// costs what is new in the call, not the length of the conversation.
 type runCall struct {
-	Parent string      `json:"parent,omitempty"`
-	Call   *trace.Call `json:"call"`
+	Parent string       `json:"parent,omitempty"`
+	Call   *trace.Call  `json:"call"`
+	Base   *journalBase `json:"base,omitempty"`
+}
+
+// journalBase names a stored call, and how much of its request and history a journaled call
+// begins with.
+type journalBase struct {
+	Turn int64  `json:"turn"`
+	Call string `json:"call"`
+	Msgs int    `json:"msgs"`
+	Hist int    `json:"hist"`
+}
+
+// journalCall is c as its record holds it, given base, the same predictor's call in the
+// stored turn baseTurn (nil when there is none).
+func journalCall(c, base *trace.Call, baseTurn int64) (*trace.Call, *journalBase) {
+	if base == nil {
+		return c, nil
+	}
+	k := 0
+	for k < len(c.Messages) && k < len(base.Messages) && c.Messages[k] == base.Messages[k] {
+		k++
+	}
+	h := 0 // a history is shared structure: the same entries are the same pointers
+	for h < len(c.History.Messages) && h < len(base.History.Messages) && c.History.Messages[h] == base.History.Messages[h] {
+		h++
+	}
+	if k == 0 && h == 0 {
+		return c, nil
+	}
+	jc := *c
+	jc.Messages = c.Messages[k:]
+	jc.History = sig.History{Messages: c.History.Messages[h:]}
+	return &jc, &journalBase{Turn: baseTurn, Call: base.ID, Msgs: k, Hist: h}
+}
+
+// resolveBases gives the calls read from a journal the requests and histories their
+// records share with stored calls.
+func resolveBases(ctx context.Context, q querier, calls []runCall) error {
+	for i := range calls {
+		ref := calls[i].Base
+		if ref == nil {
+			continue
+		}
+		loaded, err := loadCalls(ctx, q, []int64{ref.Turn}, LoadOptions{HistoryOf: ref.Call}, newDecoder())
+		if err != nil {
+			return err
+		}
+		var base *trace.Call
+		trace.WalkCalls(loaded[ref.Turn], func(c *trace.Call, _ int) {
+			if c.ID == ref.Call {
+				base = c
+			}
+		})
+		c := calls[i].Call
+		if base == nil || len(base.Messages) < ref.Msgs || len(base.History.Messages) < ref.Hist {
+			return fmt.Errorf("storage: turn journal: call %s begins as call %s of turn %d, which is not stored as it was: %w",
+				c.ID, ref.Call, ref.Turn, ErrInvalid)
+		}
+		c.Messages = append(base.Messages[:ref.Msgs:ref.Msgs], c.Messages...)
+		c.History = sig.History{Messages: append(base.History.Messages[:ref.Hist:ref.Hist], c.History.Messages...)}
+	}
+	return nil
 }
 
 const (

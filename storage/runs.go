@@ -208,6 +208,9 @@ func importRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM branches WHERE id = ?", h.BranchID).Scan(&n); err != nil || n == 0 {
 		return err // its branch (or conversation) was deleted while it ran: nothing to keep it beside
 	}
+	if err := resolveBases(ctx, tx, calls); err != nil {
+		return err
+	}
 	gone := &Owner{PID: h.PID, Host: h.Host, LeaseUntil: now().Add(-time.Second), id: "journal"}
 	if err := storeRun(ctx, wc, tx, h, calls, gone); err != nil {
 		return fmt.Errorf("storage: keep interrupted turn %d: %w", h.ID, err)

@@ -30,6 +30,10 @@ type BranchSink struct {
 	resume string          // turn key the next BeginTurn resumes or retries
 	began  string          // turn key the last BeginTurn began
 	runs   map[string]*run // turns this sink has in flight, by key
+	// prev is the turn this sink committed last, its calls by predictor path: a turn
+	// following it journals its calls' requests and histories as continuations of them.
+	prev      int64
+	prevCalls map[string]*trace.Call
 }
 
 // run is a turn this sink has in flight: its locked journal and what it recorded.
@@ -377,7 +381,14 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	if r.f == nil {
 		return fmt.Errorf("storage: turn %s has ended: %w", key, ErrConflict)
 	}
-	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: c}); err != nil {
+	b.mu.Lock()
+	var base *trace.Call
+	if b.prev != 0 && b.prev == r.h.Parent {
+		base = b.prevCalls[c.Path]
+	}
+	b.mu.Unlock()
+	jc, ref := journalCall(c, base, r.h.Parent)
+	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: jc, Base: ref}); err != nil {
 		return err
 	}
 	r.calls = append(r.calls, runCall{Parent: parentCallID, Call: snapshotCall(c)})
@@ -424,6 +435,17 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		return err // the turn is still this sink's, to abort
 	}
 	install()
+	byPath := map[string]*trace.Call{}
+	for _, rc := range r.recorded() {
+		rc.Call.Walk(func(c *trace.Call, _ int) {
+			if len(c.Messages) > 0 { // a child inside its parent's record may have lost its request
+				byPath[c.Path] = c
+			}
+		})
+	}
+	b.mu.Lock()
+	b.prev, b.prevCalls = r.h.ID, byPath
+	b.mu.Unlock()
 	b.end(key)
 	return nil
 }

@@ -351,3 +351,56 @@ func TestForeignJournal(t *testing.T) {
 		t.Errorf("the foreign journal was not left as it was: %v", err)
 	}
 }
+
+// A journaled call that repeats the request and history of the same predictor's call in
+// the turn before is recorded as the rest of them, and comes back whole when a killed
+// process's journal is imported.
+func TestJournalSharesTheTurnBefore(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	var prev *trace.Turn
+	for i := range 3 {
+		prev = fixtureTurn(i, 0, true)
+		if i > 0 { // the answer's history is the one before plus one entry, shared
+			h := prev.Calls[1].History.Messages
+			prev.Calls[1].History = sig.History{Messages: append(h[:len(h):len(h)], sig.NewMap("question", fmt.Sprint(i)))}
+		}
+		if _, err := runTurn(ctx, sink, prev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := fixtureTurn(3, 0, true)
+	h := prev.Calls[1].History.Messages
+	tr.Calls[1].History = sig.History{Messages: append(h[:len(h):len(h)], sig.NewMap("question", "3"))}
+	tr.Calls[1].Messages = append(append([]lm.Message{}, prev.Calls[1].Messages...), lm.Message{Role: "user", Content: "and now?"})
+	key, err := sink.BeginTurn(ctx, tr.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.RecordCall(ctx, key, "", tr.Calls[1]); err != nil {
+		t.Fatal(err)
+	}
+	_, calls, err := readJournal(sink.runs[key].f)
+	if err != nil || len(calls) != 1 || calls[0].Base == nil || calls[0].Base.Msgs != len(prev.Calls[1].Messages) ||
+		calls[0].Base.Hist != len(h) || len(calls[0].Call.Messages) != 1 || len(calls[0].Call.History.Messages) != 1 {
+		t.Fatalf("journaled: %+v %v", calls, err)
+	}
+	crash(t, s, sink, key)
+	p, err := s.PendingTurn(ctx, key)
+	if err != nil || len(p.Calls) != 1 {
+		t.Fatalf("imported: %+v %v", p, err)
+	}
+	if got, want := toJSON(t, p.Calls[0].Messages), toJSON(t, tr.Calls[1].Messages); got != want {
+		t.Errorf("request comes back as\n%s\nwant\n%s", got, want)
+	}
+	id, _ := parseTurnKey(key)
+	loaded, err := loadCalls(ctx, s.r, []int64{id}, LoadOptions{HistoryOf: tr.Calls[1].ID}, newDecoder())
+	if err != nil || len(loaded[id]) != 1 {
+		t.Fatal(loaded, err)
+	}
+	if got, want := toJSON(t, loaded[id][0].History), toJSON(t, tr.Calls[1].History); got != want {
+		t.Errorf("history comes back as\n%s\nwant\n%s", got, want)
+	}
+}
