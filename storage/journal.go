@@ -85,8 +85,9 @@ func journalCall(c, base *trace.Call, baseTurn int64) (*trace.Call, *journalBase
 	for k < len(c.Messages) && k < len(base.Messages) && c.Messages[k] == base.Messages[k] {
 		k++
 	}
-	h := 0 // a history is shared structure: the same entries are the same pointers
-	for h < len(c.History.Messages) && h < len(base.History.Messages) && c.History.Messages[h] == base.History.Messages[h] {
+	h := 0 // mostly the same pointers (a history is shared structure), else equal entries
+	for h < len(c.History.Messages) && h < len(base.History.Messages) &&
+		(c.History.Messages[h] == base.History.Messages[h] || c.History.Messages[h].Equal(base.History.Messages[h])) {
 		h++
 	}
 	if k == 0 && h == 0 {
