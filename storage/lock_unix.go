@@ -25,9 +25,6 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	return err == nil, err
 }
 
-// unlock releases f's lock.
-func unlock(f *os.File) { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
-
 // retire ends a journal whose turn is in the database: it is removed while still
 // locked, so a process that opened it meanwhile finds, once it has the lock, that the
 // path no longer names its file (lockRun checks) and starts over.

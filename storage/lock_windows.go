@@ -22,10 +22,6 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	return err == nil, err
 }
 
-func unlock(f *os.File) {
-	windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &windows.Overlapped{})
-}
-
 // retire empties a journal whose turn is in the database (an open file cannot be removed
 // here); an empty journal is no turn.
 func retire(f *os.File, _ string) error {
