@@ -173,11 +173,7 @@ func (s *Store) lockRun(branchID int64) (*os.File, *runHeader, error) {
 			f.Close()
 			return nil, h, nil
 		}
-		// The lock is ours; the path must still name this file (its last owner may have
-		// retired it between our open and our lock).
-		fi, err1 := f.Stat()
-		pi, err2 := os.Stat(path)
-		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+		if stillAt(f, path) {
 			return f, nil, nil
 		}
 		f.Close()
@@ -252,11 +248,17 @@ func lockDead(path string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	fi, err1 := f.Stat()
-	pi, err2 := os.Stat(path)
-	if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
+	if !stillAt(f, path) {
 		f.Close()
 		return nil, errJournalGone
 	}
 	return f, nil
+}
+
+// stillAt reports whether path still names the file f, just locked: its last owner may
+// have retired it between our open and our lock.
+func stillAt(f *os.File, path string) bool {
+	fi, err1 := f.Stat()
+	pi, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(fi, pi)
 }
