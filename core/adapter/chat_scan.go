@@ -40,11 +40,13 @@ func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 	// Headers are found by searching for their opening; only the lines holding one are
 	// looked at (the text between them is a substring as it stands).
 	for at, misses := 0, 0; at < len(completion); {
-		i := indexHeader(completion[at:], &misses)
-		if i < 0 {
-			break
+		i := at // a header follows the previous one's text, the first comes first
+		if !strings.HasPrefix(completion[at:], headerOpen) {
+			if i = indexHeader(completion[at:], &misses); i < 0 {
+				break
+			}
+			i += at
 		}
-		i += at
 		at = i + len(headerOpen)
 		if i > 0 && completion[i-1] != '\n' {
 			if pos := strings.LastIndexByte(completion[:i], '\n') + 1; blankOrNonASCII(completion[pos:i]) {
@@ -89,6 +91,9 @@ func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 		}
 		at = min(eol+1, len(completion))
 		textStart = at
+		if end == eol {
+			continue
+		}
 		if r := strip(completion[end:eol]); r != "" {
 			// "header text": the text starts on the header line; it runs on into the
 			// next lines only when nothing but the \n separates them.
@@ -116,13 +121,31 @@ func scanChat(s *sig.Signature, completion string) (*sig.Map, bool) {
 
 // scanField reads output i's section text into vals[i].
 func scanField(s *sig.Signature, i int, text string, vals *[maxScanFields]sig.Scalar) bool {
-	v, ok := scanValue(s.Outputs[i].Type, strip(text))
+	t := s.Outputs[i].Type
+	if text = strip(text); t.IsStr() {
+		vals[i] = sig.StrScalar(text)
+		return true
+	}
+	v, ok := scanValue(t, text)
 	vals[i] = v
 	return ok
 }
 
-// strip is py.Strip, at once for a text without blanks at its ends or with ASCII ones.
+// strip is py.Strip, at once for a text between printable ASCII characters, or that
+// and a line break (a section's text ends with one, before the blank line).
 func strip(s string) string {
+	t := s
+	if n := len(t); n > 0 && t[n-1] == '\n' {
+		t = t[:n-1]
+	}
+	if n := len(t); n > 0 && t[0]-'!' < 0x7f-'!' && t[n-1]-'!' < 0x7f-'!' {
+		return t
+	}
+	return stripBlanks(s)
+}
+
+// stripBlanks is strip for any text: ASCII blanks here, the others by py.Strip.
+func stripBlanks(s string) string {
 	for len(s) > 0 && asciiBlank(s[len(s)-1]) {
 		s = s[:len(s)-1]
 	}
@@ -143,9 +166,6 @@ func asciiBlank(c byte) bool { return c == ' ' || c-'\t' <= '\r'-'\t' || c-0x1c 
 // brackets to strings.Index; misses counts the brackets that started no header.
 func indexHeader(s string, misses *int) int {
 	const maxMisses = 8
-	if strings.HasPrefix(s, headerOpen) {
-		return 0 // a completion's first header
-	}
 	for at := 0; *misses < maxMisses; {
 		i := strings.IndexByte(s[at:], headerOpen[0])
 		if i < 0 {
