@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -131,13 +132,7 @@ func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
 		jump = sql.NullInt64{Int64: j, Valid: true}
 		depth, jumpDepth = p.depth+1, jd
 	}
-	var pid sql.NullInt64
-	var host, oid, lease sql.NullString
-	if o := r.owner; o != nil {
-		pid = sql.NullInt64{Int64: int64(o.PID), Valid: true}
-		host, oid = sql.NullString{String: o.Host, Valid: true}, sql.NullString{String: o.id, Valid: true}
-		lease = sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
-	}
+	pid, host, oid, lease := ownerValues(r.owner)
 	_, err := tx.ExecContext(ctx, `INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
 			input_preview, started_at, owner_pid, owner_host, owner_id, lease_until, retry_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`, r.id, r.conv, parent, jump, jumpDepth, depth, r.branchID, r.inputs,
@@ -149,16 +144,20 @@ func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
 	return nil
 }
 
+// ownerValues are o's owner columns (scanOwner's order); all NULL for no owner.
+func ownerValues(o *Owner) (pid sql.NullInt64, host, id, lease sql.NullString) {
+	if o == nil {
+		return
+	}
+	return sql.NullInt64{Int64: int64(o.PID), Valid: true}, sql.NullString{String: o.Host, Valid: true},
+		sql.NullString{String: o.id, Valid: true}, sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
+}
+
 // storeRun puts the turn a journal describes into tx, 'running' and owned by o (nil:
 // ownerless, for a turn ending in the same transaction), with the calls it recorded.
 func storeRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls []runCall, o *Owner) error {
 	if h.InPlace {
-		var pid sql.NullInt64
-		var host, oid, lease sql.NullString
-		if o != nil {
-			pid, host = sql.NullInt64{Int64: int64(o.PID), Valid: true}, sql.NullString{String: o.Host, Valid: true}
-			oid, lease = sql.NullString{String: o.id, Valid: true}, sql.NullString{String: fmtTime(o.LeaseUntil), Valid: true}
-		}
+		pid, host, oid, lease := ownerValues(o)
 		res, err := tx.ExecContext(ctx, `UPDATE turns SET status = 'running', error = NULL, ended_at = NULL, inputs = ?, input_preview = ?,
 			owner_pid = ?, owner_host = ?, owner_id = ?, lease_until = ? WHERE id = ? AND status IN ('running', 'interrupted')`,
 			h.Inputs, preview(sql.NullString{String: h.Inputs, Valid: true}), pid, host, oid, lease, h.ID)
@@ -260,7 +259,7 @@ func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
 		if fi, err := e.Info(); err != nil || fi.Size() == 0 {
 			continue
 		}
-		path := s.runsDir() + string(os.PathSeparator) + e.Name()
+		path := filepath.Join(s.runsDir(), e.Name())
 		if s.readOnly == "" {
 			f, err := lockDead(path)
 			if errors.Is(err, errJournalGone) || errors.Is(err, os.ErrPermission) {
