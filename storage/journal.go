@@ -153,12 +153,14 @@ func branchOfRun(name string) (int64, bool) {
 func (s *Store) lockRun(branchID int64) (*os.File, *runHeader, error) {
 	path := s.runPath(branchID)
 	for try := 0; ; try++ {
-		if err := os.MkdirAll(s.runsDir(), 0o700); err != nil {
-			return nil, nil, fmt.Errorf("storage: turn journals: %w", err)
-		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 		if errors.Is(err, os.ErrNotExist) && try < 100 {
-			continue // the directory was removed as the last journal in it ended
+			// The directory is made by the first turn of a store and removed when a
+			// store closes with no journal in it, maybe just now by another process.
+			if err := os.Mkdir(s.runsDir(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, nil, fmt.Errorf("storage: turn journals: %w", err)
+			}
+			continue
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("storage: turn journal: %w", err)

@@ -228,9 +228,7 @@ func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
 		f.Close()
 		return err
 	}
-	err = retire(f, f.Name())
-	os.Remove(s.runsDir()) // only when empty
-	return err
+	return retire(f, f.Name())
 }
 
 // liveRun is a turn in flight in a live process (this one included), read from its

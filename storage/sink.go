@@ -334,7 +334,6 @@ func (b *BranchSink) end(key string) {
 		b.s.releaseRun(r.f)
 		retire(r.f, r.f.Name())
 		r.f = nil
-		os.Remove(b.s.runsDir()) // only when empty: nothing is left beside the database
 	}
 }
 

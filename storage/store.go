@@ -259,6 +259,9 @@ func (s *Store) Close() error {
 	}
 	s.held = nil
 	s.runMu.Unlock()
+	// The journal directory stays while the store is open (making it costs each turn a
+	// mkdir); once closed, nothing is left beside the database unless a turn is in flight.
+	os.Remove(s.runsDir()) // only when empty
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -316,6 +317,16 @@ func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	n, _ := turnNode(ctx, s.r, id)
 	if n == nil || n.Owner != nil || n.Status != trace.StatusCompleted || n.Calls != 3 {
 		t.Errorf("committed: %+v", n)
+	}
+	// The journal directory lives as long as the store; closed, nothing is left.
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		t.Errorf("the journal directory went while the store is open: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the empty journal directory is left after Close: %v", err)
 	}
 }
 
