@@ -34,9 +34,12 @@ import (
 //     before its JSON, so a record cut short by a kill is recognised and dropped.
 //   - The turn's id is taken from a block reserved in the database beforehand (nextTurnID),
 //     so its key is the same in flight, in the journal and once stored.
-//   - When the turn's transaction has committed, the journal is removed while still
-//     locked (retire); a journal whose turn is already stored (the process died between
-//     the commit and the removal) is only removed.
+//   - When the turn's transaction has committed, the journal is emptied while still
+//     locked (retire): an empty journal is no turn. Emptying, not removing: creating and
+//     removing a file cost a turn 0.3 ms of kernel time on ext4, an eighth of a first
+//     Send; the files go when the store closes (sweepJournals). A journal whose turn is
+//     already stored (the process died between the commit and the emptying) is only
+//     emptied.
 
 // runHeader is a journal's first record: the turn being run.
 type runHeader struct {
@@ -263,4 +266,42 @@ func stillAt(f *os.File, path string) bool {
 	fi, err1 := f.Stat()
 	pi, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(fi, pi)
+}
+
+// retire ends a journal whose turn is in the database, locked by this process: it is
+// emptied, then unlocked.
+func retire(f *os.File) error {
+	err := f.Truncate(0)
+	f.Close()
+	return err
+}
+
+// sweepJournals removes the empty journals no process holds, then the directory when
+// nothing is left in it: what a closing store does, so that nothing stays beside the
+// database. A journal is removed while locked, so a process that opened it meanwhile
+// finds, once it has the lock, that the path no longer names its file (stillAt) and
+// starts over.
+func (s *Store) sweepJournals() {
+	ents, err := os.ReadDir(s.runsDir())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if _, ok := branchOfRun(e.Name()); !ok {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || fi.Size() != 0 {
+			continue
+		}
+		path := filepath.Join(s.runsDir(), e.Name())
+		f, err := lockDead(path)
+		if err != nil || f == nil {
+			continue
+		}
+		if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+			os.Remove(path)
+		}
+		f.Close()
+	}
+	os.Remove(s.runsDir()) // only when empty
 }

@@ -14,9 +14,3 @@ import (
 func tryLock(*os.File, bool) (bool, error) {
 	return false, fmt.Errorf("running a turn needs file locks, which %s lacks: %w", runtime.GOOS, errors.ErrUnsupported)
 }
-
-func retire(f *os.File, _ string) error {
-	err := f.Truncate(0)
-	f.Close()
-	return err
-}

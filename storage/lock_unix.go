@@ -24,12 +24,3 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// retire ends a journal whose turn is in the database: it is removed while still
-// locked, so a process that opened it meanwhile finds, once it has the lock, that the
-// path no longer names its file (lockRun checks) and starts over.
-func retire(f *os.File, path string) error {
-	err := os.Remove(path)
-	f.Close()
-	return err
-}

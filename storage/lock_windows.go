@@ -21,11 +21,3 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// retire empties a journal whose turn is in the database (an open file cannot be removed
-// here); an empty journal is no turn.
-func retire(f *os.File, _ string) error {
-	err := f.Truncate(0)
-	f.Close()
-	return err
-}

@@ -228,7 +228,7 @@ func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
 		f.Close()
 		return err
 	}
-	return retire(f, f.Name())
+	return retire(f)
 }
 
 // liveRun is a turn in flight in a live process (this one included), read from its

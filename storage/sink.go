@@ -332,7 +332,7 @@ func (b *BranchSink) end(key string) {
 	defer r.mu.Unlock()
 	if r.f != nil {
 		b.s.releaseRun(r.f)
-		retire(r.f, r.f.Name())
+		retire(r.f)
 		r.f = nil
 	}
 }

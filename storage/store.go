@@ -259,9 +259,11 @@ func (s *Store) Close() error {
 	}
 	s.held = nil
 	s.runMu.Unlock()
-	// The journal directory stays while the store is open (making it costs each turn a
-	// mkdir); once closed, nothing is left beside the database unless a turn is in flight.
-	os.Remove(s.runsDir()) // only when empty
+	// Journals stay while the store is open (making them costs each turn a create and a
+	// remove); once it is closed, nothing is left beside the database but turns in flight.
+	if s.readOnly == "" {
+		s.sweepJournals()
+	}
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

@@ -259,7 +259,7 @@ func TestFailedTurnRetry(t *testing.T) {
 
 // TestTurnInFlightLivesInItsJournal: a turn in flight is not in the database but in its
 // branch's journal, which readers show as running; a record a kill cut short is dropped
-// and the rest kept; an ended turn leaves no journal behind.
+// and the rest kept; an ended turn empties its journal, and a closed store removes it.
 func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
@@ -301,8 +301,8 @@ func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 		p.Calls[0].Messages[0].Content != tr.Calls[0].Messages[0].Content {
 		t.Fatalf("after the kill: %+v %v", p, err)
 	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("an imported journal is left: %v", err)
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("an imported journal is not emptied: %v", err)
 	}
 	// Resumed and committed: no journal left, no owner kept.
 	if err := sink.Resume(ctx, key); err != nil {
@@ -311,22 +311,43 @@ func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	if _, err := runTurn(ctx, sink, tr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a committed turn's journal is left: %v", err)
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("a committed turn's journal is not emptied: %v", err)
 	}
 	n, _ := turnNode(ctx, s.r, id)
 	if n == nil || n.Owner != nil || n.Status != trace.StatusCompleted || n.Calls != 3 {
 		t.Errorf("committed: %+v", n)
 	}
-	// The journal directory lives as long as the store; closed, nothing is left.
-	if _, err := os.Stat(filepath.Dir(path)); err != nil {
-		t.Errorf("the journal directory went while the store is open: %v", err)
+	// Empty journals stay as long as the store; once it is closed, nothing is left but
+	// a journal another process holds.
+	other := filepath.Join(filepath.Dir(path), "b999")
+	held, err := os.Create(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if ok, err := tryLock(held, true); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an empty journal is left after Close: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a journal another process holds was removed: %v", err)
+	}
+	held.Close()
+	s, err = Open(ctx, s.path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the empty journal directory is left after Close: %v", err)
+		t.Errorf("the journal directory is left after Close: %v", err)
 	}
 }
 
