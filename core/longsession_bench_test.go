@@ -86,8 +86,9 @@ func BenchmarkEngineTurn(b *testing.B) {
 // ChatAdapter shown only the last two history messages: a request of the same size at
 // any length, the engine still holding and handing on the whole history. Its
 // overhead-ns/op is the engine's own work, flat; what BenchmarkEngineTurn's adds at
-// 10,000 turns is what formatting the two requests (3 MB of text, 12 MB allocated)
-// costs the rest of the turn: the caches it flushed and the collection of its garbage.
+// 10,000 turns is what formatting the two requests costs the rest of the turn: the
+// collection of its garbage, now their two message lists (2 MB; each history entry's
+// text is rendered once and shared by every request, sig.Rendering).
 func BenchmarkEngineTurnFixedRequest(b *testing.B) {
 	for _, rec := range []RecordMode{RecordAll, RecordCalls} {
 		for _, n := range []int{100, 1000, 10000} {

@@ -50,6 +50,7 @@ const (
 // style is what differs between ChatAdapter and JSONAdapter; the rest of the message
 // list is built the same way (JSONAdapter subclasses ChatAdapter in DSPy).
 type style interface {
+	name() string // the adapter's name: part of a history rendering's key
 	fieldStructure(s *sig.Signature) string
 	requirements(s *sig.Signature) string
 	assistant(s *sig.Signature, values *sig.Map, missing any) string
@@ -57,6 +58,7 @@ type style interface {
 
 type chatStyle struct{}
 
+func (chatStyle) name() string                           { return "chat" }
 func (chatStyle) fieldStructure(s *sig.Signature) string { return FieldStructure(s) }
 func (chatStyle) requirements(s *sig.Signature) string   { return OutputRequirements(s) }
 func (chatStyle) assistant(s *sig.Signature, v *sig.Map, missing any) string {
@@ -73,33 +75,24 @@ func formatMessages(st style, req Request) ([]lm.Message, error) {
 	if s == nil {
 		return nil, fmt.Errorf("format: no signature")
 	}
-	msgs := []lm.Message{{Role: "system", Content: systemMessage(st, s)}}
-	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
-
 	turnSig := s
+	var h sig.History
 	if hf := s.HistoryField(); hf != "" {
 		turnSig = s.WithoutInput(hf)
 		if raw, ok := req.Inputs.Get(hf); ok {
-			h, err := sig.HistoryFromValue(raw) // nil is an empty history (ARCHITECTURE.md)
-			if err != nil {
+			var err error
+			if h, err = sig.HistoryFromValue(raw); err != nil { // nil is an empty history (ARCHITECTURE.md)
 				return nil, fmt.Errorf("format: input %q: %w", hf, err)
 			}
-			msgs = append(msgs, historyMessages(st, turnSig, h)...)
 		}
 	}
+	// Sized once: on a long history the list is most of what a request allocates.
+	msgs := make([]lm.Message, 0, 2+2*len(req.Demos)+2*len(h.Messages))
+	msgs = append(msgs, lm.Message{Role: "system", Content: systemMessage(st, s)})
+	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
+	msgs = historyMessages(msgs, st, turnSig, h)
 	msgs = append(msgs, lm.Message{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)})
 	return msgs, nil
-}
-
-func historyMessages(st style, s *sig.Signature, h sig.History) []lm.Message {
-	out := make([]lm.Message, 0, 2*len(h.Messages))
-	for _, m := range h.Messages {
-		if u := userContent(st, s, m, "", false); u != "" {
-			out = append(out, lm.Message{Role: "user", Content: u})
-		}
-		out = append(out, lm.Message{Role: "assistant", Content: st.assistant(s, m, nil)})
-	}
-	return out
 }
 
 // formatDemos emits incomplete demos first, then complete ones (§6).

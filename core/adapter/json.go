@@ -50,6 +50,8 @@ func (JSON) FieldStructure(s *sig.Signature) string { return jsonStyle{}.fieldSt
 
 type jsonStyle struct{}
 
+func (jsonStyle) name() string { return "json" }
+
 func (jsonStyle) fieldStructure(s *sig.Signature) string {
 	outs := sig.NewMap()
 	for _, f := range s.Outputs {

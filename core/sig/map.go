@@ -14,6 +14,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sessionbench/sessionbench/core/limits"
 	"github.com/sessionbench/sessionbench/core/py"
@@ -30,6 +31,9 @@ type Map struct {
 	keys  []string
 	vals  []any          // vals[i] is keys[i]'s value
 	index map[string]int // key -> position; nil while the map is small
+	// rendering is the map rendered as a history message (rendering.go); Set and
+	// Delete drop it. One word: the map stays in the size class it had.
+	rendering atomic.Pointer[Rendering]
 }
 
 // indexFrom is the size past which a map indexes its keys.
@@ -180,6 +184,7 @@ func (m *Map) String(k string) string {
 
 // Set stores v at k, keeping k's original position when it already exists.
 func (m *Map) Set(k string, v any) {
+	m.dropRendering()
 	if i := m.find(k); i >= 0 {
 		m.vals[i] = v
 		return
@@ -203,6 +208,7 @@ func (m *Map) Delete(k string) {
 	if i < 0 {
 		return
 	}
+	m.dropRendering()
 	// New arrays: a shallow copy (Filter) may share the old ones.
 	m.keys = append(m.keys[:i:i], m.keys[i+1:]...)
 	m.vals = append(m.vals[:i:i], m.vals[i+1:]...)
@@ -274,7 +280,8 @@ func (m *Map) UnmarshalJSON(data []byte) error {
 	if !ok {
 		return fmt.Errorf("expected a JSON object, got %s", KindName(v))
 	}
-	*m = *mm
+	m.keys, m.vals, m.index = mm.keys, mm.vals, mm.index
+	m.dropRendering()
 	return nil
 }
 
