@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -271,7 +272,7 @@ func (s *Session) Forward(ctx context.Context, inputs *sig.Map) (*Prediction, er
 // Run is Forward that also returns the recorded turn (nil when nothing was recorded).
 // A turn that fails, is cancelled or interrupted is returned with the error: not in the
 // session (only completed turns enter history), with its Status, Error and the calls it
-// made, as the sink kept it.
+// made, as the sink kept it. So is a turn whose commit to the sink failed.
 func (s *Session) Run(ctx context.Context, inputs *sig.Map) (*Prediction, *trace.Turn, error) {
 	if f := frameFrom(ctx); f != nil {
 		p, err := s.forwardNested(ctx, f, inputs)
@@ -428,17 +429,33 @@ func (s *Session) forwardRoot(ctx context.Context, inputs *sig.Map, parent *fram
 	s.mu.Lock()
 	kids := s.childTips()
 	s.mu.Unlock()
-	t = s.appendTurn(t, kids)
-	var commitErr error
+	// The turn enters the session once the sink has it: a session never holds a turn its
+	// store does not.
+	t.Index = s.nextIndex()
 	if sink != nil {
 		if err := sink.CommitTurn(context.WithoutCancel(ctx), turnKey, t.Share()); err != nil {
-			commitErr = fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
+			// The sink has ended the turn anyway (trace.Sink): kept beside the branch as
+			// failed, or interrupted when even that could not be written. Like any turn
+			// that did not complete, it stays out of the session.
+			s.mu.Lock()
+			s.restorePersistentChildTips(f.start)
+			s.mu.Unlock()
+			err = fmt.Errorf("session %s: commit turn %d: %w", s.name, t.Index, err)
+			t.Status, t.Error = trace.StatusFailed, err.Error()
+			if errors.Is(err, trace.ErrInterrupted) {
+				t.Status = trace.StatusInterrupted
+			}
+			if endsEpisode {
+				s.applyLifespan(ctx)
+			}
+			return nil, t, calls, err
 		}
 	}
+	t = s.appendTurn(t, kids)
 	if endsEpisode {
 		s.applyLifespan(ctx) // an episodic root consolidates its own turn too
 	}
-	return pred, t, calls, commitErr
+	return pred, t, calls, nil
 }
 
 // recordableInputs keeps a root predictor's signature inputs only (dspy-session), and every

@@ -18,6 +18,7 @@ type logSink struct {
 	calls   []*trace.Call // as recorded, each the moment it ended
 	aborted *trace.Turn
 	commits int
+	fail    error // what CommitTurn returns, when set
 }
 
 func (s *logSink) BeginTurn(context.Context, *sig.Map) (string, error) { return "t", nil }
@@ -27,7 +28,13 @@ func (s *logSink) RecordCall(_ context.Context, _, _ string, c *trace.Call) erro
 	s.calls = append(s.calls, c.Clone())
 	return nil
 }
-func (s *logSink) CommitTurn(context.Context, string, *trace.Turn) error { s.commits++; return nil }
+func (s *logSink) CommitTurn(context.Context, string, *trace.Turn) error {
+	if s.fail != nil {
+		return s.fail
+	}
+	s.commits++
+	return nil
+}
 func (s *logSink) AbortTurn(_ context.Context, _ string, t *trace.Turn) error {
 	s.aborted = t
 	return nil
@@ -116,6 +123,58 @@ func TestTurnThatDoesNotComplete(t *testing.T) {
 			}
 			if s.Len() != 0 || len(s.History().Messages) != 0 {
 				t.Errorf("a %s turn entered the session: %d turns", tc.status, s.Len())
+			}
+		})
+	}
+}
+
+// TestCommitThatFails: a turn whose commit fails (the branch moved, the disk is full)
+// was ended by the sink (trace.Sink), so the engine aborts nothing; it stays out of the
+// session like any turn that did not complete, and reaches the caller as failed, or
+// interrupted when the sink could only leave it resumable. The next turn follows the
+// last one committed.
+func TestCommitThatFails(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		status trace.Status
+	}{
+		{"conflict", errors.New("branch moved while the turn was in flight"), trace.StatusFailed},
+		{"not writable", fmt.Errorf("disk full; kept as %w by the next reader", trace.ErrInterrupted), trace.StatusInterrupted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			prog, _ := failingTwoStep(&Predict{Signature: sig.New("B", "", []sig.Field{{Name: "x"}}, []sig.Field{{Name: "y"}})})
+			sink := &logSink{}
+			s := MustSessionify(prog, Options{Recursive: Predictors, Sink: sink})
+			model := &lm.Scripted{Func: func(req lm.Request) (string, bool, error) {
+				if req.Meta.Path == "a" {
+					return "[[ ## x ## ]]\nfirst\n\n[[ ## completed ## ]]", true, nil
+				}
+				return "[[ ## y ## ]]\nsecond\n\n[[ ## completed ## ]]", true, nil
+			}}
+			ctx := WithLM(context.Background(), model)
+			if _, _, err := s.Run(ctx, sig.NewMap("q", "one")); err != nil {
+				t.Fatal(err)
+			}
+			sink.fail = tc.err
+			p, turn, err := s.Run(ctx, sig.NewMap("q", "two"))
+			if !errors.Is(err, tc.err) || p != nil || turn == nil {
+				t.Fatalf("Run = %v, %v, %v; want no prediction, the turn and the commit's error", p, turn, err)
+			}
+			if turn.Status != tc.status || turn.Error != err.Error() || turn.Index != 1 || len(turn.Calls) != 2 {
+				t.Errorf("turn: status %s error %q index %d, %d calls", turn.Status, turn.Error, turn.Index, len(turn.Calls))
+			}
+			if sink.aborted != nil {
+				t.Errorf("the engine aborted a turn its sink had ended: %+v", sink.aborted)
+			}
+			if s.Len() != 1 || len(s.History().Messages) != 1 {
+				t.Fatalf("the turn whose commit failed is in the session: %d turns, %d history entries", s.Len(), len(s.History().Messages))
+			}
+			sink.fail = nil
+			_, turn, err = s.Run(ctx, sig.NewMap("q", "three"))
+			if err != nil || turn.Index != 1 || sink.commits != 2 || s.Len() != 2 {
+				t.Fatalf("next turn: %v, index %d, %d commits, %d turns", err, turn.Index, sink.commits, s.Len())
 			}
 		})
 	}

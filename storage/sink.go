@@ -19,8 +19,9 @@ import (
 // RecordCall returns (a killed process loses none), and the database sees the turn once,
 // when it ends: CommitTurn (completed, the only status on the branch's path) or AbortTurn
 // (failed, cancelled or interrupted, kept beside the branch), one commit and one fsync
-// per turn. A turn whose process died is imported from its journal as interrupted by the
-// next reader (liveRuns).
+// per turn; a CommitTurn that fails ends the turn as AbortTurn would (commitFailed). A
+// turn whose process died is imported from its journal as interrupted by the next reader
+// (liveRuns).
 type BranchSink struct {
 	s      *Store
 	conv   string
@@ -375,14 +376,15 @@ func (r *run) recorded() []runCall {
 }
 
 // CommitTurn stores the finished turn, completed, and moves the branch tip to it,
-// clearing the branch's redo stack: the turn's one transaction.
+// clearing the branch's redo stack: the turn's one transaction. A commit that fails ends
+// the turn all the same (commitFailed): it never leaves the turn in flight.
 func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) error {
-	if t == nil {
-		return fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid)
-	}
 	r, err := b.inFlight(ctx, key)
 	if err != nil {
 		return err
+	}
+	if t == nil {
+		return b.commitFailed(ctx, key, r, &trace.Turn{}, fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid))
 	}
 	var install func()
 	err = b.s.write(ctx, func(tx *wtx) error {
@@ -404,7 +406,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		return err
 	})
 	if err != nil {
-		return err // the turn is still this sink's, to abort
+		return b.commitFailed(ctx, key, r, t, err)
 	}
 	install()
 	byPath := map[string]*trace.Call{}
@@ -442,8 +444,36 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 	if err != nil {
 		return err
 	}
+	return b.keep(ctx, key, r, t, st)
+}
+
+// commitFailed ends turn key, whose commit failed with err, so that the turn does not
+// stay in flight (its journal locked, the branch busy until the process ends): it is
+// kept beside the branch as a failed turn carrying err, with its calls (a branch that
+// moved while the turn ran, ErrConflict, is the usual cause); when that cannot be
+// written either, its journal is let go, and the next reader keeps the turn as
+// interrupted, resumable. The error says which, wrapping err, and trace.ErrInterrupted
+// in the second case. The engine only learns that the turn did not complete.
+func (b *BranchSink) commitFailed(ctx context.Context, key string, r *run, t *trace.Turn, err error) error {
+	failed := *t
+	failed.Status, failed.Error = trace.StatusFailed, err.Error()
+	if kerr := b.keep(context.WithoutCancel(ctx), key, r, &failed, trace.StatusFailed); kerr != nil {
+		why := "for the same reason"
+		if kerr.Error() != err.Error() {
+			why = "(" + kerr.Error() + ")"
+		}
+		return fmt.Errorf("%w; turn %s could not be kept as failed either %s: its journal is let go, and the next reader of %s keeps it as %w",
+			err, key, why, b.s.path, trace.ErrInterrupted)
+	}
+	return fmt.Errorf("%w; turn %s is kept beside branch %q as failed, with its calls", err, key, b.branch)
+}
+
+// keep stores turn key (r) beside the branch with status st, out of its path, in one
+// transaction, and lets the branch go; when that fails, the journal is let go with the
+// turn in it (as a dying process would: the next reader keeps it as interrupted).
+func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn, st trace.Status) error {
 	var install func()
-	err = b.s.write(ctx, func(tx *wtx) error {
+	err := b.s.write(ctx, func(tx *wtx) error {
 		if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 			return err
 		}
@@ -469,9 +499,18 @@ func (b *BranchSink) AbortTurn(ctx context.Context, key string, t *trace.Turn) e
 			q += ", inputs = ?, input_preview = ?"
 			args = append(args, in.String, preview(in))
 		}
+		if t.Outputs != nil && t.Outputs.Len() > 0 { // a turn whose commit failed had them
+			out, err := jsonOf(t.Outputs)
+			if err != nil {
+				return fmt.Errorf("storage: turn outputs: %w", err)
+			}
+			q += ", outputs = ?, output_preview = ?"
+			args = append(args, out, preview(out))
+		}
 		if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, r.h.ID)...); err != nil {
 			return err
 		}
+		var err error
 		install, err = b.s.topUp(ctx, tx)
 		return err
 	})

@@ -168,20 +168,23 @@ func TestSinkErrors(t *testing.T) {
 	if _, err := s.Sink("S", "nope").BeginTurn(ctx, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("begin on unknown branch: %v", err)
 	}
-	// The tip moving under an in-flight turn makes its commit fail rather than orphan a turn.
+	// The tip moving under an in-flight turn makes its commit fail rather than orphan a
+	// turn; the failed commit ends the turn (kept as failed: commitFailed), so there is
+	// nothing left to abort.
 	k2, _ := sink.BeginTurn(ctx, sig.NewMap("q", "2"))
 	if _, err := s.Undo(ctx, "S", MainBranch, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") {
+	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") ||
+		!strings.Contains(err.Error(), "kept beside branch \"main\" as failed") {
 		t.Errorf("commit after tip moved: %v", err)
 	}
-	if err := sink.AbortTurn(ctx, k2, &trace.Turn{Status: trace.StatusCancelled, Error: "user cancelled"}); err != nil {
-		t.Fatal(err)
+	if err := sink.AbortTurn(ctx, k2, &trace.Turn{Status: trace.StatusCancelled, Error: "user cancelled"}); !errors.Is(err, ErrConflict) {
+		t.Errorf("abort after the failed commit ended the turn: %v", err)
 	}
 	tree, _ := s.TurnTree(ctx, "S")
-	if len(tree) != 2 || tree[1].Status != trace.StatusCancelled || tree[1].Error != "user cancelled" || tree[1].Owner != nil {
-		t.Errorf("aborted turn: %+v", tree[1])
+	if len(tree) != 2 || tree[1].Status != trace.StatusFailed || !strings.Contains(tree[1].Error, "moved") || tree[1].Owner != nil {
+		t.Errorf("turn whose commit failed: %+v", tree[1])
 	}
 }
 

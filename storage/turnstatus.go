@@ -219,8 +219,11 @@ func (s *Store) TurnInfo(ctx context.Context, key string) (*TurnInfo, error) {
 	}
 	n, err := turnNode(ctx, s.r, id)
 	if errors.Is(err, ErrNotFound) {
-		if r, _ := s.liveRun(ctx, id); r != nil {
+		switch r, lerr := s.liveRun(ctx, id); {
+		case r != nil:
 			n, err = r.node(), nil
+		case lerr == nil:
+			n, err = turnNode(ctx, s.r, id) // its journal, let go, may have been imported just now
 		}
 	}
 	if err != nil {

@@ -81,6 +81,10 @@ func (t *Turn) copy(share bool) *Turn {
 // turn as far as it went: Status failed, cancelled or interrupted, Error the reason, and
 // the calls made (the failing one with its exact request, raw completion or partial
 // stream, attempts and error). A sink keeps such a turn beside the branch, out of history.
+// A CommitTurn that returns an error has ended the turn all the same, never left it in
+// flight: the sink keeps it as failed, carrying the commit's error, or, when it cannot
+// be written now, as interrupted (resumable), and then says so by wrapping
+// ErrInterrupted. The engine calls nothing after it; the turn stays out of the session.
 // Implementations must be safe for concurrent RecordCall (inner calls may run in parallel).
 type Sink interface {
 	BeginTurn(ctx context.Context, inputs *sig.Map) (turnKey string, err error)
