@@ -318,9 +318,9 @@ func benchHistoryQA(n int) sig.History {
 // BenchmarkChatFormatHistory formats a request on a history of n entries: warm, every
 // entry rendered by an earlier request (what each turn of a session meets), and cold,
 // every entry new (a session's first request after it was restored). beyond-list-B/op
-// is what a request allocates besides its message list: flat when warm but for the
-// list's own rounding up to its size class (up to a page: 4 KB at 100 entries, 10 KB
-// at 10,000, of a 960 KB list).
+// is what a request allocates besides its message list: flat when warm (4 KB) but for
+// the list's own rounding up to its size class (up to a page: 10 KB in all at 10,000
+// entries, beside a 960 KB list).
 func BenchmarkChatFormatHistory(b *testing.B) {
 	s := benchSig()
 	for _, n := range []int{100, 1000, 10000} {
