@@ -52,6 +52,13 @@ func childMain(mode string) int {
 			fmt.Println("began", key)
 			select {}
 		}
+	case "record":
+		// record a whole turn's calls, then wait to be killed before committing it
+		var key string
+		if key, err = recordChild(ctx, s, conv, branch); err == nil {
+			fmt.Println("recorded", key)
+			select {}
+		}
 	case "begin":
 		if key, err := s.Sink(conv, branch).BeginTurn(ctx, nil); err == nil {
 			fmt.Println("began", key)

@@ -93,13 +93,19 @@ func journalCall(c, base *trace.Call, baseTurn int64) (*trace.Call, *journalBase
 		(c.History.Messages[h] == base.History.Messages[h] || c.History.Messages[h].Equal(base.History.Messages[h])) {
 		h++
 	}
+	return continuation(c, base.ID, baseTurn, k, h)
+}
+
+// continuation is c as its record holds it when it begins with the first k messages and
+// h history entries of call baseCall of the stored turn baseTurn.
+func continuation(c *trace.Call, baseCall string, baseTurn int64, k, h int) (*trace.Call, *journalBase) {
 	if k == 0 && h == 0 {
 		return c, nil
 	}
 	jc := *c
 	jc.Messages = c.Messages[k:]
 	jc.History = sig.History{Messages: c.History.Messages[h:]}
-	return &jc, &journalBase{Turn: baseTurn, Call: base.ID, Msgs: k, Hist: h}
+	return &jc, &journalBase{Turn: baseTurn, Call: baseCall, Msgs: k, Hist: h}
 }
 
 // resolveBases gives the calls read from a journal the requests and histories their

@@ -43,6 +43,7 @@ type run struct {
 	f     *os.File // nil once the turn ended
 	h     *runHeader
 	calls []runCall
+	bases map[string]*storedBase // by path: the stored turn before's calls (seededCall)
 }
 
 var _ trace.Sink = (*BranchSink)(nil)
@@ -356,11 +357,15 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	}
 	b.mu.Lock()
 	var base *trace.Call
-	if b.prev != 0 && b.prev == r.h.Parent {
+	committed := b.prev != 0 && b.prev == r.h.Parent // the turn before: this sink has its calls
+	if committed {
 		base = b.prevCalls[c.Path]
 	}
 	b.mu.Unlock()
 	jc, ref := journalCall(c, base, r.h.Parent)
+	if !committed {
+		jc, ref = r.seededCall(ctx, b.s, c)
+	}
 	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: jc, Base: ref}); err != nil {
 		return err
 	}

@@ -1,0 +1,167 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A turn's calls are journaled as continuations of the same predictor's call in the turn
+// before (journalCall). A sink that committed that turn has its calls at hand (prevCalls);
+// a new sink (the first turn of a process, or of a new ui/sessions Service) takes the
+// base from the stored turn instead, without reading its requests back: a stored list
+// is a chain of nodes whose hashes name their prefixes (chainHash), so the hashes of the
+// last few nodes of the base call's request and history, one small query, say how much
+// of them a new call repeats, once its own elements are hashed.
+
+// seedFrom is the size (request messages plus history entries) from which a call is
+// journaled against a stored base: a smaller call costs less in full than the query.
+const seedFrom = 64
+
+// seedDepth is how many of the last nodes of a stored list are candidates for the end of
+// the prefix a new call shares with it: a request repeats its predecessor up to its last
+// message (the new input), a history all of it.
+const seedDepth = 4
+
+// storedBase is a stored call as seededCall needs it: its id, and the depth and short
+// chain hash of the last few prefixes of its request and history (deepest first).
+type storedBase struct {
+	call       string
+	msgs, hist []prefixHash
+}
+
+type prefixHash struct {
+	depth int
+	hash  []byte // hash16.short of the list's first depth elements
+}
+
+// loadBase reads the hashes of the stored call of turn at path (the last, when it has
+// several); nil when there is none, or nothing to share.
+func loadBase(ctx context.Context, q querier, turn int64, path string) *storedBase {
+	rows, err := q.QueryContext(ctx, `WITH c AS (SELECT call_key, messages_node, history_node FROM calls
+			WHERE turn_id = ?1 AND path = ?2 ORDER BY seq DESC LIMIT 1),
+		up(id, kind, k) AS (
+			SELECT id, kind, 0 FROM (SELECT messages_node AS id, 'm' AS kind FROM c UNION ALL SELECT history_node, 'h' FROM c)
+				WHERE id IS NOT NULL
+			UNION ALL SELECT l.parent_id, up.kind, up.k + 1 FROM list_nodes l JOIN up ON l.id = up.id
+				WHERE up.k < ?3 AND l.parent_id IS NOT NULL)
+		SELECT (SELECT call_key FROM c), up.kind, l.depth, l.hash FROM up JOIN list_nodes l ON l.id = up.id
+		ORDER BY l.depth DESC`, turn, path, seedDepth-1)
+	if err != nil {
+		return nil // the call is journaled in full: always right
+	}
+	defer rows.Close()
+	b := &storedBase{}
+	for rows.Next() {
+		var kind string
+		var p prefixHash
+		if err := rows.Scan(&b.call, &kind, &p.depth, &p.hash); err != nil {
+			return nil
+		}
+		if kind == "m" {
+			b.msgs = append(b.msgs, p)
+		} else {
+			b.hist = append(b.hist, p)
+		}
+	}
+	if rows.Err() != nil || b.call == "" {
+		return nil
+	}
+	return b
+}
+
+// sharedPrefix is the length of the deepest of the stored prefixes that items begin
+// with (0 for none). Where items repeat known (the last list this process stored under
+// the same key, as the write cache holds it), its nodes give the chain hashes; the rest
+// of items is hashed, as far as the deepest candidate.
+func sharedPrefix(stored []prefixHash, known listPath, items []listItem) int {
+	want := make(map[int]hash16, len(stored))
+	top := 0
+	for _, p := range stored {
+		if p.depth <= len(items) {
+			want[p.depth] = hash16{}
+			top = max(top, p.depth)
+		}
+	}
+	if top == 0 {
+		return 0
+	}
+	same := 0
+	for same < top && same < len(known.items) && same < len(known.nodes) && items[same] == known.items[same] {
+		same++
+	}
+	var h hash16
+	for d := 1; d <= top; d++ {
+		if d <= same {
+			if _, ok := want[d]; !ok && d < same {
+				continue
+			}
+			h = known.nodes[d-1].hash
+		} else {
+			h = chainHash(h, items[d-1].key(), contentHash(items[d-1].Body))
+		}
+		if _, ok := want[d]; ok {
+			want[d] = h
+		}
+	}
+	for _, p := range stored { // deepest first
+		if h, ok := want[p.depth]; ok && bytes.Equal(h.short(), p.hash) {
+			return p.depth
+		}
+	}
+	return 0
+}
+
+// lastStored is what the write cache holds of the last lists stored under key (and for a
+// history, their entries' JSON), or nothing while a write transaction holds the cache:
+// a record does not wait for another branch's commit. What it returns is never changed
+// afterwards (the cache replaces, never edits, what it published), so it is read after
+// the lock is let go.
+func (c *writeCache) lastStored(key string) (listPath, []entryJSON) {
+	if !c.mu.TryLock() {
+		return listPath{}, nil
+	}
+	defer c.mu.Unlock()
+	return c.paths[key], c.entries[key]
+}
+
+// seededCall is journalCall against the stored call of the same predictor in the turn r
+// follows, read the first time r records a call of that path.
+func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
+	if r.h.Parent == 0 || len(c.Messages)+len(c.History.Messages) < seedFrom {
+		return c, nil
+	}
+	b, ok := r.bases[c.Path]
+	if !ok {
+		b = loadBase(ctx, s.r, r.h.Parent, c.Path)
+		if r.bases == nil {
+			r.bases = map[string]*storedBase{}
+		}
+		r.bases[c.Path] = b
+	}
+	if b == nil {
+		return c, nil
+	}
+	k, h := 0, 0
+	if n := deepest(b.msgs); n > 0 {
+		known, _ := s.wc.lastStored("m\x00" + c.Path)
+		k = sharedPrefix(b.msgs, known, messageItems(c.Messages[:min(n, len(c.Messages))]))
+	}
+	if n := deepest(b.hist); n > 0 {
+		key := "h\x00" + c.Path
+		known, entries := s.wc.lastStored(key)
+		// rendered as insertCall renders them; entries the cache rendered are not again
+		seen := &writeCache{entries: map[string][]entryJSON{key: entries}}
+		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}))
+	}
+	return continuation(c, b.call, r.h.Parent, k, h)
+}
+
+func deepest(ps []prefixHash) int {
+	if len(ps) == 0 {
+		return 0
+	}
+	return ps[0].depth // loadBase orders them deepest first
+}
