@@ -32,7 +32,8 @@ type BranchSink struct {
 	began  string          // turn key the last BeginTurn began
 	runs   map[string]*run // turns this sink has in flight, by key
 	// prev is the turn this sink committed last, its calls by predictor path: a turn
-	// following it journals its calls' requests and histories as continuations of them.
+	// following it journals its calls' requests and histories as continuations of them (a
+	// turn following another journals them against that turn's stored calls: seededCall).
 	prev      int64
 	prevCalls map[string]*trace.Call
 }
