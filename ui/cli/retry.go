@@ -104,6 +104,7 @@ func runRetry(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
+	a.SetCatalog(agentCatalog()) // the agent runPickAgent read
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	start := time.Now()
 	_, t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)

@@ -138,6 +138,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
+	a.SetCatalog(agentCatalog()) // the agent runPrepare read
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if conv == nil {
 		title := o.title

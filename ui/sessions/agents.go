@@ -57,6 +57,11 @@ func DefaultCatalog() *Catalog { return NewCatalog(AgentDirs(os.Getenv)...) }
 // AgentDirs(os.Getenv), i.e. the user config dir and ./agents). Call it before use.
 func (a *Service) SetAgentDirs(dirs ...string) { a.files = NewCatalog(dirs...) }
 
+// SetCatalog makes the service look agents up in c, which the caller shares: an agent
+// file the caller has read (to check it, or to list it) is not read again for the first
+// turn. Call it before use.
+func (a *Service) SetCatalog(c *Catalog) { a.files = c }
+
 // AgentErrors reports agent files that failed to load at the last listing, each with
 // its file, line and key.
 func (a *Service) AgentErrors() []error { return a.files.Errors() }

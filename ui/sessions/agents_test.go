@@ -195,3 +195,49 @@ func mustGetwd(t *testing.T) string {
 	}
 	return wd
 }
+
+// A Service given the catalog its caller read an agent file with (as `run` does after
+// checking --agent) takes its first turn without reading the file again; one with its
+// own catalog reads it. The file is overwritten with an invalid agent of the same size
+// and time, so a second read fails and tells the two apart.
+func TestSetCatalogSharesTheAgentRead(t *testing.T) {
+	ctx := context.Background()
+	a, st, model, _ := newWorkbench(t)
+	path := writeAgent(t, t.TempDir(), "tr.toml", "translate.toml", nil)
+	c, err := a.NewConversation(ctx, path, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := NewCatalog()
+	if _, err := cat.Resolve(path); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("#", int(fi.Size()-1))+"["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		catalog  *Catalog
+		wantRead bool
+	}{{"shared catalog", cat, false}, {"own catalog", nil, true}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(st, model)
+			b.SetAgentDirs()
+			if tc.catalog != nil {
+				b.SetCatalog(tc.catalog)
+			}
+			_, err := b.Send(ctx, SendRequest{Conv: c.ID, Branch: "main", Inputs: map1("text", "i has a apple")}, nil)
+			if read := err != nil && strings.Contains(err.Error(), "tr.toml"); read != tc.wantRead || (err != nil && !read) {
+				t.Errorf("Send: %v; want the agent file read again: %v", err, tc.wantRead)
+			}
+		})
+	}
+}

@@ -139,8 +139,11 @@ func sentFixture(b *testing.B, agent string, n int, model lm.LM) (*Service, *sto
 // BenchmarkSend is one Send (what enter in the workbench and `run` call) at 100, 1,000
 // and 10,000 turns, on SupportAgent (no window: requests grow with the branch) and on
 // the same agent with a 4-turn window (requests stay the same size, so any growth is
-// the engine's or storage's). first is a fresh Service per Send (the first Send of a
-// process); next is the Sends after it. demo answers with the demo model; instant with a
+// the engine's or storage's). first is the first Send of a fresh Service, as a process
+// makes it: the workbench has listed the conversations (reading their agents) when the
+// user presses enter, and `run` has checked its agent (with the catalog it gives the
+// Service); first-cold is a fresh Service that has read nothing, the agent file included.
+// next is the Sends after the first. demo answers with the demo model; instant with a
 // model that answers at once, so its time is the engine's and storage's overhead beyond
 // the model call. The fixtures keep stored call histories short (see sendFixture).
 func BenchmarkSend(b *testing.B) {
@@ -174,6 +177,14 @@ func benchSendOn(b *testing.B, agent string, n int) {
 			return err
 		}
 		b.Run(m.name+"/first", func(b *testing.B) {
+			loopCPUPrepared(b, func() (func() error, error) {
+				a := New(st, m.model())
+				a.SetAgentDirs()
+				_, err := a.Conversations(ctx)
+				return func() error { return send(a) }, err
+			})
+		})
+		b.Run(m.name+"/first-cold", func(b *testing.B) {
 			loopCPU(b, func() error {
 				a := New(st, m.model())
 				a.SetAgentDirs()
