@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/tomlfile"
@@ -28,10 +27,9 @@ func init() {
 }
 
 // agentCatalog is the agents the commands know (ui/sessions' one lookup, also the
-// workbench's), one per process: the Service a command runs turns with is given it, so
-// an agent file checked before the run is not read again for its first turn. Tests
-// point it at other directories.
-var agentCatalog = sync.OnceValue(sessions.DefaultCatalog)
+// workbench's); tests point it at other directories. A command that runs turns gives the
+// Service the catalog it checked its agent with, so the file is read once.
+var agentCatalog = sessions.DefaultCatalog
 
 // agentOut is one agent as agents --json prints it.
 type agentOut struct {

@@ -81,7 +81,8 @@ func runRetry(ctx context.Context, env Env) int {
 	if err != nil {
 		return fail(storeError, "%v", err)
 	}
-	ag, err := runPickAgent("", conv)
+	cat := agentCatalog()
+	ag, err := runPickAgent(cat, "", conv)
 	if err != nil {
 		return fail(storeUsage, "%v", err)
 	}
@@ -104,7 +105,7 @@ func runRetry(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
-	a.SetCatalog(agentCatalog()) // the agent runPickAgent read
+	a.SetCatalog(cat) // runPickAgent read the agent with it
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	start := time.Now()
 	_, t, err := a.Retry(ctx, sessions.RetryRequest{Key: key, Inputs: inputs, Branch: branch}, nil)

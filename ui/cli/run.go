@@ -110,8 +110,9 @@ func runRunCommand(ctx context.Context, env Env) int {
 	}
 	var ag demo.Agent
 	var turns []runTurnInput
+	cat := agentCatalog()
 	if o.conv == "" {
-		if ag, turns, err = runPrepare(o, nil); err != nil {
+		if ag, turns, err = runPrepare(cat, o, nil); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeUsage
 		}
@@ -129,7 +130,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeError
 		}
-		if ag, turns, err = runPrepare(o, conv); err != nil {
+		if ag, turns, err = runPrepare(cat, o, conv); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeUsage
 		}
@@ -138,7 +139,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 
 	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
-	a.SetCatalog(agentCatalog()) // the agent runPrepare read
+	a.SetCatalog(cat) // runPrepare read the agent with it
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if conv == nil {
 		title := o.title
@@ -171,8 +172,8 @@ func runRunCommand(ctx context.Context, env Env) int {
 }
 
 // runPrepare resolves the agent (checking that it builds) and reads every turn's inputs.
-func runPrepare(o runOptions, conv *storage.Conversation) (demo.Agent, []runTurnInput, error) {
-	ag, err := runPickAgent(o.agent, conv)
+func runPrepare(cat *sessions.Catalog, o runOptions, conv *storage.Conversation) (demo.Agent, []runTurnInput, error) {
+	ag, err := runPickAgent(cat, o.agent, conv)
 	if err != nil {
 		return demo.Agent{}, nil, err
 	}
@@ -204,8 +205,7 @@ func runNoteSuperseded(ctx context.Context, env Env, s *storage.Store, conv, bra
 // directories, or a path to an agent file (agentCatalog: the workbench's lookup). With a
 // conversation it must match the conversation's agent (turns of one conversation come
 // from one agent), which is stored as a built-in name or an agent file's absolute path.
-func runPickAgent(spec string, conv *storage.Conversation) (demo.Agent, error) {
-	cat := agentCatalog()
+func runPickAgent(cat *sessions.Catalog, spec string, conv *storage.Conversation) (demo.Agent, error) {
 	if conv == nil {
 		return cat.Resolve(spec)
 	}
