@@ -127,6 +127,25 @@ func (c *writeCache) lastStored(key string) (listPath, []entryJSON) {
 	return c.paths[key], c.entries[key]
 }
 
+// keepEntries makes now, entries rendered outside a transaction, the cache's last under
+// key, unless the cache changed since it gave was (or is busy): the commit that follows
+// renders none of them again (entryJSON is what values render to, whatever the database
+// holds).
+func (c *writeCache) keepEntries(key string, was, now []entryJSON) {
+	if !c.mu.TryLock() {
+		return
+	}
+	defer c.mu.Unlock()
+	cur := c.entries[key]
+	if len(cur) != len(was) || len(cur) > 0 && &cur[0] != &was[0] {
+		return
+	}
+	if c.entries == nil {
+		c.entries = map[string][]entryJSON{}
+	}
+	c.entries[key] = now
+}
+
 // seededCall is journalCall against the stored call of the same predictor in the turn r
 // follows, read the first time r records a call of that path.
 func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
@@ -155,6 +174,7 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 		// rendered as insertCall renders them; entries the cache rendered are not again
 		seen := &writeCache{entries: map[string][]entryJSON{key: entries}}
 		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}))
+		s.wc.keepEntries(key, entries, seen.entries[key])
 	}
 	return continuation(c, b.call, r.h.Parent, k, h)
 }
