@@ -142,7 +142,8 @@ func sentFixture(b *testing.B, agent string, n int, model lm.LM) (*Service, *sto
 // the engine's or storage's). first is the first Send of a fresh Service, as a process
 // makes it: the workbench has listed the conversations (reading their agents) when the
 // user presses enter, and `run` has checked its agent (with the catalog it gives the
-// Service); first-cold is a fresh Service that has read nothing, the agent file included.
+// Service); first-process is that with a fresh Store as well (a new process);
+// first-cold is a fresh Service that has read nothing, the agent file included.
 // next is the Sends after the first. demo answers with the demo model; instant with a
 // model that answers at once, so its time is the engine's and storage's overhead beyond
 // the model call. The fixtures keep stored call histories short (see sendFixture).
@@ -181,6 +182,29 @@ func benchSendOn(b *testing.B, agent string, n int) {
 				a := New(st, m.model())
 				a.SetAgentDirs()
 				_, err := a.Conversations(ctx)
+				return func() error { return send(a) }, err
+			})
+		})
+		// first-process: a fresh Store too, as a new process opens it (its caches of
+		// stored texts cold); opening it and closing the one before are left out.
+		b.Run(m.name+"/first-process", func(b *testing.B) {
+			var open *storage.Store
+			defer func() {
+				if open != nil {
+					open.Close()
+				}
+			}()
+			loopCPUPrepared(b, func() (func() error, error) {
+				if open != nil {
+					open.Close()
+				}
+				var err error
+				if open, err = storage.Open(ctx, st.Path()); err != nil {
+					return nil, err
+				}
+				a := New(open, m.model())
+				a.SetAgentDirs()
+				_, err = a.Conversations(ctx)
 				return func() error { return send(a) }, err
 			})
 		})
