@@ -80,6 +80,9 @@ type Backend interface {
 	// Preview renders the messages a recorded call sends under a strategy. Strategy 0
 	// is "actual": exactly the messages that were sent.
 	Preview(ctx context.Context, req sessions.PreviewRequest) (sessions.Rendering, error)
+	// Prefetch readies what the branch's next turn needs (its engine session) while the
+	// user types, so Send does not wait for it. It reports nothing: Send does.
+	Prefetch(ctx context.Context, conv, branch string)
 	// DryRun renders, without calling any model, the requests the next turn would send
 	// with these inputs under a strategy (one rendering per predictor call it can foresee).
 	DryRun(ctx context.Context, conv, branch string, inputs *sig.Map, strategy int) ([]sessions.Rendering, error)

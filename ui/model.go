@@ -60,6 +60,9 @@ type Model struct {
 	// another process (0: never; Run sets it)
 	pollEvery time.Duration
 	polling   bool
+	// prefetched holds the branches (conv + "\x00" + branch) whose next turn was readied
+	// when the user started typing on them (prefetch)
+	prefetched map[string]bool
 }
 
 // New builds the root model. The theme must already be resolved (Run does that).
@@ -371,6 +374,7 @@ func (m *Model) sync() []tea.Cmd {
 	for _, pr := range m.layout().chats {
 		cmds = append(cmds, m.panes[pr.pane].ensureLoaded())
 	}
+	cmds = append(cmds, m.prefetch())
 	if m.showWire && m.e.conv != nil {
 		cmds = append(cmds, m.wire.show(m.wireTarget()))
 		// The text changes by typing, and also when a refused send or a cancelled
@@ -383,6 +387,29 @@ func (m *Model) sync() []tea.Cmd {
 		cmds = append(cmds, s.sync())
 	}
 	return cmds
+}
+
+// prefetch asks the backend, once per branch, to ready the branch's next turn when the
+// user starts typing on it: the first Send of a process then does not restore the
+// session (on a long branch, much of what it would cost).
+func (m *Model) prefetch() tea.Cmd {
+	p := m.pane()
+	if m.focus != focusInput || m.input.empty() || m.input.editTurn != "" || m.e.conv == nil || p == nil {
+		return nil
+	}
+	key := m.e.convID() + "\x00" + p.branch
+	if m.prefetched[key] {
+		return nil
+	}
+	if m.prefetched == nil {
+		m.prefetched = map[string]bool{}
+	}
+	m.prefetched[key] = true
+	ctx, b, conv, branch := m.e.ctx, m.e.b, m.e.convID(), p.branch
+	return func() tea.Msg {
+		b.Prefetch(ctx, conv, branch)
+		return nil
+	}
 }
 
 // wireTarget is what the wire pane should show now.

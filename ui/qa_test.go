@@ -217,3 +217,18 @@ func TestModuleRecordInTreeAndWire(t *testing.T) {
 	assertContains(t, s, "research  Research", "1.5k tok", "research is a module: it sends no request itself")
 	assertLacks(t, s, "has no call")
 }
+
+// Typing on a branch readies its next turn once (the backend restores the session while
+// the user types, so enter does not wait for it); an empty editor asks nothing.
+func TestTypingPrefetchesTheBranchOnce(t *testing.T) {
+	hs, b := open(t, 120, 36, 3)
+	hs.settle()
+	if p := b.Prefetched(); len(p) != 0 {
+		t.Fatalf("prefetched before any typing: %v", p)
+	}
+	hs.typeText("why")
+	hs.typeText(" was I charged")
+	if p := b.Prefetched(); len(p) != 1 || !strings.HasSuffix(p[0], "/main") {
+		t.Fatalf("prefetched %v, want main once", p)
+	}
+}

@@ -328,6 +328,13 @@ func (a *Service) liveState(ctx context.Context, conv, branch string, take, full
 	return st, st.path, l, nil
 }
 
+// Prefetch readies the branch's session for its next turn (restores and keeps it, as a
+// Send would), so that the Send does not wait for it: the workbench calls it when the
+// user starts typing. Errors are left for the Send to report.
+func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
+	a.liveState(ctx, conv, branch, false, false)
+}
+
 // tailLen is how many of a branch's last turns a session of agent ag is restored from:
 // 0 (all) unless its history has a window, else the window with room for a few undos
 // (and more once a restore found it short).

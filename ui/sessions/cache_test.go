@@ -267,3 +267,42 @@ func TestLiveSessionFollowsTheAgentFile(t *testing.T) {
 		t.Fatalf("the changed agent file's session was reused (max_turns %v)", *nl.run.s.Options().MaxTurns)
 	}
 }
+
+// Prefetch restores and keeps the branch's session, so the next Send takes it instead
+// of restoring one; whatever moved the tip meanwhile (another writer's turn) is still
+// seen, and the turn sent is the one a fresh Service sends.
+func TestPrefetchKeepsTheSessionForTheSend(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		moved bool // another writer adds a turn between the prefetch and the Send
+	}{{"tip unchanged", false}, {"tip moved meanwhile", true}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, st, _, _ := newWorkbench(t)
+			conv := mustConversation(t, a, "SupportAgent")
+			for _, q := range questions {
+				mustSend(t, a, conv, "main", question(q))
+			}
+			b := New(st, demoModel(0)) // a fresh process
+			b.SetAgentDirs()
+			b.Prefetch(ctx, conv, "main")
+			kept := b.cache.state(conv + "\x00main").live
+			if kept == nil {
+				t.Fatal("Prefetch kept no session")
+			}
+			if tc.moved {
+				mustSend(t, a, conv, "main", question("from the other process"))
+			}
+			mustSend(t, b, conv, "main", question("and now?"))
+			want := 4
+			if tc.moved {
+				want = 5
+			}
+			if now := b.cache.state(conv + "\x00main").live; !tc.moved && (now == nil || now.run != kept.run) {
+				t.Error("the Send did not run on the prefetched session")
+			}
+			sameAsFresh(t, b, st, conv, "main", want)
+		})
+	}
+}

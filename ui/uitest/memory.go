@@ -39,6 +39,8 @@ type Memory struct {
 	Delay time.Duration
 	// RetryWait is the backoff announced when an input contains "[retry]".
 	RetryWait time.Duration
+	// prefetched lists the branches Prefetch was asked for ("conv/branch"), in order.
+	prefetched []string
 }
 
 type conv struct {

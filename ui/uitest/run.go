@@ -240,6 +240,20 @@ func (m *Memory) Preview(ctx context.Context, req sessions.PreviewRequest) (sess
 	return rendering(call.Path, call.ID, render(agent, call.Inputs, call.History, req.Strategy), req.Strategy), nil
 }
 
+// Prefetch records that the workbench readied branchName of conversation id.
+func (m *Memory) Prefetch(_ context.Context, id, branchName string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prefetched = append(m.prefetched, id+"/"+branchName)
+}
+
+// Prefetched lists the branches Prefetch was asked for ("conv/branch"), in order.
+func (m *Memory) Prefetched() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.prefetched...)
+}
+
 func (m *Memory) DryRun(ctx context.Context, id, branchName string, inputs *sig.Map, strategy int) ([]sessions.Rendering, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
