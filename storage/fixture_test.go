@@ -116,23 +116,9 @@ func fixtureTurn(i, window int, raw bool) *trace.Turn {
 // runTurn writes turn t through the sink the way the engine does: calls as they finish
 // (children before their parent), then the commit.
 func runTurn(ctx context.Context, sink *BranchSink, t *trace.Turn) (string, error) {
-	key, err := sink.BeginTurn(ctx, t.Inputs)
+	key, err := recordCalls(ctx, sink, t)
 	if err != nil {
-		return "", err
-	}
-	var rec func(parent string, c *trace.Call) error
-	rec = func(parent string, c *trace.Call) error {
-		for _, ch := range c.Children {
-			if err := rec(c.ID, ch); err != nil {
-				return err
-			}
-		}
-		return sink.RecordCall(ctx, key, parent, c)
-	}
-	for _, c := range t.Calls {
-		if err := rec("", c); err != nil {
-			return key, err
-		}
+		return key, err
 	}
 	return key, sink.CommitTurn(ctx, key, t)
 }
