@@ -165,6 +165,9 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoi
 	if _, err := capture.Recover(ctx, store, nil); err != nil && !store.ReadOnly() {
 		return err
 	}
+	// The first turn's statements are prepared while the user reads and types (Close
+	// stops this; a failure only leaves that turn to prepare them itself).
+	go store.Warm(ctx)
 	llm.PreloadEncodings(sel.LM.Name())
 	var backendModel lm.LM = sel.LM
 	if len(sel.Choices) > 1 {

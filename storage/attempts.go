@@ -32,12 +32,6 @@ func insertAttempts(ctx context.Context, tx *wtx, convID string, turnID int64, a
 	if _, err := tx.ExecContext(ctx, "DELETE FROM attempts WHERE turn_id = ?", turnID); err != nil {
 		return fmt.Errorf("storage: attempts of turn %d: %w", turnID, err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO attempts(conv_id, turn_id, step, n, score, details, created_at,
-		summary, best, error, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("storage: record attempts: %w", err)
-	}
-	defer stmt.Close()
 	for _, a := range attempts {
 		if a == nil {
 			return fmt.Errorf("storage: turn %d: nil attempt: %w", turnID, ErrInvalid)
@@ -56,7 +50,8 @@ func insertAttempts(ctx context.Context, tx *wtx, convID string, turnID int64, a
 		if err != nil {
 			return err
 		}
-		res, err := stmt.ExecContext(ctx, convID, turnID, a.Step, a.N, a.Score, det.String, fmtTime(a.Time),
+		res, err := tx.ExecContext(ctx, `INSERT INTO attempts(conv_id, turn_id, step, n, score, details, created_at,
+			summary, best, error, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, convID, turnID, a.Step, a.N, a.Score, det.String, fmtTime(a.Time),
 			a.Summary, a.Best, redact.String(a.Error), string(calls))
 		if err != nil {
 			return fmt.Errorf("storage: record attempt %d of %s: %w", a.N, a.Step, err)

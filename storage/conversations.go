@@ -72,39 +72,42 @@ func (s *Store) ImportConversation(ctx context.Context, nc NewConversation, turn
 	if err != nil {
 		return nil, err
 	}
-	t := fmtTime(now())
-	err = s.write(ctx, func(tx *wtx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", nc.ID).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("storage: conversation %q already exists: %w", nc.ID, ErrConflict)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations(id, title, agent, agent_config, status, created_at, updated_at)
-			VALUES (?, ?, ?, ?, 'in_progress', ?, ?)`, nc.ID, nc.Title, nc.Agent, string(cfg), t, t); err != nil {
-			return fmt.Errorf("storage: create conversation %q: %w", nc.ID, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO branches(conv_id, name, created_at, updated_at) VALUES (?, 'main', ?, ?)`,
-			nc.ID, t, t); err != nil {
-			return fmt.Errorf("storage: create main branch of %q: %w", nc.ID, err)
-		}
-		if err := setMeta(ctx, tx, nc.ID, nc.Metadata); err != nil {
-			return err
-		}
-		if _, err := appendTurns(ctx, s.wc, tx, nc.ID, MainBranch, turns, ins); err != nil {
-			return err
-		}
-		if status != "" && status != trace.StatusInProgress {
-			_, err := tx.ExecContext(ctx, "UPDATE conversations SET status = ? WHERE id = ?", status, nc.ID)
-			return err
-		}
-		return nil
-	})
+	err = s.write(ctx, func(tx *wtx) error { return s.importTx(ctx, tx, nc, string(cfg), turns, ins, status) })
 	if err != nil {
 		return nil, err
 	}
 	return s.Conversation(ctx, nc.ID)
+}
+
+// importTx is ImportConversation's transaction (cfg checked, ins the turns' inputs).
+func (s *Store) importTx(ctx context.Context, tx *wtx, nc NewConversation, cfg string, turns []*trace.Turn, ins []string, status trace.Status) error {
+	t := fmtTime(now())
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", nc.ID).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("storage: conversation %q already exists: %w", nc.ID, ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO conversations(id, title, agent, agent_config, status, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 'in_progress', ?, ?)`, nc.ID, nc.Title, nc.Agent, cfg, t, t); err != nil {
+		return fmt.Errorf("storage: create conversation %q: %w", nc.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO branches(conv_id, name, created_at, updated_at) VALUES (?, 'main', ?, ?)`,
+		nc.ID, t, t); err != nil {
+		return fmt.Errorf("storage: create main branch of %q: %w", nc.ID, err)
+	}
+	if err := setMeta(ctx, tx, nc.ID, nc.Metadata); err != nil {
+		return err
+	}
+	if _, err := appendTurns(ctx, s.wc, tx, nc.ID, MainBranch, turns, ins); err != nil {
+		return err
+	}
+	if status != "" && status != trace.StatusInProgress {
+		_, err := tx.ExecContext(ctx, "UPDATE conversations SET status = ? WHERE id = ?", status, nc.ID)
+		return err
+	}
+	return nil
 }
 
 func setMeta(ctx context.Context, tx *wtx, id string, meta map[string]any) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
 
 // readDB is the readers' pool whose statements SQLite parses once per connection and
@@ -18,6 +19,9 @@ type readDB struct {
 	*sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// routes counts the reads routed into a transaction (route) at the moment: reads
+	// look for a route in their context only then.
+	routes atomic.Int32
 }
 
 // maxReadStmts bounds the prepared read statements (the store has a few dozen).
@@ -26,6 +30,12 @@ const maxReadStmts = 256
 func newReadDB(db *sql.DB) *readDB { return &readDB{DB: db, stmts: map[string]*sql.Stmt{}} }
 
 func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if rt := r.routed(ctx); rt != nil {
+		if st := rt.stmt(ctx, query); st != nil {
+			return st.QueryContext(ctx, args...)
+		}
+		return rt.tx.QueryContext(ctx, query, args...) // reports why it could not be prepared
+	}
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -33,6 +43,12 @@ func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (r *readDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if rt := r.routed(ctx); rt != nil {
+		if st := rt.stmt(ctx, query); st != nil {
+			return st.QueryRowContext(ctx, args...)
+		}
+		return rt.tx.QueryRowContext(ctx, query, args...) // reports why it could not be prepared
+	}
 	if st := r.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -72,4 +88,63 @@ func (r *readDB) Close() error {
 	clear(r.stmts)
 	r.mu.Unlock()
 	return r.DB.Close()
+}
+
+// readRoute runs the reads of one context in a write transaction instead (Warm: they
+// see what it wrote and the readers do not), noting which statements they ran, to be
+// prepared on the readers afterwards (prepare).
+type readRoute struct {
+	tx    *sql.Tx
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt // prepared in tx, closed with it
+	texts []string             // in the order first run
+}
+
+type routeKey struct{}
+
+// route makes the reads under the returned context run in tx (unprepared: tx is not
+// theirs to keep statements on) until end is called.
+func (r *readDB) route(ctx context.Context, tx *sql.Tx) (_ context.Context, rt *readRoute, end func()) {
+	rt = &readRoute{tx: tx, stmts: map[string]*sql.Stmt{}}
+	r.routes.Add(1)
+	return context.WithValue(ctx, routeKey{}, rt), rt, func() { r.routes.Add(-1) }
+}
+
+func (r *readDB) routed(ctx context.Context) *readRoute {
+	if r.routes.Load() == 0 {
+		return nil
+	}
+	rt, _ := ctx.Value(routeKey{}).(*readRoute)
+	return rt
+}
+
+// stmt is query prepared in the route's transaction, or nil when that fails.
+func (rt *readRoute) stmt(ctx context.Context, query string) *sql.Stmt {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if st := rt.stmts[query]; st != nil {
+		return st
+	}
+	st, err := rt.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	rt.stmts[query] = st
+	rt.texts = append(rt.texts, query)
+	return st
+}
+
+// prepare prepares the statements the routed reads ran on the readers, one after the
+// other, so they are on the connection the next reads take (the pool hands out the
+// connection used last).
+func (r *readDB) prepare(ctx context.Context, rt *readRoute) {
+	rt.mu.Lock()
+	texts := rt.texts
+	rt.mu.Unlock()
+	for _, q := range texts {
+		if ctx.Err() != nil {
+			return
+		}
+		r.stmt(ctx, q)
+	}
 }

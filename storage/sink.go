@@ -153,10 +153,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	if b.s.readOnly != "" {
 		return "", fmt.Errorf("storage: %s: %s; nothing was changed: %w", b.s.path, b.s.readOnly, ErrReadOnly)
 	}
-	if err := requireOpen(ctx, b.s.r, b.conv); err != nil {
-		return "", err
-	}
-	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	br, err := b.openBranch(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -180,6 +177,14 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	return key, nil
 }
 
+// openBranch is the sink's branch, when its conversation takes turns.
+func (b *BranchSink) openBranch(ctx context.Context) (*Branch, error) {
+	if err := requireOpen(ctx, b.s.r, b.conv); err != nil {
+		return nil, err
+	}
+	return branchByName(ctx, b.s.r, b.conv, b.branch)
+}
+
 // begin writes the header of the turn beginning on branch branchID into its journal f,
 // which this process has just locked.
 func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inputs, resume string) (*runHeader, error) {
@@ -197,45 +202,12 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 		}
 	}
 	// Read after the lock: the branch as the last turn on it left it.
-	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	h, left, err := b.header(ctx, branchID, inputs, resume)
 	if err != nil {
 		return nil, err
 	}
-	if br.ID != branchID {
-		return nil, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w", b.branch, b.conv, ErrConflict)
-	}
-	if err := b.notBusy(ctx, br); err != nil {
-		return nil, err
-	}
-	h := &runHeader{V: journalVersion, Conv: b.conv, Branch: b.branch, BranchID: br.ID, Parent: br.tipID.Int64, Depth: br.Length,
-		Inputs: inputs, PID: os.Getpid(), Host: hostName(), Started: now()}
-	if resume != "" {
-		old, err := parseTurnKey(resume)
-		if err != nil {
-			return nil, err
-		}
-		n, err := turnNode(ctx, b.s.r, old)
-		if err != nil {
-			return nil, err
-		}
-		if err := resumable(n, br); err != nil {
-			return nil, err
-		}
-		if n.Status == trace.StatusInterrupted || n.Status == trace.StatusRunning {
-			h.ID, h.InPlace = old, true // interrupted: continue it in place
-		} else {
-			h.RetryOf = old
-		}
-	}
-	// Turns left running or interrupted here are superseded now (rarely any: a
-	// transaction only then).
-	var left int
-	if err := b.s.r.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE conv_id = ? AND status IN ('running', 'interrupted')
-		AND branch_id = ? AND id != ?`, b.conv, br.ID, h.ID).Scan(&left); err != nil {
-		return nil, fmt.Errorf("storage: turns left on %q: %w", br.Name, err)
-	}
 	if left > 0 {
-		if err := b.s.write(ctx, func(tx *wtx) error { return supersede(ctx, tx, b.conv, br.ID, h.ID) }); err != nil {
+		if err := b.s.write(ctx, func(tx *wtx) error { return supersede(ctx, tx, b.conv, branchID, h.ID) }); err != nil {
 			return nil, err
 		}
 	}
@@ -248,6 +220,50 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 		return nil, err
 	}
 	return h, nil
+}
+
+// header is the journal header of a turn beginning on branch branchID (its id still 0
+// unless it takes up turn resume in place), read from the database, and how many turns
+// left running or interrupted there the turn supersedes.
+func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume string) (*runHeader, int, error) {
+	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	if err != nil {
+		return nil, 0, err
+	}
+	if br.ID != branchID {
+		return nil, 0, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w", b.branch, b.conv, ErrConflict)
+	}
+	if err := b.notBusy(ctx, br); err != nil {
+		return nil, 0, err
+	}
+	h := &runHeader{V: journalVersion, Conv: b.conv, Branch: b.branch, BranchID: br.ID, Parent: br.tipID.Int64, Depth: br.Length,
+		Inputs: inputs, PID: os.Getpid(), Host: hostName(), Started: now()}
+	if resume != "" {
+		old, err := parseTurnKey(resume)
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := turnNode(ctx, b.s.r, old)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := resumable(n, br); err != nil {
+			return nil, 0, err
+		}
+		if n.Status == trace.StatusInterrupted || n.Status == trace.StatusRunning {
+			h.ID, h.InPlace = old, true // interrupted: continue it in place
+		} else {
+			h.RetryOf = old
+		}
+	}
+	// Turns left running or interrupted here are superseded by the caller (rarely any: a
+	// transaction only then).
+	var left int
+	if err := b.s.r.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE conv_id = ? AND status IN ('running', 'interrupted')
+		AND branch_id = ? AND id != ?`, b.conv, br.ID, h.ID).Scan(&left); err != nil {
+		return nil, 0, fmt.Errorf("storage: turns left on %q: %w", br.Name, err)
+	}
+	return h, left, nil
 }
 
 // runBusyError says which live process runs a turn on a branch, as its journal says.
@@ -393,22 +409,8 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		return b.commitFailed(ctx, key, r, &trace.Turn{}, fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid))
 	}
 	var install func()
-	err = b.s.write(ctx, func(tx *wtx) error {
-		br, err := branchByName(ctx, tx, b.conv, b.branch)
-		if err != nil {
-			return err
-		}
-		if br.tipID.Int64 != r.h.Parent {
-			return fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
-				br.Name, key, nullKey(br.tipID), ErrConflict)
-		}
-		if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
-			return err
-		}
-		if err := commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t); err != nil {
-			return err
-		}
-		install, err = b.s.topUp(ctx, tx)
+	err = b.s.write(ctx, func(tx *wtx) (err error) {
+		install, err = b.commit(ctx, tx, r, t)
 		return err
 	})
 	if err != nil {
@@ -428,6 +430,27 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	b.mu.Unlock()
 	b.end(key)
 	return nil
+}
+
+// commit is CommitTurn's transaction: it stores the turn r ran, ended as t, at the tip of
+// the branch and reserves more turn ids when few are left (install installs them once tx
+// has committed).
+func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn) (install func(), err error) {
+	br, err := branchByName(ctx, tx, b.conv, b.branch)
+	if err != nil {
+		return nil, err
+	}
+	if br.tipID.Int64 != r.h.Parent {
+		return nil, fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
+			br.Name, turnKey(r.h.ID), nullKey(br.tipID), ErrConflict)
+	}
+	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
+		return nil, err
+	}
+	if err := commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t); err != nil {
+		return nil, err
+	}
+	return b.s.topUp(ctx, tx)
 }
 
 // AbortTurn ends the turn in flight without committing it: t says how (Status failed,

@@ -48,6 +48,11 @@ type Store struct {
 	// commits counts the transactions SQLite committed on the writer connection (its
 	// commit hook), durable those of them write made durable (fsynced).
 	commits, durable atomic.Int64
+	// wParses and rParses count the statements SQLite parsed on the writer connection
+	// and on the readers (Parses).
+	wParses, rParses atomic.Int64
+
+	warm warmState // Warm's (warm.go)
 }
 
 // dsn builds the connection string. The settings, and why:
@@ -89,18 +94,19 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := prepareFile(path); err != nil {
 		return nil, err
 	}
-	w, err := sql.Open("sqlite", dsn(path, true))
+	s := &Store{path: path}
+	w, err := openCounting(dsn(path, true), &s.wParses)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{path: path, w: w}
+	s.w = w
 	if err := s.checkAndMigrate(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
-	r, err := sql.Open("sqlite", dsn(path, false))
+	r, err := openCounting(dsn(path, false), &s.rParses)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("storage: open %s for reading: %w", path, err)
@@ -124,7 +130,7 @@ func (s *Store) countCommits(ctx context.Context) error {
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		h, ok := dc.(sqlite.HookRegisterer)
+		h, ok := driverConn(dc).(sqlite.HookRegisterer)
 		if !ok {
 			return fmt.Errorf("storage: the SQLite driver has no commit hook (%T)", dc)
 		}
@@ -250,6 +256,7 @@ func (s *Store) releaseRun(f *os.File) {
 // Close closes the database. Turns still in flight are let go as a dying process would
 // let them go: kept as interrupted by the next reader.
 func (s *Store) Close() error {
+	s.warm.close()
 	if s.w != nil {
 		s.giveBackIDs()
 	}
@@ -324,6 +331,7 @@ func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *wtx) erro
 	if s.readOnly != "" {
 		return fmt.Errorf("storage: %s: %s; nothing was changed: %w", s.path, s.readOnly, ErrReadOnly)
 	}
+	defer s.warm.wantWriter()()
 	backoff := 5 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := s.writeOnce(ctx, light, fn)

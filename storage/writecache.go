@@ -57,7 +57,7 @@ type writeCache struct {
 	stmtMu  sync.Mutex
 	stmts   map[string]*sql.Stmt
 	pending map[string]bool // statements to prepare once the connection is free
-	// parsed counts the statements run unprepared (SQLite parsed them for one use).
+	// parsed counts the statements prepared for one transaction only (not yet for good).
 	parsed atomic.Int64
 }
 
@@ -178,39 +178,65 @@ func (c *writeCache) node(k nodeKey) (nodeRef, bool) {
 
 // wtx is a write transaction (Store.write) whose statements SQLite parses once per
 // process: each runs through the writer connection's prepared statement of its text
-// (writeCache.stmt). Migrations run before there is a cache, unprepared.
+// (writeCache.stmt). A statement that is not prepared yet (it is once the transaction
+// has ended: the connection is the transaction's until then) is prepared for the
+// transaction alone, so the transaction parses it once however often it runs it.
+// Migrations run before there is a cache, unprepared.
 type wtx struct {
 	*sql.Tx
-	wc *writeCache
+	wc   *writeCache
+	once map[string]*sql.Stmt // prepared for this transaction (closed with it)
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
-// stmt is the prepared form of query for tx, or nil until it is prepared (after the
-// transaction; the caller runs the query unprepared meanwhile) and without a cache.
-func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
-	if c == nil {
+// stmt is query prepared for t: the connection's statement, else one prepared for t
+// alone; nil without a cache (or when preparing fails: it runs unprepared and reports
+// its own error).
+func (t *wtx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if t.wc == nil {
 		return nil
 	}
+	if st := t.wc.stmt(ctx, t.Tx, query); st != nil {
+		return st
+	}
+	if st := t.once[query]; st != nil {
+		return st
+	}
+	t.wc.parsed.Add(1)
+	st, err := t.Tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	if t.once == nil {
+		t.once = map[string]*sql.Stmt{}
+	}
+	t.once[query] = st
+	return st
+}
+
+// stmt is the prepared form of query for tx, or nil until it is prepared (after the
+// transaction, by prepare; the caller prepares it for the transaction meanwhile).
+func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
 	c.stmtMu.Lock()
 	st, ok := c.stmts[query]
 	if !ok {
@@ -218,7 +244,6 @@ func (c *writeCache) stmt(ctx context.Context, tx *sql.Tx, query string) *sql.St
 	}
 	c.stmtMu.Unlock()
 	if !ok {
-		c.parsed.Add(1)
 		return nil
 	}
 	return tx.StmtContext(ctx, st)
@@ -233,10 +258,23 @@ func (c *writeCache) prepare(ctx context.Context, db *sql.DB) {
 	}
 	clear(c.pending)
 	c.stmtMu.Unlock()
-	for _, q := range todo {
+	for i, q := range todo {
 		st, err := db.PrepareContext(ctx, q)
+		if ctx.Err() != nil {
+			// given up (Warm yields the connection to a write): the rest wait for the
+			// next write to end
+			c.stmtMu.Lock()
+			for _, q := range todo[i:] {
+				c.pending[q] = true
+			}
+			c.stmtMu.Unlock()
+			if err == nil {
+				st.Close()
+			}
+			return
+		}
 		if err != nil {
-			continue // it runs unprepared, as before
+			continue // it is prepared for each transaction, as before
 		}
 		c.stmtMu.Lock()
 		if old := c.stmts[q]; old != nil {
@@ -247,6 +285,23 @@ func (c *writeCache) prepare(ctx context.Context, db *sql.DB) {
 		c.stmtMu.Unlock()
 	}
 }
+
+// pendingCount is how many statements wait to be prepared.
+func (c *writeCache) pendingCount() int {
+	c.stmtMu.Lock()
+	defer c.stmtMu.Unlock()
+	return len(c.pending)
+}
+
+// forgetStaged forgets what the running transaction added so far (Warm: its next turn
+// finds the rows in the database, as a new process's first turn does).
+func (c *writeCache) forgetStaged() {
+	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
+	c.stBases, c.stPaths = map[string][]baseRef{}, map[string]listPath{}
+}
+
+// forget drops the history entries rendered under key (caller holds mu).
+func (c *writeCache) forget(key string) { delete(c.entries, key) }
 
 func (c *writeCache) close() {
 	c.stmtMu.Lock()

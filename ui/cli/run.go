@@ -123,6 +123,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
+	go s.Warm(ctx) // prepares the turns' statements beside the first model call
 
 	var conv *storage.Conversation
 	if o.conv != "" {

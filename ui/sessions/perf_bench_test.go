@@ -142,7 +142,9 @@ func sentFixture(b *testing.B, agent string, n int, model lm.LM) (*Service, *sto
 // the engine's or storage's). first is the first Send of a fresh Service, as a process
 // makes it: the workbench has listed the conversations (reading their agents) when the
 // user presses enter, and `run` has checked its agent (with the catalog it gives the
-// Service); first-process is that with a fresh Store as well (a new process);
+// Service); first-process is that with a fresh Store as well (a new process), warmed
+// up (storage.Warm) as the workbench warms it while the user types, and
+// first-process-cold without the warm-up;
 // first-cold is a fresh Service that has read nothing, the agent file included.
 // next is the Sends after the first. demo answers with the demo model; instant with a
 // model that answers at once, so its time is the engine's and storage's overhead beyond
@@ -186,28 +188,42 @@ func benchSendOn(b *testing.B, agent string, n int) {
 			})
 		})
 		// first-process: a fresh Store too, as a new process opens it (its caches of
-		// stored texts cold); opening it and closing the one before are left out.
-		b.Run(m.name+"/first-process", func(b *testing.B) {
-			var open *storage.Store
-			defer func() {
-				if open != nil {
-					open.Close()
-				}
-			}()
-			loopCPUPrepared(b, func() (func() error, error) {
-				if open != nil {
-					open.Close()
-				}
-				var err error
-				if open, err = storage.Open(ctx, st.Path()); err != nil {
-					return nil, err
-				}
-				a := New(open, m.model())
-				a.SetAgentDirs()
-				_, err = a.Conversations(ctx)
-				return func() error { return send(a) }, err
+		// stored texts cold), warmed up (storage.Warm) before the Send as the workbench
+		// does while the user types; first-process-cold without the warm-up, as `run`'s
+		// first Send may be when the model answers at once. Opening the Store, warming it
+		// and closing the one before are left out.
+		for _, warm := range []bool{true, false} {
+			name := m.name + "/first-process"
+			if !warm {
+				name += "-cold"
+			}
+			b.Run(name, func(b *testing.B) {
+				var open *storage.Store
+				defer func() {
+					if open != nil {
+						open.Close()
+					}
+				}()
+				loopCPUPrepared(b, func() (func() error, error) {
+					if open != nil {
+						open.Close()
+					}
+					var err error
+					if open, err = storage.Open(ctx, st.Path()); err != nil {
+						return nil, err
+					}
+					a := New(open, m.model())
+					a.SetAgentDirs()
+					if _, err = a.Conversations(ctx); err != nil {
+						return nil, err
+					}
+					if warm {
+						err = open.Warm(ctx)
+					}
+					return func() error { return send(a) }, err
+				})
 			})
-		})
+		}
 		b.Run(m.name+"/first-cold", func(b *testing.B) {
 			loopCPU(b, func() error {
 				a := New(st, m.model())

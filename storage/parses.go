@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"sync/atomic"
+
+	"modernc.org/sqlite"
+)
+
+// Parsing SQL is most of what a statement costs SQLite on the short reads and writes of a
+// turn, so the store keeps its statements prepared (readDB, writeCache) and Warm prepares
+// those of a turn before the first one. To show that nothing on a turn's path is parsed
+// again, each pool's connections count the statements SQLite compiles on them: every
+// prepare, and every statement run unprepared. The driver runs BEGIN, COMMIT and
+// ROLLBACK as text, uncounted.
+
+// sqliteConn is what database/sql uses of the driver's connection.
+type sqliteConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// countingConnector opens the driver's connections to dsn, counting what they parse in n.
+type countingConnector struct {
+	driver.Connector
+	n *atomic.Int64
+}
+
+// openCounting opens a pool on dsn whose connections count their parses in n.
+func openCounting(dsn string, n *atomic.Int64) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(countingConnector{Connector: c, n: n}), nil
+}
+
+func (c countingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sc, ok := conn.(sqliteConn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("storage: the SQLite driver's connection (%T) lacks what database/sql uses", conn)
+	}
+	return &countingConn{sqliteConn: sc, n: c.n}, nil
+}
+
+// countingConn is a driver connection counting the statements it compiles.
+type countingConn struct {
+	sqliteConn
+	n *atomic.Int64
+}
+
+// driverConn is the driver's own connection under dc (a countingConn's).
+func driverConn(dc any) any {
+	if c, ok := dc.(*countingConn); ok {
+		return c.sqliteConn
+	}
+	return dc
+}
+
+func (c *countingConn) Prepare(query string) (driver.Stmt, error) {
+	c.n.Add(1)
+	return c.sqliteConn.Prepare(query)
+}
+
+func (c *countingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	c.n.Add(1)
+	return c.sqliteConn.PrepareContext(ctx, query)
+}
+
+func (c *countingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.n.Add(1)
+	return c.sqliteConn.ExecContext(ctx, query, args)
+}
+
+func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.n.Add(1)
+	return c.sqliteConn.QueryContext(ctx, query, args)
+}
+
+// Parses is how many statements SQLite has parsed on the store's writer connection and
+// on its readers since Open (see above).
+func (s *Store) Parses() (writer, reader int64) {
+	return s.wParses.Load(), s.rParses.Load()
+}

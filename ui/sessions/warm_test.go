@@ -1,0 +1,87 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+// TestWarmedFirstSendParsesNothing checks that storage.Warm prepares every statement the
+// first Send of a process runs: after it, that Send makes SQLite parse nothing, on the
+// writer or on a reader, whatever the agent and the branch (every built-in agent; a
+// branch long enough for calls to be journaled against the stored turn before; a
+// windowed agent; an empty branch). Without Warm the same Send parses dozens.
+func TestWarmedFirstSendParsesNothing(t *testing.T) {
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type scenario struct {
+		name, agent string
+		input       string // the agent's input field
+		turns       int    // Sends before the process ends
+	}
+	cases := []scenario{
+		{"SupportAgent, long branch", "SupportAgent", "question", 34}, // 64+ messages: seeded journaling
+		{"window4", window, "question", 6},
+		{"empty branch", "SupportAgent", "question", 0},
+	}
+	for _, ag := range demo.Agents() {
+		cases = append(cases, scenario{ag.Name, ag.Name, ag.Inputs[0], 2})
+	}
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "warm.db")
+			st, err := storage.Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := New(st, demoModel(0))
+			a.SetAgentDirs()
+			conv := mustConversation(t, a, tc.agent)
+			for i := range tc.turns {
+				mustSend(t, a, conv, storage.MainBranch, sig.NewMap(tc.input, fmt.Sprintf("question %d: I can't log in", i)))
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, warm := range []bool{false, true} {
+				// a new process: it lists the conversations, warms up (or not), sends
+				st, err := storage.Open(ctx, db)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := New(st, demoModel(0))
+				a.SetAgentDirs()
+				if _, err := a.Conversations(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if warm {
+					if err := st.Warm(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w0, r0 := st.Parses()
+				mustSend(t, a, conv, storage.MainBranch, sig.NewMap(tc.input, "one more question"))
+				w1, r1 := st.Parses()
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case warm && (w1 != w0 || r1 != r0):
+					t.Errorf("after Warm the first Send parsed %d statements on the writer and %d on the readers, want none",
+						w1-w0, r1-r0)
+				case !warm && (w1-w0 < 10 || r1 == r0):
+					// the counter counts: a cold first Send parses a turn's statements
+					t.Errorf("without Warm the first Send parsed %d statements on the writer and %d on the readers", w1-w0, r1-r0)
+				}
+			}
+		})
+	}
+}
