@@ -189,15 +189,14 @@ func benchSendOn(b *testing.B, agent string, n int) {
 		})
 		// first-process: a fresh Store too, as a new process opens it (its caches of
 		// stored texts cold), warmed up (storage.Warm) before the Send as the workbench
-		// does while the user types; first-process-cold without the warm-up, as `run`'s
-		// first Send may be when the model answers at once. Opening the Store, warming it
-		// and closing the one before are left out.
-		for _, warm := range []bool{true, false} {
-			name := m.name + "/first-process"
-			if !warm {
-				name += "-cold"
-			}
-			b.Run(name, func(b *testing.B) {
+		// does while the user types; first-process-typed also with the branch's session
+		// prefetched, as the workbench asks when the user starts typing;
+		// first-process-cold without either, as `run`'s first Send may be when the model
+		// answers at once. Opening the Store, warming it, prefetching and closing the one
+		// before are left out.
+		for _, mode := range []string{"-typed", "", "-cold"} {
+			warm, typed := mode != "-cold", mode == "-typed"
+			b.Run(m.name+"/first-process"+mode, func(b *testing.B) {
 				var open *storage.Store
 				defer func() {
 					if open != nil {
@@ -219,6 +218,9 @@ func benchSendOn(b *testing.B, agent string, n int) {
 					}
 					if warm {
 						err = open.Warm(ctx)
+					}
+					if typed {
+						a.Prefetch(ctx, conv, storage.MainBranch)
 					}
 					return func() error { return send(a) }, err
 				})
