@@ -410,7 +410,10 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	}
 	var install func()
 	err = b.s.write(ctx, func(tx *wtx) (err error) {
-		install, err = b.commit(ctx, tx, r, t)
+		if err := b.commit(ctx, tx, r, t); err != nil {
+			return err
+		}
+		install, err = b.s.topUp(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -432,25 +435,21 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	return nil
 }
 
-// commit is CommitTurn's transaction: it stores the turn r ran, ended as t, at the tip of
-// the branch and reserves more turn ids when few are left (install installs them once tx
-// has committed).
-func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn) (install func(), err error) {
+// commit is CommitTurn's transaction but for reserving turn ids (topUp): it stores the
+// turn r ran, ended as t, at the tip of the branch.
+func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn) error {
 	br, err := branchByName(ctx, tx, b.conv, b.branch)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if br.tipID.Int64 != r.h.Parent {
-		return nil, fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
+		return fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
 			br.Name, turnKey(r.h.ID), nullKey(br.tipID), ErrConflict)
 	}
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
-		return nil, err
+		return err
 	}
-	if err := commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t); err != nil {
-		return nil, err
-	}
-	return b.s.topUp(ctx, tx)
+	return commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t)
 }
 
 // AbortTurn ends the turn in flight without committing it: t says how (Status failed,

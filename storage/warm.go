@@ -310,9 +310,9 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	t := &trace.Turn{Index: i, Inputs: in, Outputs: c.Outputs, Calls: []*trace.Call{c}, Started: c.Started, Ended: now(),
 		Attempts: []*trace.Attempt{{Step: warmPath, N: 1, Score: 1, Time: now(), Summary: "warm-up", Best: true,
 			Details: c.Outputs, Calls: []string{c.ID}}}}
-	r := &run{h: h, calls: []runCall{{Call: c}}}
-	_, err = sink.commit(ctx, tx, r, t)
-	return err
+	// not topUp: it takes the ids' lock, which a turn reserving ids holds while it waits
+	// for the writer (its statement runs in Warm's reservation, prepared)
+	return sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t)
 }
 
 // warmCall is the made-up call of turn i: a request repeating the one before with the

@@ -123,42 +123,73 @@ func TestWarmLeavesNoTrace(t *testing.T) {
 
 // TestWarmYieldsToWrites checks that a write wanting the writer connection while Warm's
 // transaction holds it makes Warm roll back at once and start again after it: the write
-// is not kept waiting for the warm-up, and the warm-up still ends complete.
+// is not kept waiting for the warm-up, and the warm-up still ends complete. The writes:
+// a rename, and a turn reserving turn ids (holding their lock while it waits).
 func TestWarmYieldsToWrites(t *testing.T) {
-	ctx := context.Background()
-	s := openTemp(t)
-	mustConv(t, s, "c1")
-	appendN(t, s, "c1", MainBranch, 2)
-	var mu sync.Mutex
-	steps, wrote := 0, make(chan error, 1)
-	warmStep = func(_ context.Context, turn int) {
-		mu.Lock()
-		defer mu.Unlock()
-		steps++
-		if steps != 2 {
-			return
-		}
-		// a write arrives while the transaction holds the connection
-		go func() { wrote <- s.SetTitle(ctx, "c1", "renamed during the warm-up") }()
-		for s.warm.wanted.Load() == 0 {
-		}
-	}
-	defer func() { warmStep = nil }()
-	if err := s.Warm(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-wrote; err != nil {
-		t.Fatal(err)
-	}
-	if steps <= 3 {
-		t.Errorf("Warm ran %d turn steps: it did not start again after giving the writer away", steps)
-	}
-	c, err := s.Conversation(ctx, "c1")
-	if err != nil || c.Title != "renamed during the warm-up" {
-		t.Fatalf("title %q (%v)", c.Title, err)
-	}
-	if n := s.wc.pendingCount(); n != 0 {
-		t.Errorf("%d write statements left unprepared", n)
+	for _, tc := range []struct {
+		name  string
+		write func(ctx context.Context, s *Store) error
+		check func(ctx context.Context, s *Store) error
+	}{
+		{"rename", func(ctx context.Context, s *Store) error {
+			return s.SetTitle(ctx, "c1", "renamed during the warm-up")
+		}, func(ctx context.Context, s *Store) error {
+			c, err := s.Conversation(ctx, "c1")
+			if err == nil && c.Title != "renamed during the warm-up" {
+				err = fmt.Errorf("title %q", c.Title)
+			}
+			return err
+		}},
+		{"turn reserving ids", func(ctx context.Context, s *Store) error {
+			s.ids.mu.Lock()
+			s.ids.next = s.ids.end // the block is used up: this turn reserves
+			s.ids.mu.Unlock()
+			_, err := runTurn(ctx, s.Sink("c1", MainBranch), fixtureTurn(2, 0, false))
+			return err
+		}, func(ctx context.Context, s *Store) error {
+			b, err := s.Branch(ctx, "c1", MainBranch)
+			if err == nil && b.Length != 3 {
+				err = fmt.Errorf("%d turns on main, want 3", b.Length)
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openTemp(t)
+			mustConv(t, s, "c1")
+			appendN(t, s, "c1", MainBranch, 2)
+			var mu sync.Mutex
+			steps, wrote := 0, make(chan error, 1)
+			warmStep = func(_ context.Context, turn int) {
+				mu.Lock()
+				defer mu.Unlock()
+				steps++
+				if steps != 2 {
+					return
+				}
+				// a write arrives while the transaction holds the connection
+				go func() { wrote <- tc.write(ctx, s) }()
+				for s.warm.wanted.Load() == 0 {
+				}
+			}
+			defer func() { warmStep = nil }()
+			if err := s.Warm(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-wrote; err != nil {
+				t.Fatal(err)
+			}
+			if steps <= 3 {
+				t.Errorf("Warm ran %d turn steps: it did not start again after giving the writer away", steps)
+			}
+			if err := tc.check(ctx, s); err != nil {
+				t.Error(err)
+			}
+			if n := s.wc.pendingCount(); n != 0 {
+				t.Errorf("%d write statements left unprepared", n)
+			}
+		})
 	}
 }
 
