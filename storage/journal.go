@@ -109,32 +109,60 @@ func continuation(c *trace.Call, baseCall string, baseTurn int64, k, h int) (*tr
 }
 
 // resolveBases gives the calls read from a journal the requests and histories their
-// records share with stored calls.
+// records share with stored calls, read through q (only read), each base turn once.
+// The records are whole afterwards (no Base).
 func resolveBases(ctx context.Context, q querier, calls []runCall) error {
+	bases := map[int64]map[string]*trace.Call{} // by turn, then call id
 	for i := range calls {
 		ref := calls[i].Base
 		if ref == nil {
 			continue
 		}
-		loaded, err := loadCalls(ctx, q, []int64{ref.Turn}, LoadOptions{HistoryOf: ref.Call}, newDecoder())
-		if err != nil {
-			return err
-		}
-		var base *trace.Call
-		trace.WalkCalls(loaded[ref.Turn], func(c *trace.Call, _ int) {
-			if c.ID == ref.Call {
-				base = c
+		byID, ok := bases[ref.Turn]
+		if !ok {
+			loaded, err := loadCalls(ctx, q, []int64{ref.Turn}, baseOptions(calls, ref.Turn), newDecoder())
+			if err != nil {
+				return err
 			}
-		})
-		c := calls[i].Call
+			byID = map[string]*trace.Call{}
+			trace.WalkCalls(loaded[ref.Turn], func(c *trace.Call, _ int) { byID[c.ID] = c })
+			bases[ref.Turn] = byID
+		}
+		base, c := byID[ref.Call], calls[i].Call
 		if base == nil || len(base.Messages) < ref.Msgs || len(base.History.Messages) < ref.Hist {
 			return fmt.Errorf("storage: turn journal: call %s begins as call %s of turn %d, which is not stored as it was: %w",
 				c.ID, ref.Call, ref.Turn, ErrInvalid)
 		}
 		c.Messages = append(base.Messages[:ref.Msgs:ref.Msgs], c.Messages...)
 		c.History = sig.History{Messages: append(base.History.Messages[:ref.Hist:ref.Hist], c.History.Messages...)}
+		calls[i].Base = nil
 	}
 	return nil
+}
+
+// baseOptions reads of the stored turn the records of calls take as their base only
+// what they take: no requests when none begins with one, the history of the one call
+// whose history they continue.
+func baseOptions(calls []runCall, turn int64) LoadOptions {
+	o := LoadOptions{NoRequests: true, NoHistories: true}
+	for _, rc := range calls {
+		ref := rc.Base
+		if ref == nil || ref.Turn != turn {
+			continue
+		}
+		if ref.Msgs > 0 {
+			o.NoRequests = false
+		}
+		if ref.Hist > 0 {
+			switch {
+			case o.NoHistories:
+				o.NoHistories, o.HistoryOf = false, ref.Call
+			case o.HistoryOf != ref.Call:
+				o.HistoryOf = "" // several: all of them
+			}
+		}
+	}
+	return o
 }
 
 const (

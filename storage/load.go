@@ -162,8 +162,12 @@ func (s *Store) LoadTurn(ctx context.Context, key string) (*trace.Turn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: load turn %s: %w", key, err)
 	}
-	if len(nodes) == 0 {
-		return nil, fmt.Errorf("storage: turn %s: %w", key, ErrNotFound)
+	if len(nodes) == 0 || nodes[0].Status == trace.StatusRunning || nodes[0].Status == trace.StatusInterrupted {
+		ts, err := s.loadWithLive(ctx, []string{key}, []int64{id}, append(nodes, nil)[:1], LoadOptions{}) // in flight, maybe
+		if err != nil {
+			return nil, err
+		}
+		return ts[0], nil
 	}
 	ts, err := s.turnsOf(ctx, nodes, LoadOptions{})
 	if err != nil {

@@ -182,6 +182,20 @@ func (s *Store) LoadTurnsWith(ctx context.Context, keys []string, o LoadOptions)
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	nodes, err := s.turnNodes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if n == nil || n.Status == trace.StatusRunning || n.Status == trace.StatusInterrupted {
+			return s.loadWithLive(ctx, keys, ids, nodes, o) // in flight, maybe
+		}
+	}
+	return s.turnsOf(ctx, nodes, o)
+}
+
+// turnNodes are the stored turns ids, in their order: nil where one is not stored.
+func (s *Store) turnNodes(ctx context.Context, ids []int64) ([]*TurnNode, error) {
 	nodes, err := queryNodes(ctx, s.r, "SELECT "+nodeColumns+" FROM turns t WHERE t.id IN (SELECT value FROM json_each(?))", idsJSON(ids))
 	if err != nil {
 		return nil, fmt.Errorf("storage: load turns: %w", err)
@@ -192,11 +206,9 @@ func (s *Store) LoadTurnsWith(ctx context.Context, keys []string, o LoadOptions)
 	}
 	ordered := make([]*TurnNode, len(ids))
 	for i, id := range ids {
-		if ordered[i] = byID[id]; ordered[i] == nil {
-			return nil, fmt.Errorf("storage: turn %s: %w", keys[i], ErrNotFound)
-		}
+		ordered[i] = byID[id]
 	}
-	return s.turnsOf(ctx, ordered, o)
+	return ordered, nil
 }
 
 // Locate finds a branch whose path holds turn key and the turn's index there, trying

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -232,10 +234,12 @@ func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
 }
 
 // liveRun is a turn in flight in a live process (this one included), read from its
-// journal.
+// journal. Its records hold what their calls add to the turn before's (journalBase):
+// callTree gives the calls whole; the rest of a run (node, its header) needs no request.
 type liveRun struct {
-	h     *runHeader
-	calls []runCall
+	h        *runHeader
+	calls    []runCall
+	resolved bool // the records' bases are resolved
 }
 
 // liveRuns reads the journals of the turns in flight. A journal whose process is gone is
@@ -319,24 +323,151 @@ func (r *liveRun) node() *TurnNode {
 	return n
 }
 
-// tree is the calls r recorded as the engine nests them: a call recorded under a parent
-// is among that parent's children once the parent is recorded; later records of a call
-// id replace earlier ones.
+// tree is the calls r recorded as the engine nests them, as its turn will be stored: a
+// call recorded under a parent is among that parent's children once the parent is
+// recorded, where the child's own record stands for the copy the parent's record holds
+// (which has lost its request in record mode "calls"); later records of a call id
+// replace earlier ones. The requests and histories are whole once callTree resolved them.
 func (r *liveRun) tree() []*trace.Call {
-	var top []*trace.Call
-	at := map[string]int{}
+	own := make(map[string]*trace.Call, len(r.calls))
+	var top []string // first-recorded order
 	for _, c := range r.calls {
-		if c.Parent != "" {
-			continue
+		if _, seen := own[c.Call.ID]; !seen && c.Parent == "" {
+			top = append(top, c.Call.ID)
 		}
-		if i, ok := at[c.Call.ID]; ok {
-			top[i] = c.Call
-			continue
-		}
-		at[c.Call.ID] = len(top)
-		top = append(top, c.Call)
+		own[c.Call.ID] = c.Call
 	}
-	return top
+	var graft func(c *trace.Call, up []string) *trace.Call
+	graft = func(c *trace.Call, up []string) *trace.Call {
+		if len(c.Children) == 0 {
+			return c
+		}
+		up = append(up, c.ID)
+		cc := *c
+		cc.Children = make([]*trace.Call, len(c.Children))
+		for i, ch := range c.Children {
+			if rec := own[ch.ID]; rec != nil && !slices.Contains(up, ch.ID) { // a journal naming a call its own ancestor is damaged
+				ch = rec
+			}
+			cc.Children[i] = graft(ch, up)
+		}
+		return &cc
+	}
+	out := make([]*trace.Call, len(top))
+	for i, id := range top {
+		out[i] = graft(own[id], nil)
+	}
+	return out
+}
+
+// callTree is tree with every call's request and history whole: the records' bases are
+// read from the stored calls they name (read only, through q), once per run.
+func (r *liveRun) callTree(ctx context.Context, q querier) ([]*trace.Call, error) {
+	if !r.resolved {
+		if err := resolveBases(ctx, q, r.calls); err != nil {
+			return nil, fmt.Errorf("storage: turn %d in flight in %s: %w", r.h.ID, r.owner(), err)
+		}
+		r.resolved = true
+	}
+	return r.tree(), nil
+}
+
+// turn is r as LoadTurns gives a stored turn (o says what to leave out), read from its
+// journal: running, with the calls it recorded and no attempts yet.
+func (r *liveRun) turn(ctx context.Context, q querier, o LoadOptions, dec *decoder) (*trace.Turn, error) {
+	t, err := r.node().turn(dec)
+	if err != nil {
+		return nil, err
+	}
+	if o.NoRequests && o.NoHistories {
+		t.Calls = r.tree()
+	} else if t.Calls, err = r.callTree(ctx, q); err != nil {
+		return nil, err
+	}
+	if o.NoRequests || o.NoHistories || o.HistoryOf != "" {
+		t.Calls = leaveOut(t.Calls, o)
+	}
+	return t, nil
+}
+
+// leaveOut is calls without what o leaves out of stored calls (loadCalls), copied.
+func leaveOut(calls []*trace.Call, o LoadOptions) []*trace.Call {
+	out := make([]*trace.Call, len(calls))
+	for i, c := range calls {
+		cc := *c
+		if o.NoRequests {
+			cc.Messages, cc.Completion, cc.RawRequest, cc.RawResponse = nil, "", "", ""
+		}
+		if o.NoHistories || o.HistoryOf != "" && c.ID != o.HistoryOf {
+			cc.History = sig.History{}
+		}
+		if len(c.Children) > 0 {
+			cc.Children = leaveOut(c.Children, o)
+		}
+		out[i] = &cc
+	}
+	return out
+}
+
+// loadWithLive is LoadTurnsWith of turns ids (keys) of which some may be in flight:
+// nodes are those stored (nil where not); a turn in flight in a live process is read
+// from its journal instead (one taken up in place, from its row); a journal a dead
+// process left is imported on the way, so its turn is read again from the database.
+func (s *Store) loadWithLive(ctx context.Context, keys []string, ids []int64, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
+	live, err := s.liveTurns(ctx, ids, o)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range nodes {
+		if n == nil && live[ids[i]] == nil {
+			if nodes, err = s.turnNodes(ctx, ids); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	var stored []*TurnNode
+	for i, n := range nodes {
+		switch {
+		case live[ids[i]] != nil:
+		case n == nil:
+			return nil, fmt.Errorf("storage: turn %s: %w", keys[i], ErrNotFound)
+		default:
+			stored = append(stored, n)
+		}
+	}
+	ts, err := s.turnsOf(ctx, stored, o)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*trace.Turn, len(ids))
+	for i, id := range ids {
+		if out[i] = live[id]; out[i] == nil {
+			out[i], ts = ts[0], ts[1:]
+		}
+	}
+	return out, nil
+}
+
+// liveTurns are the turns among ids in flight in live processes, read from their
+// journals as LoadTurnsWith reads stored ones: what a reader asking for a turn that is
+// not in the database yet gets.
+func (s *Store) liveTurns(ctx context.Context, ids []int64, o LoadOptions) (map[int64]*trace.Turn, error) {
+	runs, err := s.liveRuns(ctx)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	out := map[int64]*trace.Turn{}
+	dec := newDecoder()
+	for _, r := range runs {
+		if !slices.Contains(ids, r.h.ID) {
+			continue
+		}
+		if out[r.h.ID], err = r.turn(ctx, s.r, o, dec); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // overlay puts the turns in flight among nodes (read from the database): a turn taken

@@ -40,14 +40,16 @@ func recordCalls(ctx context.Context, sink *BranchSink, t *trace.Turn) (string, 
 }
 
 // recordChild is the "record" child: the next fixture turn of the branch (window
-// SB_WINDOW), recorded by the first sink of its process.
+// SB_WINDOW), recorded by the first sink of its process, in record mode "calls" when
+// SB_DROP is set.
 func recordChild(ctx context.Context, s *Store, conv, branch string) (string, error) {
 	b, err := s.Branch(ctx, conv, branch)
 	if err != nil {
 		return "", err
 	}
 	window, _ := strconv.Atoi(os.Getenv("SB_WINDOW"))
-	return recordCalls(ctx, s.Sink(conv, branch), fixtureTurn(b.Length, window, true))
+	key, _, err := recordAsEngine(ctx, s.Sink(conv, branch), fixtureTurn(b.Length, window, true), os.Getenv("SB_DROP") != "")
+	return key, err
 }
 
 // journalRecords reads the call records of branch's journal as written.

@@ -88,7 +88,9 @@ func (s *Store) pendingOf(ctx context.Context, nodes []*TurnNode, runs []*liveRu
 	}
 	for _, r := range runs { // a turn in flight has its calls in its journal
 		if _, ok := calls[r.h.ID]; ok || slices.Contains(ids, r.h.ID) {
-			calls[r.h.ID] = r.tree()
+			if calls[r.h.ID], err = r.callTree(ctx, s.r); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out := make([]*PendingTurn, 0, len(nodes))
@@ -218,10 +220,15 @@ func (s *Store) TurnInfo(ctx context.Context, key string) (*TurnInfo, error) {
 		return nil, err
 	}
 	n, err := turnNode(ctx, s.r, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || err == nil && (n.Status == trace.StatusRunning || n.Status == trace.StatusInterrupted) {
+		// in flight, maybe (an interrupted turn taken up in place keeps its row)
 		switch r, lerr := s.liveRun(ctx, id); {
 		case r != nil:
-			n, err = r.node(), nil
+			var stored []*TurnNode
+			if n != nil {
+				stored = append(stored, n) // its row: RetryOf stays
+			}
+			n, err = overlay(stored, []*liveRun{r}, func(*liveRun) bool { return true })[0], nil
 		case lerr == nil:
 			n, err = turnNode(ctx, s.r, id) // its journal, let go, may have been imported just now
 		}
