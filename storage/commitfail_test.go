@@ -26,9 +26,7 @@ func TestCommitThatFails(t *testing.T) {
 		says         string       // in the commit's error
 	}{
 		{"branch moved", func(t *testing.T, other *Store) {
-			if _, err := other.Undo(ctx, "S", MainBranch, 1); err != nil {
-				t.Fatal(err)
-			}
+			moveTipUnder(t, other, "S", MainBranch)
 		}, func(*testing.T, *Store) {}, ErrConflict, trace.StatusFailed, `moved while turn`},
 		{"not writable", func(t *testing.T, other *Store) {
 			if _, err := other.w.ExecContext(ctx, `CREATE TRIGGER no_turns BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {

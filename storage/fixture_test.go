@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -173,4 +174,18 @@ func toJSON(t testing.TB, v any) string {
 func crash(t testing.TB, s *Store, sink *BranchSink, key string) {
 	t.Helper()
 	sink.abandon(key)
+}
+
+// moveTipUnder moves branch's tip back one turn behind the store's back, as a version of
+// this program that took no journal lock could while a turn is in flight there (Undo
+// refuses): what makes that turn's commit fail.
+func moveTipUnder(t testing.TB, s *Store, conv, branch string) {
+	t.Helper()
+	if _, err := s.Undo(context.Background(), conv, branch, 1); !errors.Is(err, ErrBusy) {
+		t.Fatalf("undo under a turn in flight: %v, want it refused as busy", err)
+	}
+	res, err := s.w.Exec(`UPDATE branches SET tip_id = (SELECT parent_id FROM turns WHERE id = tip_id) WHERE conv_id = ? AND name = ?`, conv, branch)
+	if n, _ := res.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("move the tip of %s/%s: %v", conv, branch, err)
+	}
 }

@@ -183,12 +183,19 @@ func branchOfRun(name string) (int64, bool) {
 	return id, err == nil && strings.HasPrefix(name, "b") && id > 0
 }
 
+// holderWait is how long lockRun waits for a holder that has written no turn: one
+// beginning a turn, moving the branch's tip or sweeping the empty journal, which is a
+// moment's work, not a turn in flight.
+const holderWait = time.Second
+
 // lockRun opens branchID's journal and takes its exclusive lock. When another open file
 // holds it, it returns no file and what the journal says of the turn running (nil if its
-// header is not written yet). A file that has content once locked is a turn whose process
-// is gone, for the caller to import.
-func (s *Store) lockRun(branchID int64) (*os.File, *runHeader, error) {
+// header is still not written after holderWait). A file that has content once locked is
+// a turn whose process is gone, for the caller to import.
+func (s *Store) lockRun(ctx context.Context, branchID int64) (*os.File, *runHeader, error) {
 	path := s.runPath(branchID)
+	var waited time.Duration
+	pause := time.Millisecond
 	for try := 0; ; try++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 		if errors.Is(err, os.ErrNotExist) && try < 100 {
@@ -210,7 +217,17 @@ func (s *Store) lockRun(branchID int64) (*os.File, *runHeader, error) {
 		if !ok {
 			h, _, _ := readJournal(f)
 			f.Close()
-			return nil, h, nil
+			if h != nil || waited >= holderWait {
+				return nil, h, nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(pause):
+			}
+			waited += pause
+			pause = min(2*pause, 50*time.Millisecond)
+			continue
 		}
 		if stillAt(f, path) {
 			return f, nil, nil

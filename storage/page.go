@@ -386,7 +386,7 @@ func (s *Store) AppendTurns(ctx context.Context, convID, branch string, turns []
 		return nil, err
 	}
 	var keys []string
-	err = s.write(ctx, func(tx *wtx) error {
+	err = s.moveTip(ctx, convID, branch, "stored", func(tx *wtx, _ *Branch) error {
 		if err := requireOpen(ctx, tx, convID); err != nil {
 			return err
 		}

@@ -199,8 +199,8 @@ func TestDeleteBranchKeepsReachableTurns(t *testing.T) {
 			if c.name == "an in-flight turn of main stays" && (len(pending) != 1 || len(pendingBefore) != 1) {
 				t.Errorf("main's in-flight turn: %d before, %d after", len(pendingBefore), len(pending))
 			}
-			// Redo still works over what it lists.
-			if _, err := s.Redo(ctx, "S", MainBranch, 10); err != nil {
+			// Redo still works over what it lists (main with a turn in flight is busy).
+			if _, err := s.Redo(ctx, "S", MainBranch, 10); err != nil && !(c.name == "an in-flight turn of main stays" && errors.Is(err, ErrBusy)) {
 				t.Errorf("redo on main after delete: %v", err)
 			}
 			checkIntegrity(t, s)

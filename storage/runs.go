@@ -222,15 +222,25 @@ func importRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls
 // recoverRun imports the journal f (locked by this process, its owner gone) and retires
 // it. The caller no longer has f afterwards.
 func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
+	err := s.keepLeft(ctx, f)
+	f.Close()
+	return err
+}
+
+// keepLeft imports the turn of journal f, which this process has just locked (its owner
+// is gone), and empties the journal, still locked; an empty journal is left as it is.
+func (s *Store) keepLeft(ctx context.Context, f *os.File) error {
+	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
+		return nil
+	}
 	h, calls, err := readJournal(f)
 	if err == nil && h != nil {
 		err = s.write(ctx, func(tx *wtx) error { return importRun(ctx, s.wc, tx, h, calls) })
 	}
 	if err != nil {
-		f.Close()
 		return err
 	}
-	return retire(f)
+	return f.Truncate(0)
 }
 
 // liveRun is a turn in flight in a live process (this one included), read from its

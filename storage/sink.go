@@ -157,7 +157,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	if err != nil {
 		return "", err
 	}
-	f, holder, err := b.s.lockRun(br.ID)
+	f, holder, err := b.s.lockRun(ctx, br.ID)
 	if err != nil {
 		return "", err
 	}
@@ -188,18 +188,9 @@ func (b *BranchSink) openBranch(ctx context.Context) (*Branch, error) {
 // begin writes the header of the turn beginning on branch branchID into its journal f,
 // which this process has just locked.
 func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inputs, resume string) (*runHeader, error) {
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
-		// the journal of a turn whose process died before anyone read it: keep it first
-		h, calls, err := readJournal(f)
-		if err == nil && h != nil {
-			err = b.s.write(ctx, func(tx *wtx) error { return importRun(ctx, b.s.wc, tx, h, calls) })
-		}
-		if err == nil {
-			err = f.Truncate(0)
-		}
-		if err != nil {
-			return nil, err
-		}
+	// the journal of a turn whose process died before anyone read it: keep it first
+	if err := b.s.keepLeft(ctx, f); err != nil {
+		return nil, err
 	}
 	// Read after the lock: the branch as the last turn on it left it.
 	h, left, err := b.header(ctx, branchID, inputs, resume)
@@ -269,7 +260,7 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 // runBusyError says which live process runs a turn on a branch, as its journal says.
 func runBusyError(branch string, h *runHeader) error {
 	if h == nil {
-		return fmt.Errorf("storage: branch %q is busy: another process is beginning a turn on it: %w", branch, ErrBusy)
+		return fmt.Errorf("storage: branch %q is busy: another process is beginning a turn on it or moving its tip: %w", branch, ErrBusy)
 	}
 	return busyError(branch, h.ID, &Owner{PID: h.PID, Host: h.Host, Alive: true}, h.Started)
 }

@@ -172,9 +172,7 @@ func TestSinkErrors(t *testing.T) {
 	// turn; the failed commit ends the turn (kept as failed: commitFailed), so there is
 	// nothing left to abort.
 	k2, _ := sink.BeginTurn(ctx, sig.NewMap("q", "2"))
-	if _, err := s.Undo(ctx, "S", MainBranch, 1); err != nil {
-		t.Fatal(err)
-	}
+	moveTipUnder(t, s, "S", MainBranch)
 	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") ||
 		!strings.Contains(err.Error(), "kept beside branch \"main\" as failed") {
 		t.Errorf("commit after tip moved: %v", err)

@@ -123,12 +123,8 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 		in = sql.NullString{String: "{}", Valid: true}
 	}
 	var key string
-	err = s.write(ctx, func(tx *wtx) error {
+	err = s.moveTip(ctx, convID, branch, "stored", func(tx *wtx, br *Branch) error {
 		if err := requireOpen(ctx, tx, convID); err != nil {
-			return err
-		}
-		br, err := branchByName(ctx, tx, convID, branch)
-		if err != nil {
 			return err
 		}
 		id, err := insertTurn(ctx, tx, convID, br, in.String, nil, 0)

@@ -11,12 +11,8 @@ import (
 // undone turn keys, most recent first; steps <= 0 undoes nothing (as dspy-session's undo).
 func (s *Store) Undo(ctx context.Context, convID, branch string, steps int) ([]string, error) {
 	var undone []string
-	err := s.write(ctx, func(tx *wtx) error {
+	err := s.moveTip(ctx, convID, branch, "undone", func(tx *wtx, b *Branch) error {
 		undone = undone[:0]
-		b, err := branchByName(ctx, tx, convID, branch)
-		if err != nil {
-			return err
-		}
 		var top int
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(pos), 0) FROM redo WHERE branch_id = ?", b.ID).Scan(&top); err != nil {
 			return err
@@ -46,12 +42,8 @@ func (s *Store) Undo(ctx context.Context, convID, branch string, steps int) ([]s
 // turn keys in order. A turn committed after an undo clears the redo stack.
 func (s *Store) Redo(ctx context.Context, convID, branch string, steps int) ([]string, error) {
 	var redone []string
-	err := s.write(ctx, func(tx *wtx) error {
+	err := s.moveTip(ctx, convID, branch, "redone", func(tx *wtx, b *Branch) error {
 		redone = redone[:0]
-		b, err := branchByName(ctx, tx, convID, branch)
-		if err != nil {
-			return err
-		}
 		tip := b.tipID
 		for i := 0; i < steps; i++ {
 			var pos int
@@ -82,6 +74,42 @@ func (s *Store) Redo(ctx context.Context, convID, branch string, steps int) ([]s
 		return setTip(ctx, tx, b.ID, tip)
 	})
 	return redone, err
+}
+
+// moveTip runs move, a change of branch's tip, in one transaction, holding the branch's
+// journal lock as a turn in flight holds it for its whole life: a branch with a turn in
+// flight in a live process, this one included, is busy (ErrBusy, naming the turn and its
+// process; nothing was what), and no turn begins on it until the tip has moved (its
+// commit would fail, the branch having moved under it). A journal whose process died is
+// kept first, as BeginTurn keeps it. move gets the branch as read in the transaction.
+func (s *Store) moveTip(ctx context.Context, convID, branch, what string, move func(tx *wtx, b *Branch) error) error {
+	br, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return err
+	}
+	if s.readOnly == "" { // else write says why nothing moves
+		f, holder, err := s.lockRun(ctx, br.ID)
+		if err != nil {
+			return err
+		}
+		if f == nil {
+			return fmt.Errorf("%w; nothing was %s", runBusyError(br.Name, holder), what)
+		}
+		defer f.Close()
+		if err := s.keepLeft(ctx, f); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(tx *wtx) error {
+		b, err := branchByName(ctx, tx, convID, branch)
+		if err != nil {
+			return err
+		}
+		if b.ID != br.ID {
+			return fmt.Errorf("storage: branch %q of %q was replaced meanwhile; nothing was %s: %w", branch, convID, what, ErrConflict)
+		}
+		return move(tx, b)
+	})
 }
 
 func setTip(ctx context.Context, tx *wtx, branchID int64, tip sql.NullInt64) error {
