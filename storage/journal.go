@@ -183,19 +183,52 @@ func branchOfRun(name string) (int64, bool) {
 	return id, err == nil && strings.HasPrefix(name, "b") && id > 0
 }
 
-// holderWait is how long lockRun waits for a holder that has written no turn: one
-// beginning a turn, moving the branch's tip or sweeping the empty journal, which is a
-// moment's work, not a turn in flight.
+// holderWait is how long a turn beginning or a tip moving waits for a holder of the
+// branch's journal that has written no turn: one beginning a turn, moving the branch's
+// tip or sweeping the empty journal, which is a moment's work, not a turn in flight.
 const holderWait = time.Second
+
+// waitHolder waits before the next try for such a holder, and reports false once
+// holderWait has passed.
+type waitHolder struct {
+	waited, pause time.Duration
+}
+
+func (w *waitHolder) again(ctx context.Context) (bool, error) {
+	if w.waited >= holderWait {
+		return false, nil
+	}
+	w.pause = min(max(2*w.pause, time.Millisecond), 50*time.Millisecond)
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(w.pause):
+	}
+	w.waited += w.pause
+	return true, nil
+}
 
 // lockRun opens branchID's journal and takes its exclusive lock. When another open file
 // holds it, it returns no file and what the journal says of the turn running (nil if its
 // header is still not written after holderWait). A file that has content once locked is
 // a turn whose process is gone, for the caller to import.
 func (s *Store) lockRun(ctx context.Context, branchID int64) (*os.File, *runHeader, error) {
+	var w waitHolder
+	for {
+		f, h, err := s.tryRun(branchID)
+		if f != nil || h != nil || err != nil {
+			return f, h, err
+		}
+		if again, err := w.again(ctx); !again {
+			return nil, nil, err
+		}
+	}
+}
+
+// tryRun is lockRun without waiting: no file and no header when the holder has written
+// no turn.
+func (s *Store) tryRun(branchID int64) (*os.File, *runHeader, error) {
 	path := s.runPath(branchID)
-	var waited time.Duration
-	pause := time.Millisecond
 	for try := 0; ; try++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 		if errors.Is(err, os.ErrNotExist) && try < 100 {
@@ -217,17 +250,7 @@ func (s *Store) lockRun(ctx context.Context, branchID int64) (*os.File, *runHead
 		if !ok {
 			h, _, _ := readJournal(f)
 			f.Close()
-			if h != nil || waited >= holderWait {
-				return nil, h, nil
-			}
-			select {
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
-			case <-time.After(pause):
-			}
-			waited += pause
-			pause = min(2*pause, 50*time.Millisecond)
-			continue
+			return nil, h, nil
 		}
 		if stillAt(f, path) {
 			return f, nil, nil

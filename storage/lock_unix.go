@@ -24,3 +24,14 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// unlock lets go of f's lock, keeping f open.
+func unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+
+// named reports whether path still names f, just locked, whose FileInfo is fi: a closing
+// store may have swept the journal since f was opened. A journal is never renamed, so a
+// file that still has a name has that one.
+func named(_ *os.File, fi os.FileInfo, _ string) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink > 0
+}

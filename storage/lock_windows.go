@@ -21,3 +21,11 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// unlock lets go of f's lock, keeping f open.
+func unlock(f *os.File) error {
+	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, &windows.Overlapped{})
+}
+
+// named reports whether path still names f, just locked (see lock_unix.go).
+func named(f *os.File, _ os.FileInfo, path string) bool { return stillAt(f, path) }

@@ -230,14 +230,16 @@ func (s *Store) recoverRun(ctx context.Context, f *os.File) error {
 // keepLeft imports the turn of journal f, which this process has just locked (its owner
 // is gone), and empties the journal, still locked; an empty journal is left as it is.
 func (s *Store) keepLeft(ctx context.Context, f *os.File) error {
-	if fi, err := f.Stat(); err == nil && fi.Size() == 0 {
-		return nil
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
 	}
-	h, calls, err := readJournal(f)
-	if err == nil && h != nil {
-		err = s.write(ctx, func(tx *wtx) error { return importRun(ctx, s.wc, tx, h, calls) })
-	}
-	if err != nil {
+	var left bool
+	err = s.write(ctx, func(tx *wtx) (err error) {
+		left, err = importLeft(ctx, s.wc, tx, f, fi.Size())
+		return err
+	})
+	if err != nil || !left {
 		return err
 	}
 	return f.Truncate(0)

@@ -40,7 +40,8 @@ type Store struct {
 	ids idBlock // turn ids reserved for the turns this store begins (runs.go)
 
 	runMu sync.Mutex
-	held  map[*os.File]bool // journals of the turns in flight here, locked (journal.go)
+	held  map[*os.File]bool  // journals of the turns in flight here, locked (journal.go)
+	idle  map[int64]*os.File // by branch: journals the last tip move left open, unlocked (undo.go)
 
 	readOnly string      // why the store is read-only (OpenRead); "" when it can write
 	wc       *writeCache // used only inside a write transaction (see writeCache)
@@ -264,7 +265,10 @@ func (s *Store) Close() error {
 	for f := range s.held {
 		f.Close()
 	}
-	s.held = nil
+	for _, f := range s.idle {
+		f.Close()
+	}
+	s.held, s.idle = nil, nil
 	s.runMu.Unlock()
 	// Journals stay while the store is open (making them costs each turn a create and a
 	// remove); once it is closed, nothing is left beside the database but turns in flight.

@@ -1,9 +1,12 @@
 package storage
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 )
 
 // Undo moves a branch's tip back up to steps turns (fewer if the branch is shorter) and
@@ -76,40 +79,141 @@ func (s *Store) Redo(ctx context.Context, convID, branch string, steps int) ([]s
 	return redone, err
 }
 
-// moveTip runs move, a change of branch's tip, in one transaction, holding the branch's
-// journal lock as a turn in flight holds it for its whole life: a branch with a turn in
+// moveTip runs move, a change of branch's tip, in one transaction that holds the branch's
+// journal lock, as a turn in flight holds it for its whole life: a branch with a turn in
 // flight in a live process, this one included, is busy (ErrBusy, naming the turn and its
 // process; nothing was what), and no turn begins on it until the tip has moved (its
-// commit would fail, the branch having moved under it). A journal whose process died is
-// kept first, as BeginTurn keeps it. move gets the branch as read in the transaction.
+// commit would fail, the branch having moved under it). The lock is taken inside the
+// transaction, where the branch is read anyway, without waiting (a transaction never
+// waits for a journal, whose holder may be waiting for the database): a holder that has
+// written no turn yet is waited for between tries. A journal whose process died is kept,
+// as interrupted, in the same transaction.
 func (s *Store) moveTip(ctx context.Context, convID, branch, what string, move func(tx *wtx, b *Branch) error) error {
-	br, err := branchByName(ctx, s.r, convID, branch)
-	if err != nil {
+	var j *os.File     // the branch's journal, locked
+	var jb, size int64 // its branch, and its size when locked
+	defer func() {
+		if j != nil {
+			s.leaveOpen(jb, j)
+		}
+	}()
+	var w waitHolder
+	for {
+		var left, held bool
+		var holder *runHeader
+		err := s.write(ctx, func(tx *wtx) error {
+			b, err := branchByName(ctx, tx, convID, branch)
+			if err != nil {
+				return err
+			}
+			if j != nil && jb != b.ID { // replaced since an earlier try
+				s.leaveOpen(jb, j)
+				j = nil
+			}
+			if j == nil {
+				if j, size, holder, err = s.tryMove(b.ID); j == nil {
+					held = err == nil
+					return cmp.Or(err, errHeld)
+				}
+				jb = b.ID
+			}
+			if left, err = importLeft(ctx, s.wc, tx, j, size); err != nil {
+				return err
+			}
+			return move(tx, b)
+		})
+		switch {
+		case held && holder == nil:
+			again, werr := w.again(ctx)
+			if werr != nil {
+				return werr
+			}
+			if again {
+				continue
+			}
+			fallthrough
+		case held:
+			return fmt.Errorf("%w; nothing was %s", runBusyError(branch, holder), what)
+		case err == nil && left:
+			return j.Truncate(0) // its turn is stored
+		}
 		return err
 	}
-	if s.readOnly == "" { // else write says why nothing moves
-		f, holder, err := s.lockRun(ctx, br.ID)
-		if err != nil {
-			return err
+}
+
+// tryMove is tryRun for a tip move, through the journal file the store's last move on the
+// branch left open when it is still the journal (opening and closing the file cost a
+// move more than locking it), with the journal's size.
+func (s *Store) tryMove(branchID int64) (*os.File, int64, *runHeader, error) {
+	s.runMu.Lock()
+	f := s.idle[branchID]
+	delete(s.idle, branchID) // this move's while it runs: a lock is no lock to its own file
+	s.runMu.Unlock()
+	if f != nil {
+		ok, err := tryLock(f, true)
+		if err == nil && !ok {
+			h, _, _ := readJournal(f)
+			s.keepOpen(branchID, f)
+			return nil, 0, h, nil
 		}
-		if f == nil {
-			return fmt.Errorf("%w; nothing was %s", runBusyError(br.Name, holder), what)
+		if err == nil {
+			if fi, err := f.Stat(); err == nil && named(f, fi, s.runPath(branchID)) {
+				return f, fi.Size(), nil, nil
+			}
 		}
-		defer f.Close()
-		if err := s.keepLeft(ctx, f); err != nil {
-			return err
-		}
+		f.Close() // removed meanwhile by a closing store's sweep: opened again
 	}
-	return s.write(ctx, func(tx *wtx) error {
-		b, err := branchByName(ctx, tx, convID, branch)
-		if err != nil {
-			return err
-		}
-		if b.ID != br.ID {
-			return fmt.Errorf("storage: branch %q of %q was replaced meanwhile; nothing was %s: %w", branch, convID, what, ErrConflict)
-		}
-		return move(tx, b)
-	})
+	f, h, err := s.tryRun(branchID)
+	if f == nil {
+		return nil, 0, h, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, fmt.Errorf("storage: turn journal: %w", err)
+	}
+	return f, fi.Size(), nil, nil
+}
+
+// leaveOpen lets go of the lock on f, branchID's journal, and keeps the file open for the
+// next move.
+func (s *Store) leaveOpen(branchID int64, f *os.File) {
+	if unlock(f) != nil {
+		f.Close()
+		return
+	}
+	s.keepOpen(branchID, f)
+}
+
+// keepOpen keeps f, branchID's journal, unlocked, for the next move (one file a branch).
+func (s *Store) keepOpen(branchID int64, f *os.File) {
+	s.runMu.Lock()
+	if s.idle == nil {
+		s.idle = map[int64]*os.File{}
+	}
+	if s.idle[branchID] == nil {
+		s.idle[branchID], f = f, nil
+	}
+	s.runMu.Unlock()
+	if f != nil {
+		f.Close()
+	}
+}
+
+// errHeld is moveTip's transaction giving up: another file holds the journal.
+var errHeld = errors.New("journal held")
+
+// importLeft imports into tx the turn of journal j (size bytes), which this process has
+// just locked (its owner is gone), and reports whether there was one, for the caller to
+// empty the journal once tx has committed.
+func importLeft(ctx context.Context, wc *writeCache, tx *wtx, j *os.File, size int64) (bool, error) {
+	if size == 0 {
+		return false, nil
+	}
+	h, calls, err := readJournal(j)
+	if err != nil || h == nil {
+		return err == nil, err
+	}
+	return true, importRun(ctx, wc, tx, h, calls)
 }
 
 func setTip(ctx context.Context, tx *wtx, branchID int64, tip sql.NullInt64) error {
