@@ -184,13 +184,17 @@ func (s *Store) leaveOpen(branchID int64, f *os.File) {
 	s.keepOpen(branchID, f)
 }
 
+// maxIdle bounds the journal files kept open for tip moves (a long session may move many
+// branches; the others open theirs again).
+const maxIdle = 64
+
 // keepOpen keeps f, branchID's journal, unlocked, for the next move (one file a branch).
 func (s *Store) keepOpen(branchID int64, f *os.File) {
 	s.runMu.Lock()
 	if s.idle == nil {
 		s.idle = map[int64]*os.File{}
 	}
-	if s.idle[branchID] == nil {
+	if s.idle[branchID] == nil && len(s.idle) < maxIdle {
 		s.idle[branchID], f = f, nil
 	}
 	s.runMu.Unlock()
