@@ -221,14 +221,20 @@ func (m *Model) statusLine() string {
 	s := m.e.st.s
 	text := m.e.status.text
 	style := s.Status
+	hint := ""
 	if m.e.status.err {
+		// A long error is cut, never the key that opens it whole.
 		style = s.StatusErr
-		text = "✗ " + text + "  (" + m.e.keys.ErrorDetail.Help().Key + ": details)"
+		text = "✗ " + text
+		hint = "  (" + m.e.keys.ErrorDetail.Help().Key + ": details)"
 	}
 	if m.runner.active() {
 		text = strings.TrimSuffix("● running · "+m.e.keys.Cancel.Help().Key+" cancels · "+text, " · ")
 	}
-	return style.Render(fit(" "+text, m.w))
+	if hw := ansi.StringWidth(hint); hint != "" && ansi.StringWidth(" "+text)+hw > m.w && m.w > 2*hw {
+		return style.Render(fit(" "+text, m.w-hw) + hint)
+	}
+	return style.Render(fit(" "+text+hint, m.w))
 }
 
 // helpLine is the bottom line: the keys of what has the focus, the most important

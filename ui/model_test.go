@@ -129,6 +129,20 @@ func TestRetryCountdownShown(t *testing.T) {
 	hs.settle()
 }
 
+// An error too long for the status line is cut, but the key that shows it whole stays.
+func TestLongErrorKeepsItsDetailsKey(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		hs, _ := open(t, w, 30, 0)
+		hs.typeText("boom [fail] " + strings.Repeat("and a very long question ", 8))
+		hs.press("enter")
+		lines := strings.Split(hs.screen(), "\n")
+		status := strings.TrimRight(lines[len(lines)-2], " ")
+		if !strings.HasPrefix(strings.TrimSpace(status), "✗ turn 0 failed") || !strings.HasSuffix(status, "(E: details)") {
+			t.Errorf("at %d columns the status line is %q: want the error, cut, then its details key", w, status)
+		}
+	}
+}
+
 func TestErrorShownWithoutBlocking(t *testing.T) {
 	hs, _ := open(t, 100, 30, 0)
 	hs.typeText("boom [fail]")
