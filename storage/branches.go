@@ -334,7 +334,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 			}
 			for _, r := range runs {
 				if r.h.BranchID == id {
-					return fmt.Errorf("%w; the branch was not deleted", busyError(name, r.h.ID, r.owner(), r.h.Started))
+					return fmt.Errorf("%w; the branch was not deleted", busyError(name, r.h.Depth, r.h.ID, r.owner(), r.h.Started))
 				}
 			}
 			if err := gone.add(ctx, tx, id); err != nil {

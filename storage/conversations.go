@@ -358,7 +358,7 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 	}
 	for _, r := range runs {
 		if r.h.Conv == id {
-			return fmt.Errorf("storage: conversation %q has a turn in flight: %w; it was not deleted", id, busyError(r.h.Branch, r.h.ID, r.owner(), r.h.Started))
+			return fmt.Errorf("storage: conversation %q has a turn in flight: %w; it was not deleted", id, busyError(r.h.Branch, r.h.Depth, r.h.ID, r.owner(), r.h.Started))
 		}
 	}
 	return s.write(ctx, func(tx *wtx) error {

@@ -401,8 +401,8 @@ func TestTwoProcessesOneBranch(t *testing.T) {
 		}
 		return strings.TrimSpace(string(b))
 	}
-	want := fmt.Sprintf(`refused: storage: branch "main" is busy: turn %s is running in process %d on `, held, holder.Process.Pid)
-	if got := begin(); !strings.HasPrefix(got, want) {
+	want := fmt.Sprintf(`(id %s) is running in process %d on `, held, holder.Process.Pid)
+	if got := begin(); !strings.HasPrefix(got, `refused: storage: branch "main" is busy: turn `) || !strings.Contains(got, want) {
 		t.Fatalf("second process: %q\nwant prefix %q", got, want)
 	}
 	if err := holder.Process.Signal(syscall.SIGKILL); err != nil {

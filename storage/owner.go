@@ -69,7 +69,7 @@ func (o *Owner) alive(t time.Time) bool {
 }
 
 // busyError says which live process holds a branch.
-func busyError(branch string, key int64, o *Owner, started time.Time) error {
-	return fmt.Errorf("storage: branch %q is busy: turn %d is running in %s (started %s); wait for it, or stop that process: %w",
-		branch, key, o, started.Local().Format("15:04:05"), ErrBusy)
+func busyError(branch string, index int, key int64, o *Owner, started time.Time) error {
+	return fmt.Errorf("storage: branch %q is busy: turn %d (id %d) is running in %s (started %s); wait for it, or stop that process: %w",
+		branch, index, key, o, started.Local().Format("15:04:05"), ErrBusy)
 }

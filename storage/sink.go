@@ -73,7 +73,7 @@ func (b *BranchSink) Resume(ctx context.Context, key string) error {
 		case r.h.Conv != b.conv || r.h.Branch != b.branch:
 			return fmt.Errorf("storage: turn %s was not begun on %s/%s: %w", key, b.conv, b.branch, ErrInvalid)
 		}
-		return busyError(r.h.Branch, id, r.owner(), r.h.Started)
+		return busyError(r.h.Branch, r.h.Depth, id, r.owner(), r.h.Started)
 	}
 	n, err := turnNode(ctx, b.s.r, id)
 	if err != nil {
@@ -262,7 +262,7 @@ func runBusyError(branch string, h *runHeader) error {
 	if h == nil {
 		return fmt.Errorf("storage: branch %q is busy: another process is beginning a turn on it or moving its tip: %w", branch, ErrBusy)
 	}
-	return busyError(branch, h.ID, &Owner{PID: h.PID, Host: h.Host, Alive: true}, h.Started)
+	return busyError(branch, h.Depth, h.ID, &Owner{PID: h.PID, Host: h.Host, Alive: true}, h.Started)
 }
 
 // clearOwner is the SET clause that makes a turn ownerless.
@@ -278,7 +278,7 @@ func (b *BranchSink) notBusy(ctx context.Context, br *Branch) error {
 	}
 	for _, n := range nodes {
 		if n.Owner != nil && n.Owner.Alive {
-			return busyError(br.Name, n.id.Int64, n.Owner, n.Started)
+			return busyError(br.Name, n.Index, n.id.Int64, n.Owner, n.Started)
 		}
 	}
 	return nil

@@ -118,7 +118,7 @@ func TestTurnOwnership(t *testing.T) {
 			second := s.Sink("S", MainBranch)
 			k2, err := second.BeginTurn(ctx, sig.NewMap("question", "second"))
 			if tc.alive {
-				if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on %s`, key, p.Owner.PID, p.Owner.Host)) {
+				if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf(`branch "main" is busy: turn %d (id %s) is running in process %d on %s`, p.Index, key, p.Owner.PID, p.Owner.Host)) {
 					t.Fatalf("second writer: %v", err)
 				}
 				if err := second.Resume(ctx, key); !errors.Is(err, ErrBusy) {

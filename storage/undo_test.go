@@ -99,7 +99,7 @@ func TestTipMovesRefuseTurnInFlight(t *testing.T) {
 				}
 
 				err = op.move(s)
-				want := fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on `, key, pid)
+				want := fmt.Sprintf(`(id %s) is running in process %d on `, key, pid)
 				if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing was "+op.what) {
 					t.Fatalf("%s: %v; want it refused saying %q and that nothing was %s", op.name, err, want, op.what)
 				}

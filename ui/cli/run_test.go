@@ -499,7 +499,7 @@ func TestRunNotesASupersededTurn(t *testing.T) {
 	}
 	// While the turn runs (here, in this process) the branch is busy.
 	code, _, errs = runMain(context.Background(), "run", "--conversation", id, "--input", "question=again", "--db", db)
-	if want := fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on `, key, os.Getpid()); code != 1 || !strings.Contains(errs, want) {
+	if want := fmt.Sprintf(`(id %s) is running in process %d on `, key, os.Getpid()); code != 1 || !strings.Contains(errs, want) {
 		t.Fatalf("run beside a running turn: exit %d\n%s", code, errs)
 	}
 	if err := sink.AbortTurn(context.Background(), key, &trace.Turn{Status: trace.StatusInterrupted, Error: "terminated"}); err != nil {

@@ -95,7 +95,7 @@ func TestTurnInFlightElsewhereBinary(t *testing.T) {
 		t.Fatalf("session pending: %d %s %s", code, out, errs)
 	}
 	turn := pending[0].Key
-	busy := fmt.Sprintf(`branch "main" is busy: turn %s is running in process %d on `, turn, a.Process.Pid)
+	busy := fmt.Sprintf(`branch "main" is busy: turn 35 (id %s) is running in process %d on `, turn, a.Process.Pid)
 	var req struct {
 		Messages []struct{ Role, Content string } `json:"messages"`
 	}

@@ -396,7 +396,7 @@ func TestTwoProcessesOneBranchBinary(t *testing.T) {
 		t.Fatal("the first process never asked the model")
 	}
 	code, _, errs = sb(t, env, append([]string{"run", "--conversation", first.Conversation, "--input", "question=b"}, model...)...)
-	want := fmt.Sprintf(`branch "main" is busy: turn 2 is running in process %d on `, a.Process.Pid)
+	want := fmt.Sprintf(`branch "main" is busy: turn 1 (id 2) is running in process %d on `, a.Process.Pid)
 	if code != 1 || !strings.Contains(errs, want) {
 		t.Fatalf("second process: exit %d\n%s\nwant %q", code, errs, want)
 	}
