@@ -227,10 +227,11 @@ const warmPath = "sessionbench.warm"
 // ui/sessions' restoreRead).
 var warmRestore = LoadOptions{NoRequests: true, NoHistories: true}
 
-// warmTurns runs, in a write transaction it rolls back, what sending three turns runs on
-// a new conversation: the first turn of a branch, a turn following a stored one with
-// the write cache cold (the first turn of a process) and the next turn. It returns the
-// reads it routed into the transaction; the writes are left for prepare.
+// warmTurns runs, in a write transaction it rolls back, what sending two turns runs on
+// a new conversation: the first turn of a branch, then a turn following a stored one
+// with the write cache cold (the first turn of a process; the turns after it run the
+// same statements). It returns the reads it routed into the transaction; the writes are
+// left for prepare.
 func (s *Store) warmTurns(ctx context.Context) (*readRoute, error) {
 	var reads *readRoute
 	err := s.trial(ctx, func(tx *wtx) error {
@@ -243,7 +244,7 @@ func (s *Store) warmTurns(ctx context.Context) (*readRoute, error) {
 		}
 		sink := s.Sink(conv, MainBranch)
 		defer s.wc.forget("h\x00" + warmPath)
-		for i := range 3 {
+		for i := range 2 {
 			if i == 1 {
 				// what a new process knows of the turn before: nothing
 				s.wc.forgetStaged()

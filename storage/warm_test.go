@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -272,4 +273,36 @@ func TestCloseStopsWarm(t *testing.T) {
 	if _, err := runTurn(ctx, sink, &trace.Turn{Inputs: sig.NewMap("question", "q")}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkWarm is what a warm-up costs a process, in the background: Warm on a freshly
+// opened store (opening and closing it left out).
+func BenchmarkWarm(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "sb.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.CreateConversation(ctx, NewConversation{ID: "c1", Agent: "demo"})
+	s.Close()
+	var cpu time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		if s, err = Open(ctx, path); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		c0 := cpuTime()
+		if err := s.Warm(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - c0
+		n++
+		b.StopTimer()
+		s.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/op")
 }
