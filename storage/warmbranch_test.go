@@ -1,0 +1,61 @@
+package storage
+
+import (
+	"context"
+	"testing"
+)
+
+// WarmBranch caches the tip turn's stored lists, writing nothing: a fresh store then
+// commits the next turn without looking its shared prefix up, and stores it exactly.
+func TestWarmBranch(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		turns int // on the branch before
+	}{{"empty branch", 0}, {"one turn", 1}, {"long branch", 40}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first := openTemp(t)
+			mustConv(t, first, "S")
+			appendN(t, first, "S", MainBranch, tc.turns)
+			path := first.Path()
+			first.Close()
+
+			s, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			before := dump(t, s)
+			if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
+				t.Fatal(err)
+			}
+			if after := dump(t, s); after != before {
+				t.Fatal("WarmBranch changed the database")
+			}
+			for _, l := range []struct {
+				key       string
+				fromTurns int // the tip's list is empty before (turn 0 has no history)
+			}{{"m\x00agent.answer", 1}, {"h\x00agent.answer", 2}, {"m\x00agent.planner.tool", 1}} {
+				got := s.wc.path(l.key)
+				if (len(got.items) > 0) != (tc.turns >= l.fromTurns) || len(got.items) != len(got.nodes) {
+					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, len(got.items), len(got.nodes), tc.turns)
+				}
+			}
+			next := fixtureTurn(tc.turns, 0, false)
+			key, err := runTurn(ctx, s.Sink("S", MainBranch), next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.LoadTurn(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range next.Calls {
+				if toJSON(t, got.Calls[i].Messages) != toJSON(t, c.Messages) || toJSON(t, got.Calls[i].History) != toJSON(t, c.History) {
+					t.Errorf("call %s does not read back as sent", c.Path)
+				}
+			}
+		})
+	}
+}
