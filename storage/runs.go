@@ -39,13 +39,16 @@ func reserveIDs(ctx context.Context, tx *wtx, n int64) (int64, error) {
 
 // nextTurnID is a reserved id for a turn about to begin. Only the first turn a store
 // runs reserves in a transaction of its own; the others' commits reserve ahead (topUp).
+// The block's lock is never held across a write: a commit in progress takes it (topUp)
+// while it holds the writer, so waiting for the writer under it would deadlock.
 func (s *Store) nextTurnID(ctx context.Context) (int64, error) {
 	s.ids.mu.Lock()
-	defer s.ids.mu.Unlock()
 	if s.ids.next < s.ids.end {
 		s.ids.next++
+		s.ids.mu.Unlock()
 		return s.ids.next - 1, nil
 	}
+	s.ids.mu.Unlock()
 	var first int64
 	err := s.writeLight(ctx, func(tx *wtx) (err error) {
 		first, err = reserveIDs(ctx, tx, idsPerReserve)
@@ -54,6 +57,9 @@ func (s *Store) nextTurnID(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.ids.mu.Lock()
+	defer s.ids.mu.Unlock()
+	// a block another reserver installed meanwhile is skipped, as topUp skips one
 	s.ids.next, s.ids.end = first+1, first+idsPerReserve
 	return first, nil
 }

@@ -185,19 +185,26 @@ func (s *Store) Warm(ctx context.Context) error {
 // store has some (nextTurnID reserves them otherwise, in a commit of its own).
 func (s *Store) reserveIDs(ctx context.Context) error {
 	s.ids.mu.Lock()
-	defer s.ids.mu.Unlock()
-	if s.ids.next < s.ids.end {
+	has := s.ids.next < s.ids.end
+	s.ids.mu.Unlock()
+	if has {
 		return nil
 	}
+	// not under the block's lock: see nextTurnID
 	var first int64
 	err := s.writeLight(ctx, func(tx *wtx) (err error) {
 		first, err = reserveIDs(ctx, tx, idsPerReserve)
 		return err
 	})
-	if err == nil {
+	if err != nil {
+		return err
+	}
+	s.ids.mu.Lock()
+	defer s.ids.mu.Unlock()
+	if s.ids.next >= s.ids.end { // a turn that reserved meanwhile keeps its block
 		s.ids.next, s.ids.end = first, first+idsPerReserve
 	}
-	return err
+	return nil
 }
 
 // trial runs fn in a write transaction and rolls it back, whatever fn returns.
