@@ -20,6 +20,10 @@ import (
 type idBlock struct {
 	mu        sync.Mutex
 	next, end int64
+	// reserving is held by the one reservation of a new block in its own transaction
+	// (nextTurnID, Warm), so two do not both reserve; unlike mu it may be held while
+	// waiting for the writer, as no transaction takes it.
+	reserving sync.Mutex
 }
 
 const (
@@ -42,26 +46,28 @@ func reserveIDs(ctx context.Context, tx *wtx, n int64) (int64, error) {
 // The block's lock is never held across a write: a commit in progress takes it (topUp)
 // while it holds the writer, so waiting for the writer under it would deadlock.
 func (s *Store) nextTurnID(ctx context.Context) (int64, error) {
-	s.ids.mu.Lock()
-	if s.ids.next < s.ids.end {
-		s.ids.next++
-		s.ids.mu.Unlock()
-		return s.ids.next - 1, nil
+	for try := 0; ; try++ {
+		if id, ok := s.takeID(); ok {
+			return id, nil
+		}
+		if try == 3 { // other turns of this store took every id reserved meanwhile
+			return 0, fmt.Errorf("storage: reserve turn ids: each block reserved was used up at once: %w", ErrConflict)
+		}
+		if err := s.reserveIDs(ctx); err != nil {
+			return 0, err
+		}
 	}
-	s.ids.mu.Unlock()
-	var first int64
-	err := s.writeLight(ctx, func(tx *wtx) (err error) {
-		first, err = reserveIDs(ctx, tx, idsPerReserve)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
+}
+
+// takeID takes the next id of the store's block, if it has one left.
+func (s *Store) takeID() (int64, bool) {
 	s.ids.mu.Lock()
 	defer s.ids.mu.Unlock()
-	// a block another reserver installed meanwhile is skipped, as topUp skips one
-	s.ids.next, s.ids.end = first+1, first+idsPerReserve
-	return first, nil
+	if s.ids.next >= s.ids.end {
+		return 0, false
+	}
+	s.ids.next++
+	return s.ids.next - 1, true
 }
 
 // topUp reserves a new block in tx when the store's is running low; the returned

@@ -184,13 +184,15 @@ func (s *Store) Warm(ctx context.Context) error {
 // reserveIDs reserves the block of turn ids the next turn begun here takes, unless the
 // store has some (nextTurnID reserves them otherwise, in a commit of its own).
 func (s *Store) reserveIDs(ctx context.Context) error {
+	s.ids.reserving.Lock() // a reservation under way (Warm's, a turn's) is waited for
+	defer s.ids.reserving.Unlock()
 	s.ids.mu.Lock()
 	has := s.ids.next < s.ids.end
 	s.ids.mu.Unlock()
 	if has {
 		return nil
 	}
-	// not under the block's lock: see nextTurnID
+	// Not under the block's lock: a commit holding the writer takes it (topUp).
 	var first int64
 	err := s.writeLight(ctx, func(tx *wtx) (err error) {
 		first, err = reserveIDs(ctx, tx, idsPerReserve)
@@ -201,7 +203,7 @@ func (s *Store) reserveIDs(ctx context.Context) error {
 	}
 	s.ids.mu.Lock()
 	defer s.ids.mu.Unlock()
-	if s.ids.next >= s.ids.end { // a turn that reserved meanwhile keeps its block
+	if s.ids.next >= s.ids.end { // a commit that topped up meanwhile keeps its block
 		s.ids.next, s.ids.end = first, first+idsPerReserve
 	}
 	return nil
