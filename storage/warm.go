@@ -87,6 +87,18 @@ func (w *warmState) idle(ctx context.Context) error {
 	return nil
 }
 
+// join counts a branch warm-up (WarmBranch) as running, so Close waits for it; ok is
+// false when the store is closed.
+func (w *warmState) join() (leave func(), ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, false
+	}
+	w.running.Add(1)
+	return w.running.Done, true
+}
+
 // enter starts the store's one warm-up; ok is false when it has started before or the
 // store is closed.
 func (w *warmState) enter(ctx context.Context) (_ context.Context, leave func(), ok bool) {

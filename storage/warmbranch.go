@@ -18,6 +18,11 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 	if s.readOnly != "" || s.wc == nil {
 		return nil
 	}
+	leave, ok := s.warm.join() // Close waits for it
+	if !ok {
+		return nil
+	}
+	defer leave()
 	return s.writeLight(ctx, func(tx *wtx) error {
 		br, err := branchByName(ctx, tx, convID, branch)
 		if err != nil || !br.tipID.Valid {

@@ -99,3 +99,17 @@ func TestReservingIDsDoesNotHoldTheirLockWhileWaiting(t *testing.T) {
 		})
 	}
 }
+
+// A closed store warms no branch (the workbench may prefetch as it quits).
+func TestWarmBranchAfterClose(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	appendN(t, s, "S", MainBranch, 2)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
+		t.Errorf("WarmBranch on a closed store: %v", err)
+	}
+}
