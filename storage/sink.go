@@ -312,25 +312,13 @@ func (b *BranchSink) inFlight(ctx context.Context, key string) (*run, error) {
 
 // abandon lets go of turn key's journal without ending it, as a dying process would: the
 // next reader keeps the turn as interrupted.
-func (b *BranchSink) abandon(key string) {
-	b.mu.Lock()
-	r := b.runs[key]
-	delete(b.runs, key)
-	b.mu.Unlock()
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.f != nil {
-		b.s.releaseRun(r.f)
-		r.f.Close()
-		r.f = nil
-	}
-}
+func (b *BranchSink) abandon(key string) { b.letGo(key, (*os.File).Close) }
 
 // end retires turn key's journal once its transaction has committed: the branch is free.
-func (b *BranchSink) end(key string) {
+func (b *BranchSink) end(key string) { b.letGo(key, retire) }
+
+// letGo forgets turn key and closes its journal with done (which unlocks it).
+func (b *BranchSink) letGo(key string, done func(*os.File) error) {
 	b.mu.Lock()
 	r := b.runs[key]
 	delete(b.runs, key)
@@ -342,7 +330,7 @@ func (b *BranchSink) end(key string) {
 	defer r.mu.Unlock()
 	if r.f != nil {
 		b.s.releaseRun(r.f)
-		retire(r.f)
+		done(r.f)
 		r.f = nil
 	}
 }
@@ -510,13 +498,9 @@ func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn
 		}
 		q := `UPDATE turns SET status = ?, error = ?, ended_at = ?, ` + clearOwner
 		args := []any{st, redact.String(t.Error), fmtTime(ended)}
-		if t.Inputs != nil {
-			in, err := jsonOf(t.Inputs)
-			if err != nil {
-				return fmt.Errorf("storage: turn inputs: %w", err)
-			}
-			q += ", inputs = ?, input_preview = ?"
-			args = append(args, in.String, preview(in))
+		q, args, err := setInputs(q, args, t)
+		if err != nil {
+			return err
 		}
 		if t.Outputs != nil && t.Outputs.Len() > 0 { // a turn whose commit failed had them
 			out, err := jsonOf(t.Outputs)
@@ -529,7 +513,6 @@ func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn
 		if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, r.h.ID)...); err != nil {
 			return err
 		}
-		var err error
 		install, err = b.s.topUp(ctx, tx)
 		return err
 	})

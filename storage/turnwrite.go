@@ -75,13 +75,8 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int
 	q := `UPDATE turns SET status = 'completed', error = NULL, ` + clearOwner + `, outputs = ?, output_preview = ?, score = ?,
 		snapshot_node = ?, explicit = ?, ended_at = ?`
 	args := []any{out, preview(out), t.Score, snap, t.Explicit, fmtTime(ended)}
-	if t.Inputs != nil {
-		in, err := jsonOf(t.Inputs)
-		if err != nil {
-			return fmt.Errorf("storage: turn inputs: %w", err)
-		}
-		q += ", inputs = ?, input_preview = ?"
-		args = append(args, in.String, preview(in))
+	if q, args, err = setInputs(q, args, t); err != nil {
+		return err
 	}
 	if !t.Started.IsZero() {
 		q += ", started_at = ?"
@@ -135,4 +130,16 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 		return commitTurn(ctx, s.wc, tx, br, id, t)
 	})
 	return key, err
+}
+
+// setInputs adds t's inputs, when it has them, to an UPDATE of its turn row.
+func setInputs(q string, args []any, t *trace.Turn) (string, []any, error) {
+	if t.Inputs == nil {
+		return q, args, nil
+	}
+	in, err := jsonOf(t.Inputs)
+	if err != nil {
+		return q, args, fmt.Errorf("storage: turn inputs: %w", err)
+	}
+	return q + ", inputs = ?, input_preview = ?", append(args, in.String, preview(in)), nil
 }
