@@ -352,39 +352,19 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem
 // cache (one walk up the tree), and returns that last node; n 0 when the path there is
 // not items[:n] (its hashes only collide).
 func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
-	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth, role, extra) AS (
-			SELECT id, parent_id, content_id, depth, role, extra FROM list_nodes WHERE id = ?
-			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth, l.role, l.extra FROM list_nodes l JOIN up ON l.id = up.parent_id)
-		SELECT id, coalesce(parent_id, 0), content_id, depth, role, coalesce(extra, '') FROM up`, last)
+	path, err := walkUp(ctx, tx, last)
 	if err != nil {
-		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
+		return nodeRef{}, 0, err
 	}
-	type node struct {
-		id, parent, content int64
-		depth               int
-	}
-	var path []node
-	var cids []int64
-	same := true
-	for rows.Next() {
-		var nd node
-		var role, extra string
-		if err := rows.Scan(&nd.id, &nd.parent, &nd.content, &nd.depth, &role, &extra); err != nil {
-			rows.Close()
-			return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
-		}
-		if nd.depth != n-len(path) || role != items[nd.depth-1].Role || extra != items[nd.depth-1].Extra {
-			same = false
-		}
-		path = append(path, nd)
-		cids = append(cids, nd.content)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nodeRef{}, 0, fmt.Errorf("look up list: %w", err)
-	}
-	if !same || len(path) != n {
+	if len(path) != n {
 		return nodeRef{}, 0, nil
+	}
+	cids := make([]int64, len(path))
+	for i, nd := range path {
+		if nd.depth != n-i || nd.role != items[nd.depth-1].Role || nd.extra != items[nd.depth-1].Extra {
+			return nodeRef{}, 0, nil
+		}
+		cids[i] = nd.content
 	}
 	bodies, err := loadContents(ctx, tx, cids)
 	if err != nil {
@@ -401,6 +381,40 @@ func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items [
 		c.stContents[it.Body] = contentRef{id: nd.content, hash: contentHash(it.Body)}
 	}
 	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].key()}, n, nil
+}
+
+// storedNode is a list node as stored: parent is 0 for a list's first element, hash the
+// stored (short) chain hash.
+type storedNode struct {
+	id, parent, content int64
+	depth               int
+	role, extra         string
+	hash                []byte
+}
+
+// walkUp reads the path ending at node last, from last up to the list's first element
+// (one query).
+func walkUp(ctx context.Context, tx *wtx, last int64) ([]storedNode, error) {
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth, role, extra, hash) AS (
+			SELECT id, parent_id, content_id, depth, role, extra, hash FROM list_nodes WHERE id = ?
+			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth, l.role, l.extra, l.hash FROM list_nodes l JOIN up ON l.id = up.parent_id)
+		SELECT id, coalesce(parent_id, 0), content_id, depth, role, coalesce(extra, ''), hash FROM up`, last)
+	if err != nil {
+		return nil, fmt.Errorf("look up list: %w", err)
+	}
+	defer rows.Close()
+	var path []storedNode
+	for rows.Next() {
+		var nd storedNode
+		if err := rows.Scan(&nd.id, &nd.parent, &nd.content, &nd.depth, &nd.role, &nd.extra, &nd.hash); err != nil {
+			return nil, fmt.Errorf("look up list: %w", err)
+		}
+		path = append(path, nd)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up list: %w", err)
+	}
+	return path, nil
 }
 
 // idsJSON renders ids as a JSON array for json_each(?), which keeps a set of ids one

@@ -221,8 +221,10 @@ func (s *Store) reserveIDs(ctx context.Context) error {
 	return nil
 }
 
-// trial runs fn in a write transaction and rolls it back, whatever fn returns.
-func (s *Store) trial(ctx context.Context, fn func(tx *wtx) error) error {
+// trial runs fn in a write transaction and rolls it back, whatever fn returns. With
+// keep, what fn put in the write cache is kept when it returns nil: facts about rows
+// that were there before it, which the rollback leaves (WarmBranch writes nothing).
+func (s *Store) trial(ctx context.Context, keep bool, fn func(tx *wtx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("storage: begin: %w", err)
@@ -233,7 +235,7 @@ func (s *Store) trial(ctx context.Context, fn func(tx *wtx) error) error {
 	}
 	err = fn(&wtx{Tx: tx, wc: s.wc})
 	tx.Rollback()
-	s.wc.end(false)
+	s.wc.end(keep && err == nil)
 	return err
 }
 
@@ -255,7 +257,7 @@ var warmRestore = LoadOptions{NoRequests: true, NoHistories: true}
 // left for prepare.
 func (s *Store) warmTurns(ctx context.Context) (*readRoute, error) {
 	var reads *readRoute
-	err := s.trial(ctx, func(tx *wtx) error {
+	err := s.trial(ctx, false, func(tx *wtx) error {
 		rctx, rt, end := s.r.route(ctx, tx.Tx)
 		defer end()
 		reads = rt
@@ -334,7 +336,10 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 			Details: c.Outputs, Calls: []string{c.ID}}}}
 	// not topUp: it takes the ids' lock, which a turn reserving ids holds while it waits
 	// for the writer (its statement runs in Warm's reservation, prepared)
-	return sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t)
+	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t); err != nil || i == 0 {
+		return err
+	}
+	return warmBranch(ctx, s.wc, tx, conv, MainBranch) // what a first turn's model call starts
 }
 
 // warmCall is the made-up call of turn i: a request repeating the one before with the

@@ -1,10 +1,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
-
-	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // WarmBranch puts the request and history lists of the calls of the branch's tip turn
@@ -12,8 +12,10 @@ import (
 // next turn's requests repeat them, so its commit finds the shared prefix in the cache;
 // in a process that has not written on the branch yet, it would otherwise look the prefix
 // up and read every text of it back (a third of a first Send's time on a 10,000-turn
-// unwindowed branch). The workbench calls it (through Prefetch) while the user types.
-// It writes nothing: a list that is not stored exactly as the call's is left out.
+// unwindowed branch). The workbench calls it (through Prefetch) while the user types, and
+// `run` beside its first model call. It reads the stored lists as they are (their nodes
+// and texts, nothing decoded) and writes nothing; a list stored as a run (a sliding
+// window's) is left out, as putList finds those through the run it stores next.
 func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 	if s.readOnly != "" || s.wc == nil {
 		return nil
@@ -23,51 +25,98 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 		return nil
 	}
 	defer leave()
-	return s.writeLight(ctx, func(tx *wtx) error {
-		br, err := branchByName(ctx, tx, convID, branch)
-		if err != nil || !br.tipID.Valid {
-			return err
-		}
-		calls, err := loadCalls(ctx, tx, []int64{br.tipID.Int64}, LoadOptions{}, newDecoder())
-		if err != nil {
-			return err
-		}
-		var walkErr error
-		trace.WalkCalls(calls[br.tipID.Int64], func(c *trace.Call, _ int) {
-			if walkErr == nil {
-				walkErr = warmLists(ctx, s.wc, tx, c)
-			}
-		})
-		return walkErr
-	})
+	// a write transaction, for the write cache (see writeCache), rolled back: nothing
+	// to commit
+	defer s.warm.wantWriter()()
+	err := s.trial(ctx, true, func(tx *wtx) error { return warmBranch(ctx, s.wc, tx, convID, branch) })
+	s.wc.prepare(ctx, s.w) // the connection is free again
+	return err
 }
 
-// warmLists caches c's stored request and history lists under the keys insertCall
-// stores the next ones with.
-func warmLists(ctx context.Context, wc *writeCache, tx *wtx, c *trace.Call) error {
-	lists := []struct {
-		key   string
-		items func(key string) []listItem
-	}{
-		{"h\x00" + c.Path, func(key string) []listItem { return historyItems(wc, key, c.History) }},
-		{"m\x00" + c.Path, func(string) []listItem { return messageItems(c.Messages) }},
+// warmBranch is WarmBranch's work in tx (Warm runs it too, to prepare its statements).
+func warmBranch(ctx context.Context, wc *writeCache, tx *wtx, convID, branch string) error {
+	br, err := branchByName(ctx, tx, convID, branch)
+	if err != nil || !br.tipID.Valid {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT path, history_node, history_tail_len, messages_node, messages_tail_len
+		FROM calls WHERE turn_id = ?`, br.tipID.Int64)
+	if err != nil {
+		return fmt.Errorf("storage: warm branch: %w", err)
+	}
+	type list struct {
+		key  string
+		last int64
+	}
+	var lists []list
+	for rows.Next() {
+		var path string
+		var hist, msgs sql.NullInt64
+		var histTail, msgsTail int
+		if err := rows.Scan(&path, &hist, &histTail, &msgs, &msgsTail); err != nil {
+			rows.Close()
+			return fmt.Errorf("storage: warm branch: %w", err)
+		}
+		if hist.Valid && histTail == 0 {
+			lists = append(lists, list{"h\x00" + path, hist.Int64})
+		}
+		if msgs.Valid && msgsTail == 0 {
+			lists = append(lists, list{"m\x00" + path, msgs.Int64})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("storage: warm branch: %w", err)
 	}
 	for _, l := range lists {
 		if len(wc.path(l.key).items) > 0 {
 			continue // this process has it already
 		}
-		items := l.items(l.key)
-		if len(items) == 0 {
-			continue
-		}
-		if _, n, err := storedPrefix(ctx, wc, tx, items); err != nil {
-			return fmt.Errorf("storage: warm branch: %w", err)
-		} else if n != len(items) {
-			continue // stored otherwise (a run): putList would write
-		}
-		if _, err := putList(ctx, wc, tx, l.key, items); err != nil { // all cached: writes nothing
+		if err := cacheStoredList(ctx, wc, tx, l.key, l.last); err != nil {
 			return fmt.Errorf("storage: warm branch: %w", err)
 		}
 	}
+	return nil
+}
+
+// cacheStoredList caches the stored list ending at node last as the list last stored under key,
+// as putList leaves the list it stored: its elements and their nodes, and the nodes and
+// texts by content. A path whose stored hashes are not those of its elements (a damaged
+// file) is left out from there on: only what was checked is cached.
+func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, last int64) error {
+	up, err := walkUp(ctx, tx, last)
+	if err != nil || len(up) == 0 {
+		return err
+	}
+	ids := make([]int64, len(up))
+	for i, nd := range up {
+		ids[i] = nd.content
+	}
+	bodies, err := loadContents(ctx, tx, ids)
+	if err != nil {
+		return err
+	}
+	n := len(up)
+	p := listPath{items: make([]listItem, 0, n), nodes: make([]nodeRef, 0, n)}
+	parent := nodeRef{}
+	for i := n - 1; i >= 0; i-- { // from the root
+		nd := up[i]
+		body, ok := bodies[nd.content]
+		if !ok || nd.depth != parent.depth+1 || nd.parent != parent.id {
+			return nil
+		}
+		it := listItem{Role: nd.role, Body: body, Extra: nd.extra}
+		ch := contentHash(body)
+		chain := chainHash(parent.hash, it.key(), ch)
+		if !bytes.Equal(chain.short(), nd.hash) {
+			return nil
+		}
+		k := nodeKey{parent.id, it.key(), nd.content}
+		parent = nodeRef{id: nd.id, hash: chain, depth: nd.depth, role: it.key(), content: nd.content}
+		wc.stNodes[k] = parent
+		wc.stContents[body] = contentRef{id: nd.content, hash: ch}
+		p.items, p.nodes = append(p.items, it), append(p.nodes, parent)
+	}
+	wc.stPaths[key] = p
 	return nil
 }

@@ -113,3 +113,49 @@ func TestWarmBranchAfterClose(t *testing.T) {
 		t.Errorf("WarmBranch on a closed store: %v", err)
 	}
 }
+
+// WarmBranch caches what it checked: a stored list whose hashes are not those of its
+// elements (a damaged file) is left out, the others are cached, and the next turn is
+// stored exactly all the same.
+func TestWarmBranchLeavesOutADamagedList(t *testing.T) {
+	ctx := context.Background()
+	first := openTemp(t)
+	mustConv(t, first, "S")
+	appendN(t, first, "S", MainBranch, 3)
+	path := first.Path()
+	first.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// the node before the last of the tip's request to agent.answer
+	if _, err := s.w.ExecContext(ctx, `UPDATE list_nodes SET hash = x'0102030405060708' WHERE id = (
+		SELECT l.parent_id FROM calls c JOIN branches b ON b.tip_id = c.turn_id JOIN list_nodes l ON l.id = c.messages_node
+		WHERE b.name = ? AND c.path = 'agent.answer')`, MainBranch); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{"m\x00agent.answer": false, "h\x00agent.answer": true, "m\x00agent.planner.tool": true} {
+		if got := len(s.wc.path(key).items) > 0; got != want {
+			t.Errorf("%q cached: %v, want %v", key, got, want)
+		}
+	}
+	next := fixtureTurn(3, 0, false)
+	key, err := runTurn(ctx, s.Sink("S", MainBranch), next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.LoadTurn(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range next.Calls {
+		if toJSON(t, got.Calls[i].Messages) != toJSON(t, c.Messages) || toJSON(t, got.Calls[i].History) != toJSON(t, c.History) {
+			t.Errorf("call %s does not read back as sent", c.Path)
+		}
+	}
+}

@@ -65,7 +65,6 @@ func runRetry(ctx context.Context, env Env) int {
 		return fail(storeError, "%v", err)
 	}
 	defer s.Close()
-	go s.Warm(ctx) // prepares the turn's statements beside the model call
 	key := pos[0]
 	n, err := s.TurnInfo(ctx, key)
 	if err != nil {

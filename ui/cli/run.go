@@ -123,7 +123,6 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
-	go s.Warm(ctx) // prepares the turns' statements beside the first model call
 
 	var conv *storage.Conversation
 	if o.conv != "" {
@@ -168,9 +167,6 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeError
 	} else {
 		runNoteSuperseded(ctx, env, s, conv.ID, o.branch)
-		// The tip turn's stored requests, which the first commit would read back, are
-		// cached beside the session's restore and the first model call.
-		go s.WarmBranch(ctx, conv.ID, o.branch)
 	}
 	return runTurns(ctx, env, s, a, conv, ag.Name, o, turns)
 }

@@ -328,16 +328,6 @@ func (a *Service) liveState(ctx context.Context, conv, branch string, take, full
 	return st, st.path, l, nil
 }
 
-// Prefetch readies the branch for its next turn, so that the Send does not wait for it:
-// it restores and keeps the session (as a Send would) and puts the tip turn's stored
-// requests in the store's write cache (storage.WarmBranch). The workbench calls it when
-// the user starts typing. Errors are left for the Send to report.
-func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
-	if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err == nil {
-		a.store.WarmBranch(ctx, conv, branch)
-	}
-}
-
 // tailLen is how many of a branch's last turns a session of agent ag is restored from:
 // 0 (all) unless its history has a window, else the window with room for a few undos
 // (and more once a restore found it short).

@@ -35,6 +35,8 @@ type fieldStreamer interface {
 type observer struct {
 	events chan<- Event
 	mod    core.Module
+	// started, when set, is called as each call begins (before its model is asked).
+	started func()
 
 	mu    sync.Mutex
 	calls map[string]*streaming
@@ -58,6 +60,9 @@ func newObserver(events chan<- Event, mod core.Module) *observer {
 // CallStarted begins a completion; it is called again for each exchange of a call (a
 // fallback to the JSON adapter restarts the text under that adapter).
 func (o *observer) CallStarted(path string, c *trace.Call) {
+	if o.started != nil {
+		defer o.started() // last: what it starts runs beside the model call
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	st := &streaming{}

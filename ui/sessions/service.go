@@ -47,6 +47,8 @@ type Service struct {
 	// and call).
 	histories *storage.HistoryReader
 	callHists pathCache[sig.History]
+	// warm is what this service has warmed up (warm.go).
+	warm warmed
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
@@ -202,6 +204,8 @@ type turnRun struct {
 	mod   core.Module
 	sink  *storage.BranchSink
 	agent demo.Agent
+	// conv and branch are where the sink stores the turns.
+	conv, branch string
 }
 
 // conversationAgent finds the agent a conversation runs (or override, when set).
@@ -277,12 +281,14 @@ func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, fir
 	if err != nil {
 		return nil, false, fmt.Errorf("restore branch %s: %w", branch, err)
 	}
-	return &turnRun{s: s, mod: mod, sink: sink, agent: ag}, exact, nil
+	return &turnRun{s: s, mod: mod, sink: sink, agent: ag, conv: conv, branch: branch}, exact, nil
 }
 
 // run runs one turn of r with model, streaming to events.
 func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver workflow.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
-	ctx = core.WithObserver(core.WithLM(ctx, model), newObserver(events, r.mod))
+	obs := newObserver(events, r.mod)
+	obs.started = func() { a.warmAtCall(ctx, r.conv, r.branch) }
+	ctx = core.WithObserver(core.WithLM(ctx, model), obs)
 	if resolver != nil {
 		ctx = workflow.WithModelResolver(ctx, resolver)
 	}

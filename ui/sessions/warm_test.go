@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
@@ -59,6 +61,7 @@ func TestWarmedFirstSendParsesNothing(t *testing.T) {
 				}
 				a := New(st, demoModel(0))
 				a.SetAgentDirs()
+				a.warm.store.Store(true) // Warm runs here or not at all, not at the first call
 				if _, err := a.Conversations(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -83,6 +86,72 @@ func TestWarmedFirstSendParsesNothing(t *testing.T) {
 				if err := st.Close(); err != nil {
 					t.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// waitingLM answers as inner does once the store has been parsing nothing for a while
+// (its warm-ups, if any, are done), as a model that thinks long enough for them would;
+// parsed is the writer's parse count then.
+type waitingLM struct {
+	inner  lm.LM
+	st     *storage.Store
+	parsed int64
+}
+
+func (m *waitingLM) Name() string { return m.inner.Name() }
+func (m *waitingLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	w, r := m.st.Parses()
+	quiet := time.Now()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && time.Since(quiet) < 300*time.Millisecond; {
+		time.Sleep(10 * time.Millisecond)
+		if w2, r2 := m.st.Parses(); w2 != w || r2 != r {
+			w, r, quiet = w2, r2, time.Now()
+		}
+	}
+	m.parsed = w
+	return m.inner.Call(ctx, req)
+}
+
+// A turn nobody warmed up for (run, session retry) warms the store and its branch as its
+// first model call begins, so its commit, after the model answered, parses nothing;
+// a Service whose warm-ups are done (or, here, turned off) leaves the commit to parse its
+// statements.
+func TestFirstCallWarmsUp(t *testing.T) {
+	ctx := context.Background()
+	_, st, _, db := newWorkbench(t)
+	a := New(st, demoModel(0))
+	conv := mustConversation(t, a, "SupportAgent")
+	for i := range 3 {
+		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d", i)))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		off  bool
+	}{{"warms at the first call", false}, {"warm-ups off", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := storage.Open(ctx, db) // a new process
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			model := &waitingLM{inner: demoModel(0), st: st}
+			a := New(st, model)
+			if tc.off {
+				a.warm.store.Store(true)
+				a.warm.branch(conv, storage.MainBranch)
+			}
+			mustSend(t, a, conv, storage.MainBranch, question("one more"))
+			w, _ := st.Parses()
+			switch commit := w - model.parsed; {
+			case !tc.off && commit != 0:
+				t.Errorf("the commit after the model answered parsed %d statements: the first call did not warm the store up", commit)
+			case tc.off && commit < 10:
+				t.Errorf("with no warm-up the commit parsed %d statements, want its own (the check cannot fail)", commit)
 			}
 		})
 	}

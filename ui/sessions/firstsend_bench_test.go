@@ -1,0 +1,144 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+// slowLM answers as inner does after latency, as a served model takes time to answer,
+// and adds the time each call took to spent: what a Send took beyond it is the engine's
+// and storage's.
+type slowLM struct {
+	inner       lm.LM
+	latency     time.Duration
+	spent       atomic.Int64 // ns
+	first, last atomic.Int64 // unix ns: the first call's start, the last call's end
+}
+
+func (m *slowLM) Name() string { return m.inner.Name() }
+func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	t0 := time.Now()
+	m.first.CompareAndSwap(0, t0.UnixNano())
+	defer func() { m.spent.Add(int64(time.Since(t0))); m.last.Store(time.Now().UnixNano()) }()
+	select {
+	case <-ctx.Done():
+		return lm.Response{}, ctx.Err()
+	case <-time.After(m.latency):
+	}
+	return m.inner.Call(ctx, req)
+}
+
+// BenchmarkBeyondModel is the wall time a Send adds to its model calls (beyond-ms/op: the
+// Send's wall time less the time its model calls took), for a model that answers after
+// 30 ms (a small served model; hosted ones take longer, which only gives the background
+// work more room). It is issue 19's "overhead beyond the model call", on the paths a user
+// hits:
+//   - run: the first Send of a new process as `sessionbench run` makes it (ui/cli/run.go):
+//     a fresh Store, its Warm and the branch's WarmBranch started in the background as
+//     soon as it is open, then the Send (restore, model call, commit).
+//   - next: a later Send of the same process.
+//
+// Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
+// on SupportAgent (no window) at 1,000. cpu-ms/op is the process's CPU time per Send,
+// background work included: the CPU the first Send of a process costs in all, where the
+// beyond figure is what the user waits for.
+func BenchmarkBeyondModel(b *testing.B) {
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const latency = 30 * time.Millisecond
+	ctx := context.Background()
+	for _, ag := range []struct{ name, agent string }{{"window4", window}, {"SupportAgent", "SupportAgent"}} {
+		b.Run(fmt.Sprintf("%s/turns=1000", ag.name), func(b *testing.B) {
+			st, conv := sendFixtureOf(b, ag.agent, 1000)
+			send := func(a *Service) error {
+				_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
+				return err
+			}
+			// run: the first Send of a new process, as `sessionbench run` makes it (the
+			// Service warms the store and the branch as the first model call begins);
+			// cold: the same without any warm-up, what the warm-ups save.
+			for _, mode := range []string{"run", "cold"} {
+				b.Run(mode, func(b *testing.B) {
+					var open *storage.Store
+					defer func() {
+						if open != nil {
+							open.Close()
+						}
+					}()
+					loopBeyond(b, func() (*slowLM, func() error, error) {
+						if open != nil {
+							open.Close()
+						}
+						var err error
+						if open, err = storage.Open(ctx, st.Path()); err != nil {
+							return nil, nil, err
+						}
+						model := &slowLM{inner: instantLM{}, latency: latency}
+						a := New(open, model)
+						a.SetAgentDirs()
+						if mode == "cold" {
+							a.warm.store.Store(true)
+							a.warm.branch(conv, storage.MainBranch)
+						}
+						_, err = a.Conversations(ctx) // run has read its agent before it opens the store
+						return model, func() error { return send(a) }, err
+					})
+				})
+			}
+			b.Run("next", func(b *testing.B) {
+				model := &slowLM{inner: instantLM{}, latency: latency}
+				a := New(st, model)
+				a.SetAgentDirs()
+				if err := send(a); err != nil { // the first Send of this Service
+					b.Fatal(err)
+				}
+				loopBeyond(b, func() (*slowLM, func() error, error) {
+					return model, func() error { return send(a) }, nil
+				})
+			})
+		})
+	}
+}
+
+// loopBeyond runs the Sends prep makes in b.Loop (prep itself untimed), reporting the
+// wall time each took beyond its model's calls, and the process's CPU time per Send
+// (whatever runs beside it, the background warm-ups included).
+func loopBeyond(b *testing.B, prep func() (*slowLM, func() error, error)) {
+	var beyond, cpu, pre, post time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		model, f, err := prep()
+		if err != nil {
+			b.Fatal(err)
+		}
+		spent0 := model.spent.Load()
+		model.first.Store(0)
+		b.StartTimer()
+		c0, t0 := cpuTime(), time.Now()
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+		end := time.Now()
+		beyond += end.Sub(t0) - time.Duration(model.spent.Load()-spent0)
+		pre += time.Duration(model.first.Load() - t0.UnixNano())
+		post += time.Duration(end.UnixNano() - model.last.Load())
+		cpu += cpuTime() - c0
+		n++
+	}
+	if n > 0 {
+		b.ReportMetric(float64(beyond.Microseconds())/1000/float64(n), "beyond-ms/op")
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/op")
+		b.ReportMetric(float64(pre.Microseconds())/1000/float64(n), "before-ms/op")
+		b.ReportMetric(float64(post.Microseconds())/1000/float64(n), "after-ms/op")
+	}
+}

@@ -1,0 +1,63 @@
+package sessions
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Warming up: the first turn of a process pays for what later turns find ready, SQLite's
+// parsing of the turn's statements and the write cache's copy of the branch's stored
+// requests (storage.Warm, storage.WarmBranch). Both are done in the background while
+// something else is waited for: the workbench warms the store at start and a branch
+// while the user types on it (Prefetch); a turn nobody prefetched for (`run`, `session
+// retry`, a first turn sent at once) warms them as its first model call begins, so they
+// run while the model thinks. Not earlier: beside the session's restore they would slow
+// it down on a two-core machine (measured: BenchmarkBeyondModel), and a turn that never
+// reaches its model has nothing to commit.
+
+// warmed is what a Service has warmed up.
+type warmed struct {
+	store    atomic.Bool
+	mu       sync.Mutex
+	branches map[string]bool // conv + "\x00" + branch
+}
+
+// branch marks the branch as warmed, and says whether it was not before.
+func (w *warmed) branch(conv, branch string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := conv + "\x00" + branch
+	if w.branches[k] {
+		return false
+	}
+	if w.branches == nil {
+		w.branches = map[string]bool{}
+	}
+	w.branches[k] = true
+	return true
+}
+
+// warmAtCall starts, in the background, the warm-ups that a turn's call on the branch
+// finds not done yet: the store's (once a Service) and the branch's (once a branch,
+// unless Prefetch did it). It is called as each call begins, and costs nothing after
+// the first.
+func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
+	ctx = context.WithoutCancel(ctx) // the store's Close stops them; a turn's end does not
+	if a.warm.store.CompareAndSwap(false, true) {
+		go a.store.Warm(ctx)
+	}
+	if conv != "" && a.warm.branch(conv, branch) {
+		go a.store.WarmBranch(ctx, conv, branch)
+	}
+}
+
+// Prefetch readies the branch for its next turn, so that the Send does not wait for it:
+// it restores and keeps the session (as a Send would) and puts the tip turn's stored
+// requests in the store's write cache (storage.WarmBranch). The workbench calls it when
+// the user starts typing. Errors are left for the Send to report.
+func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
+	if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err == nil && a.warm.branch(conv, branch) {
+		a.store.WarmBranch(ctx, conv, branch)
+	}
+}
