@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // WarmBranch puts the request and history lists of the calls of the branch's tip turn
@@ -118,5 +119,28 @@ func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, l
 		p.items, p.nodes = append(p.items, it), append(p.nodes, parent)
 	}
 	wc.stPaths[key] = p
+	if strings.HasPrefix(key, "h\x00") {
+		wc.entries[key] = storedEntries(p.items)
+	}
 	return nil
+}
+
+// storedEntries is what historyItems keeps of a history's entries (entryJSON), made from
+// their stored JSON, as far as each entry decodes to values that render it again exactly:
+// the next commit then renders none of the entries it repeats. (Only an entry's values
+// tell that it did not change, so they are decoded here, in the background, rather
+// than in the commit.)
+func storedEntries(items []listItem) []entryJSON {
+	out := make([]entryJSON, 0, len(items))
+	for _, it := range items {
+		m, err := decodeHistoryEntry(it.Role, it.Body)
+		if err != nil {
+			break
+		}
+		if b, err := m.MarshalJSON(); err != nil || string(b) != it.Body {
+			break
+		}
+		out = append(out, snapshot(m, it.Body))
+	}
+	return out
 }

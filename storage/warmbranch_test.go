@@ -42,6 +42,10 @@ func TestWarmBranch(t *testing.T) {
 				if (len(got.items) > 0) != (tc.turns >= l.fromTurns) || len(got.items) != len(got.nodes) {
 					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, len(got.items), len(got.nodes), tc.turns)
 				}
+				// a history's entries with the values they render (the commit renders none again)
+				if e := s.wc.entries[l.key]; l.key[0] == 'h' && len(e) != len(got.items) {
+					t.Errorf("%q: %d entries kept for %d items", l.key, len(e), len(got.items))
+				}
 			}
 			next := fixtureTurn(tc.turns, 0, false)
 			key, err := runTurn(ctx, s.Sink("S", MainBranch), next)
