@@ -47,20 +47,7 @@ func TestWarmBranch(t *testing.T) {
 					t.Errorf("%q: %d entries kept for %d items", l.key, len(e), len(got.items))
 				}
 			}
-			next := fixtureTurn(tc.turns, 0, false)
-			key, err := runTurn(ctx, s.Sink("S", MainBranch), next)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := s.LoadTurn(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range next.Calls {
-				if toJSON(t, got.Calls[i].Messages) != toJSON(t, c.Messages) || toJSON(t, got.Calls[i].History) != toJSON(t, c.History) {
-					t.Errorf("call %s does not read back as sent", c.Path)
-				}
-			}
+			nextReadsBack(t, s, tc.turns)
 		})
 	}
 }
@@ -148,7 +135,15 @@ func TestWarmBranchLeavesOutADamagedList(t *testing.T) {
 			t.Errorf("%q cached: %v, want %v", key, got, want)
 		}
 	}
-	next := fixtureTurn(3, 0, false)
+	nextReadsBack(t, s, 3)
+}
+
+// nextReadsBack runs the fixture's next turn (index n) on conversation S's main branch
+// and checks that each of its calls reads back as sent.
+func nextReadsBack(t *testing.T, s *Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	next := fixtureTurn(n, 0, false)
 	key, err := runTurn(ctx, s.Sink("S", MainBranch), next)
 	if err != nil {
 		t.Fatal(err)
