@@ -138,7 +138,8 @@ func BenchmarkFirstFrame100k(b *testing.B) {
 // sendFixture stores a SupportAgent conversation of n turns shaped like the turns the
 // workbench records (a classify and a respond call per turn, each with its own history),
 // copied from one real Send; call histories and requests are kept to the last 4 turns so
-// the fixture builds in linear time (restoring a branch reads the values, not the texts).
+// the fixture builds in linear time (restoring a branch reads the values, not the texts),
+// but for the tip's, which a real Send stores.
 func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 	return sendFixtureOf(b, "SupportAgent", n)
 }
@@ -192,6 +193,13 @@ func sendFixtureOf(b *testing.B, agent string, n int) (*storage.Store, string) {
 		if _, err := st.AppendTurns(ctx, c.ID, storage.MainBranch, turns); err != nil {
 			b.Fatal(err)
 		}
+	}
+	// The tip a real Send stores: its requests and histories are what the engine sends
+	// for the branch (the turns above keep short ones), so the next Send shares them as
+	// in a real conversation instead of storing the whole branch's anew (which made the
+	// first Send measured pay for the fixture).
+	if _, err := a.Send(ctx, SendRequest{Conv: c.ID, Branch: storage.MainBranch, Inputs: question("the tip")}, nil); err != nil {
+		b.Fatal(err)
 	}
 	return st, c.ID
 }
