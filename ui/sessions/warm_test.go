@@ -104,7 +104,7 @@ func (m *waitingLM) Name() string { return m.inner.Name() }
 func (m *waitingLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	w, r := m.st.Parses()
 	quiet := time.Now()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && time.Since(quiet) < 300*time.Millisecond; {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && time.Since(quiet) < 500*time.Millisecond; {
 		time.Sleep(10 * time.Millisecond)
 		if w2, r2 := m.st.Parses(); w2 != w || r2 != r {
 			w, r, quiet = w2, r2, time.Now()
