@@ -306,6 +306,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 		return nil, err
 	}
 	var deleted []string
+	locks := s.deleteLocks()
 	err = s.write(ctx, func(tx *wtx) error {
 		deleted = deleted[:0]
 		b, err := branchByName(ctx, tx, convID, name)
@@ -337,6 +338,9 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 					return fmt.Errorf("%w; the branch was not deleted", busyError(name, r.h.Depth, r.h.ID, r.owner(), r.h.Started))
 				}
 			}
+			if err := locks.take(id, name); err != nil {
+				return err
+			}
 			if err := gone.add(ctx, tx, id); err != nil {
 				return err
 			}
@@ -354,6 +358,7 @@ func (s *Store) DeleteBranch(ctx context.Context, convID, name string, recursive
 		}
 		return touch(ctx, tx, convID)
 	})
+	locks.release(err == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -366,16 +371,21 @@ type branchRef struct {
 }
 
 func childBranches(ctx context.Context, q querier, id int64) ([]branchRef, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id, name FROM branches WHERE forked_from = ? ORDER BY created_at, id", id)
+	return branchRefs(ctx, q, "SELECT id, name FROM branches WHERE forked_from = ? ORDER BY created_at, id", id)
+}
+
+// branchRefs runs query, which selects branches' id and name.
+func branchRefs(ctx context.Context, q querier, query string, arg any) ([]branchRef, error) {
+	rows, err := q.QueryContext(ctx, query, arg)
 	if err != nil {
-		return nil, fmt.Errorf("storage: child branches: %w", err)
+		return nil, fmt.Errorf("storage: branches: %w", err)
 	}
 	defer rows.Close()
 	var out []branchRef
 	for rows.Next() {
 		var r branchRef
 		if err := rows.Scan(&r.id, &r.name); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("storage: branches: %w", err)
 		}
 		out = append(out, r)
 	}

@@ -361,7 +361,17 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 			return fmt.Errorf("storage: conversation %q has a turn in flight: %w; it was not deleted", id, busyError(r.h.Branch, r.h.Depth, r.h.ID, r.owner(), r.h.Started))
 		}
 	}
-	return s.write(ctx, func(tx *wtx) error {
+	locks := s.deleteLocks()
+	err = s.write(ctx, func(tx *wtx) error {
+		branches, err := branchRefs(ctx, tx, "SELECT id, name FROM branches WHERE conv_id = ?", id)
+		if err != nil {
+			return err
+		}
+		for _, b := range branches {
+			if err := locks.take(b.id, b.name); err != nil {
+				return fmt.Errorf("storage: conversation %q: %w", id, err)
+			}
+		}
 		// Branch and turn rows point at each other; clearing the pointers first lets the
 		// cascade run in any order.
 		if _, err := tx.ExecContext(ctx, "UPDATE branches SET tip_id = NULL, fork_turn_id = NULL, forked_from = NULL WHERE conv_id = ?", id); err != nil {
@@ -376,6 +386,8 @@ func (s *Store) DeleteConversation(ctx context.Context, id string) error {
 		}
 		return sweepContent(ctx, tx)
 	})
+	locks.release(err == nil)
+	return err
 }
 
 // sweepContent deletes message lists and contents no longer used by any call or turn

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -234,5 +235,50 @@ func TestDeleteRefusesTurnInFlight(t *testing.T) {
 	}
 	if _, err := s.DeleteBranch(ctx, "S", "f", false); err != nil {
 		t.Errorf("delete once the turn ended: %v", err)
+	}
+}
+
+// A turn that has locked its branch's journal but not written it yet (it is reserving its
+// id, reading the branch) is not seen by the journals' listing: the delete's own
+// transaction takes the lock, so the branch is not deleted under the turn. Once the lock
+// is free the delete goes through and removes the branch's journal.
+func TestDeleteRefusesTurnBeginning(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		del  func(s *Store) error
+	}{
+		{"branch", func(s *Store) error { _, err := s.DeleteBranch(ctx, "S", "f", false); return err }},
+		{"conversation", func(s *Store) error { return s.DeleteConversation(ctx, "S") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTemp(t)
+			mustConv(t, s, "S")
+			appendN(t, s, "S", MainBranch, 2)
+			if _, err := s.Fork(ctx, "S", MainBranch, "f", 1); err != nil {
+				t.Fatal(err)
+			}
+			b, err := s.Branch(ctx, "S", "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			j, _, err := s.tryRun(b.ID) // a turn beginning: locked, empty
+			if err != nil || j == nil {
+				t.Fatal(j, err)
+			}
+			if err := tc.del(s); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "not deleted") {
+				t.Errorf("delete while a turn begins: %v", err)
+			}
+			if _, err := s.Branch(ctx, "S", "f"); err != nil {
+				t.Errorf("the branch is gone: %v", err)
+			}
+			j.Close() // the turn gave up
+			if err := tc.del(s); err != nil {
+				t.Fatalf("delete once the journal is free: %v", err)
+			}
+			if _, err := os.Stat(s.runPath(b.ID)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the deleted branch's journal is left: %v", err)
+			}
+		})
 	}
 }
