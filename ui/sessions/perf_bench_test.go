@@ -144,7 +144,9 @@ func sentFixture(b *testing.B, agent string, n int, model lm.LM) (*Service, *sto
 // user presses enter, and `run` has checked its agent (with the catalog it gives the
 // Service); first-process is that with a fresh Store as well (a new process), warmed
 // up (storage.Warm) as the workbench warms it while the user types, and
-// first-process-cold without the warm-up;
+// first-process-cold without the warm-up before the Send (as `run`: the Service warms
+// up as the model call begins, which a model answering at once leaves no time for, so
+// this is CPU spent, not waited for; BenchmarkBeyondModel measures the wait);
 // first-cold is a fresh Service that has read nothing, the agent file included.
 // next is the Sends after the first. demo answers with the demo model; instant with a
 // model that answers at once, so its time is the engine's and storage's overhead beyond
@@ -191,8 +193,8 @@ func benchSendOn(b *testing.B, agent string, n int) {
 		// stored texts cold), warmed up (storage.Warm) before the Send as the workbench
 		// does while the user types; first-process-typed also with the branch's session
 		// prefetched, as the workbench asks when the user starts typing;
-		// first-process-cold without either, as `run`'s first Send may be when the model
-		// answers at once. Opening the Store, warming it, prefetching and closing the one
+		// first-process-cold without either before the Send, as `run` makes it (its
+		// warm-ups begin with the model call). Opening the Store, warming it, prefetching and closing the one
 		// before are left out.
 		for _, mode := range []string{"-typed", "", "-cold"} {
 			warm, typed := mode != "-cold", mode == "-typed"
