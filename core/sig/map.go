@@ -482,6 +482,14 @@ func DecodeJSON(data []byte) (any, error) {
 	if err := limits.CheckJSON(data); err != nil {
 		return nil, err
 	}
+	if m, ok := decodeFlat(data); ok {
+		return m, nil
+	}
+	return decodeTokens(data)
+}
+
+// decodeTokens is DecodeJSON's general path: encoding/json's tokens, keys kept in order.
+func decodeTokens(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	v, err := decodeValue(dec)
