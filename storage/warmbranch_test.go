@@ -16,17 +16,7 @@ func TestWarmBranch(t *testing.T) {
 	}{{"empty branch", 0}, {"one turn", 1}, {"long branch", 40}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			first := openTemp(t)
-			mustConv(t, first, "S")
-			appendN(t, first, "S", MainBranch, tc.turns)
-			path := first.Path()
-			first.Close()
-
-			s, err := Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := reopenedWith(t, tc.turns)
 			before := dump(t, s)
 			if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
 				t.Fatal(err)
@@ -110,17 +100,7 @@ func TestWarmBranchAfterClose(t *testing.T) {
 // stored exactly all the same.
 func TestWarmBranchLeavesOutADamagedList(t *testing.T) {
 	ctx := context.Background()
-	first := openTemp(t)
-	mustConv(t, first, "S")
-	appendN(t, first, "S", MainBranch, 3)
-	path := first.Path()
-	first.Close()
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := reopenedWith(t, 3)
 	// the node before the last of the tip's request to agent.answer
 	if _, err := s.w.ExecContext(ctx, `UPDATE list_nodes SET hash = x'0102030405060708' WHERE id = (
 		SELECT l.parent_id FROM calls c JOIN branches b ON b.tip_id = c.turn_id JOIN list_nodes l ON l.id = c.messages_node
@@ -157,4 +137,21 @@ func nextReadsBack(t *testing.T, s *Store, n int) {
 			t.Errorf("call %s does not read back as sent", c.Path)
 		}
 	}
+}
+
+// reopenedWith is a store with n turns on conversation S's main branch, opened anew (as a
+// new process opens it: its caches empty); closed when the test ends.
+func reopenedWith(t *testing.T, n int) *Store {
+	t.Helper()
+	first := openTemp(t)
+	mustConv(t, first, "S")
+	appendN(t, first, "S", MainBranch, n)
+	path := first.Path()
+	first.Close()
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -89,7 +89,9 @@ func TestSendWhoseCommitFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
-			db, err := sql.Open("sqlite", path)
+			// another process's plain connection; it waits for the write lock as any
+			// would (the Service warms the store up as the model call begins)
+			db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 			if err != nil {
 				t.Fatal(err)
 			}
