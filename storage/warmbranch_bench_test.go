@@ -1,0 +1,37 @@
+package storage
+
+import (
+	"context"
+	"testing"
+)
+
+// BenchmarkWarmBranch is what the workbench's prefetch, or a turn's first model call,
+// spends in the background on a branch the process has not written on: the tip turn's
+// stored lists put in the write cache. The branch is unwindowed, 500 turns long (the
+// tip's requests hold about a thousand messages). Opening and closing the store (a new
+// process) are left out.
+func BenchmarkWarmBranch(b *testing.B) {
+	ctx := context.Background()
+	first := openTemp(b)
+	mustConv(b, first, "S")
+	appendN(b, first, "S", MainBranch, 500)
+	path := first.Path()
+	first.Close()
+	for b.Loop() {
+		b.StopTimer()
+		s, err := Open(ctx, path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if len(s.wc.path("m\x00agent.answer").items) == 0 {
+			b.Fatal("the tip's request was not cached")
+		}
+		s.Close()
+		b.StartTimer()
+	}
+}
