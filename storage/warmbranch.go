@@ -13,10 +13,11 @@ import (
 // next turn's requests repeat them, so its commit finds the shared prefix in the cache;
 // in a process that has not written on the branch yet, it would otherwise look the prefix
 // up and read every text of it back (a third of a first Send's time on a 10,000-turn
-// unwindowed branch). The workbench calls it (through Prefetch) while the user types, and
-// `run` beside its first model call. It reads the stored lists as they are (their nodes
-// and texts, nothing decoded) and writes nothing; a list stored as a run (a sliding
-// window's) is left out, as putList finds those through the run it stores next.
+// unwindowed branch). The workbench calls it (through Prefetch) while the user types,
+// and a Service as a turn's first model call begins (`run`, `session retry`). It reads
+// the stored lists as they are, their nodes and texts (a history's entries are decoded,
+// for the render cache), and writes nothing. A list stored as a run (a sliding window's)
+// is left out: it is short, and the commit looks its elements up.
 func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 	if s.readOnly != "" || s.wc == nil {
 		return nil
