@@ -12,11 +12,7 @@ import (
 // process) are left out.
 func BenchmarkWarmBranch(b *testing.B) {
 	ctx := context.Background()
-	first := openTemp(b)
-	mustConv(b, first, "S")
-	appendN(b, first, "S", MainBranch, 500)
-	path := first.Path()
-	first.Close()
+	path := branchFile(b, 500)
 	for b.Loop() {
 		b.StopTimer()
 		s, err := Open(ctx, path)

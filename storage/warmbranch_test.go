@@ -143,15 +143,21 @@ func nextReadsBack(t *testing.T, s *Store, n int) {
 // new process opens it: its caches empty); closed when the test ends.
 func reopenedWith(t *testing.T, n int) *Store {
 	t.Helper()
-	first := openTemp(t)
-	mustConv(t, first, "S")
-	appendN(t, first, "S", MainBranch, n)
-	path := first.Path()
-	first.Close()
-	s, err := Open(context.Background(), path)
+	s, err := Open(context.Background(), branchFile(t, n))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// branchFile is the path of a closed database with n turns on conversation S's main
+// branch.
+func branchFile(tb testing.TB, n int) string {
+	tb.Helper()
+	first := openTemp(tb)
+	mustConv(tb, first, "S")
+	appendN(tb, first, "S", MainBranch, n)
+	first.Close()
+	return first.Path()
 }

@@ -41,11 +41,13 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 // work more room). It is issue 19's "overhead beyond the model call", on the paths a user
 // hits:
 //   - run: the first Send of a new process as `sessionbench run` makes it (ui/cli/run.go):
-//     a fresh Store, its Warm and the branch's WarmBranch started in the background as
-//     soon as it is open, then the Send (restore, model call, commit).
+//     a fresh Store, then the Send (restore, model call, commit), whose first model call
+//     starts the store's and the branch's warm-ups in the background (ui/sessions/warm.go).
+//   - cold: the same with the warm-ups turned off, what they save.
 //   - next: a later Send of the same process.
 //
-// Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
+// before-ms/op and after-ms/op split the beyond figure: the time before the first model
+// call (restore, beginning the turn) and after the last (the commit). Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
 // on SupportAgent (no window) at 1,000. cpu-ms/op is the process's CPU time per Send,
 // background work included: the CPU the first Send of a process costs in all, where the
 // beyond figure is what the user waits for.
@@ -63,9 +65,6 @@ func BenchmarkBeyondModel(b *testing.B) {
 				_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 				return err
 			}
-			// run: the first Send of a new process, as `sessionbench run` makes it (the
-			// Service warms the store and the branch as the first model call begins);
-			// cold: the same without any warm-up, what the warm-ups save.
 			for _, mode := range []string{"run", "cold"} {
 				b.Run(mode, func(b *testing.B) {
 					var open *storage.Store

@@ -40,8 +40,8 @@ func (w *warmed) branch(conv, branch string) bool {
 
 // warmAtCall starts, in the background, the warm-ups that a turn's call on the branch
 // finds not done yet: the store's (once a Service) and the branch's (once a branch,
-// unless Prefetch did it). It is called as each call begins, and costs nothing after
-// the first.
+// unless Prefetch did it). It is called as each call begins; after the first it only
+// looks the branch up.
 func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 	ctx = context.WithoutCancel(ctx) // the store's Close stops them; a turn's end does not
 	if a.warm.store.CompareAndSwap(false, true) {
