@@ -176,7 +176,17 @@ func (s *Store) LoadTurn(ctx context.Context, key string) (*trace.Turn, error) {
 	return ts[0], nil
 }
 
+// turnsOf reads the turns of nodes with their calls, a long restore read in parallel
+// chunks (restoreChunks).
 func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
+	if k := restoreChunks(len(nodes), o); k > 1 && s.r.routed(ctx) == nil {
+		return s.turnsInChunks(ctx, nodes, o, k)
+	}
+	return s.turnsOfChunk(ctx, nodes, o)
+}
+
+// turnsOfChunk reads the turns of nodes with their calls, in a fixed number of queries.
+func (s *Store) turnsOfChunk(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
 	ids := make([]int64, len(nodes))
 	var snaps []int64
 	for i, n := range nodes {

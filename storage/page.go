@@ -148,11 +148,17 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, from, limit)
-	if err != nil {
-		return nil, err
+	var nodes []*TurnNode
+	var turns []*trace.Turn
+	start, end := windowStart(from, b.Length), b.Length
+	if limit > 0 {
+		end = min(start+limit, end)
 	}
-	turns, err := s.turnsOf(ctx, nodes, o)
+	if k := restoreChunks(end-start, o); k > 1 && s.r.routed(ctx) == nil {
+		nodes, turns, err = s.windowInChunks(ctx, b.tipID, b.Length, start, end, o, k)
+	} else if nodes, err = pathWindow(ctx, s.r, b.tipID, b.Length, from, limit); err == nil {
+		turns, err = s.turnsOf(ctx, nodes, o)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,125 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestRestoreReadInChunks: the restore read split in chunks (at any chunk count, the
+// chunk boundaries anywhere) gives exactly the turns and nodes the whole read gives.
+func TestRestoreReadInChunks(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	appendN(t, s, "c", MainBranch, 23)
+	b, err := branchByName(ctx, s.r, "c", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := LoadOptions{NoRequests: true, NoHistories: true}
+	for _, w := range []struct{ from, end int }{{0, 23}, {5, 23}, {0, 17}, {9, 10}} {
+		nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, w.from, w.end-w.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := s.turnsOfChunk(ctx, nodes, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(whole) != w.end-w.from {
+			t.Fatalf("window %v: %d turns read whole", w, len(whole))
+		}
+		for _, k := range []int{2, 3, 4, 7} {
+			t.Run(fmt.Sprintf("window=%d-%d/chunks=%d", w.from, w.end, k), func(t *testing.T) {
+				ts, err := s.turnsInChunks(ctx, nodes, o, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := toJSON(t, ts), toJSON(t, whole); got != want {
+					t.Fatalf("turns read in chunks differ from the whole read:\n%s\nwant\n%s", got, want)
+				}
+				ns, ts, err := s.windowInChunks(ctx, b.tipID, b.Length, w.from, w.end, o, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, want := toJSON(t, ts), toJSON(t, whole); got != want {
+					t.Fatalf("window read in chunks differs from the whole read:\n%s\nwant\n%s", got, want)
+				}
+				if got, want := toJSON(t, ns), toJSON(t, nodes); got != want {
+					t.Fatalf("nodes read in chunks differ:\n%s\nwant\n%s", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestRestoreReadInChunksReportsTheCorruptTurn: a chunk that fails makes the read fail
+// with its own error (which turn, what is wrong), not with the cancellation it caused
+// the other chunks.
+func TestRestoreReadInChunksReportsTheCorruptTurn(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	keys := appendN(t, s, "c", MainBranch, 12)
+	id, err := parseTurnKey(keys[10])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.ExecContext(ctx, `UPDATE turns SET inputs = '{"question": ' WHERE id = ?`, id); err != nil {
+		t.Fatal(err)
+	}
+	b, err := branchByName(ctx, s.r, "c", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := LoadOptions{NoRequests: true, NoHistories: true}
+	_, _, err = s.windowInChunks(ctx, b.tipID, b.Length, 0, b.Length, o, 3)
+	if err == nil || !strings.Contains(err.Error(), "inputs of turn "+keys[10]+" are corrupt") {
+		t.Fatalf("window read in chunks: %v, want turn %s's inputs reported corrupt", err, keys[10])
+	}
+	nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.turnsInChunks(ctx, nodes, o, 4); err == nil || !strings.Contains(err.Error(), "inputs of turn "+keys[10]+" are corrupt") {
+		t.Fatalf("turns read in chunks: %v, want turn %s's inputs reported corrupt", err, keys[10])
+	}
+}
+
+// TestInChunksPrefersTheCause: the chunks a failure cancels report the cancellation;
+// the read reports the failure, whatever chunk it was in.
+func TestInChunksPrefersTheCause(t *testing.T) {
+	bad := errors.New("chunk 2 is bad")
+	var mu sync.Mutex
+	var seen [][2]int
+	err := inChunks(context.Background(), 10, 3, func(ctx context.Context, lo, hi int) error {
+		mu.Lock()
+		seen = append(seen, [2]int{lo, hi})
+		mu.Unlock()
+		if lo == 8 {
+			return bad
+		}
+		<-ctx.Done() // the earlier chunks are cut short by the failure
+		return fmt.Errorf("read turns %d to %d: %w", lo, hi, ctx.Err())
+	})
+	if !errors.Is(err, bad) {
+		t.Fatalf("inChunks: %v, want %v", err, bad)
+	}
+	slices.SortFunc(seen, func(a, b [2]int) int { return a[0] - b[0] })
+	if want := [][2]int{{0, 4}, {4, 8}, {8, 10}}; !slices.Equal(seen, want) {
+		t.Fatalf("chunks %v, want %v", seen, want)
+	}
+	if err := inChunks(context.Background(), 2, 4, func(ctx context.Context, lo, hi int) error {
+		if hi-lo != 1 {
+			return fmt.Errorf("chunk [%d, %d)", lo, hi)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("more chunks than items: %v", err)
+	}
+}
