@@ -66,6 +66,12 @@ func String(s string) string {
 	return s
 }
 
+// Shaped reports whether s holds an sk-shaped token, whatever keys are registered: text
+// that looks like a key by itself (a configuration line that holds one).
+func Shaped(s string) bool {
+	return strings.Contains(s, "sk-") && skToken.MatchString(s)
+}
+
 // Error returns err with a redacted message; errors.Is and errors.As still see what it
 // wraps. It is err itself when nothing needed redacting.
 func Error(err error) error {

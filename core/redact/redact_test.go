@@ -28,6 +28,26 @@ func TestString(t *testing.T) {
 	}
 }
 
+// TestShaped: only the shape of a key counts, not the keys registered.
+func TestShaped(t *testing.T) {
+	redact.Register("registered-not-shaped-key")
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{`key_command = "echo sk-abcdefghijklmnopqrstu"`, true},
+		{"sk-proj-AbCdEf0123456789_xyz-1", true},
+		{`headers = { Authorization = "Bearer registered-not-shaped-key" }`, false},
+		{"task-list-item-long-enough", false},
+		{"sk-short", false},
+		{"", false},
+	} {
+		if got := redact.Shaped(c.in); got != c.want {
+			t.Errorf("Shaped(%q) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
 func TestError(t *testing.T) {
 	redact.Register("another-key-456789")
 	err := redact.Error(fmt.Errorf("HTTP 401: bad key another-key-456789: %w", context.Canceled))
