@@ -123,7 +123,7 @@ func loopCPU(b *testing.B, f func() error) {
 // BenchmarkOpenBranch10k is opening a 10,000-turn branch (issue 6), each turn a planner
 // call with a nested tool call and an answer call over a 4-turn window, in the ways the
 // workbench can: everything (LoadBranch, what export needs), what restoring a session
-// needs (NoRequests), the last page of 50 turns with calls (the first frame), and that
+// needs (the calls' values, read as ui/sessions reads them), the last page of 50 turns with calls (the first frame), and that
 // page the way ui/app loads it today (the whole path, then one LoadTurn per turn).
 func BenchmarkOpenBranch10k(b *testing.B) {
 	ctx := context.Background()
@@ -143,7 +143,12 @@ func BenchmarkOpenBranch10k(b *testing.B) {
 	})
 	b.Run("restore", func(b *testing.B) {
 		loopCPU(b, func() error {
-			return count(10000)(s.LoadBranchWith(ctx, "S", MainBranch, LoadOptions{NoRequests: true}))
+			// as ui/sessions reads a branch to restore its session (restoreRead)
+			p, err := s.LoadBranchRangeWith(ctx, "S", MainBranch, 0, 0, LoadOptions{NoRequests: true, NoHistories: true})
+			if err != nil {
+				return err
+			}
+			return count(10000)(p.Turns, nil)
 		})
 	})
 	b.Run("last-page", func(b *testing.B) {
