@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // TestRestoreReadInChunks: the restore read split in chunks (at any chunk count, the
@@ -55,6 +58,60 @@ func TestRestoreReadInChunks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLoadBranchRangeInChunks: a long branch's restore read, as ui/sessions makes it,
+// is split in chunks (here 2 of 300 turns, and 3 after the branch grows) and gives
+// what the whole read gives; a shorter window of it, and any other read, is not split.
+func TestLoadBranchRangeInChunks(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	o := LoadOptions{NoRequests: true, NoHistories: true}
+	for _, c := range []struct{ turns, chunks int }{{600, 2}, {800, 3}} {
+		b, err := branchByName(ctx, s.r, "c", MainBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bulkAppend(t, s, "c", MainBranch, c.turns-b.Length, 200, func(i int) *trace.Turn { return fixtureTurn(b.Length+i, 4, false) })
+		if k := restoreChunks(c.turns, o); k != c.chunks {
+			t.Fatalf("%d turns: %d chunks, want %d", c.turns, k, c.chunks)
+		}
+		for _, w := range []struct{ from, limit int }{{0, 0}, {-300, 0}, {100, 520}} {
+			p, err := s.LoadBranchRangeWith(ctx, "c", MainBranch, w.from, w.limit, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := branchByName(ctx, s.r, "c", MainBranch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes, err := pathWindow(ctx, s.r, b.tipID, b.Length, w.from, w.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, err := s.turnsOfChunk(ctx, nodes, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Turns) != len(whole) || len(p.Keys) != len(nodes) || p.Total != c.turns {
+				t.Fatalf("%d turns, window %v: %d turns, %d keys of %d, want %d", c.turns, w, len(p.Turns), len(p.Keys), p.Total, len(whole))
+			}
+			for i := range whole {
+				if p.Keys[i] != nodes[i].Key || toJSON(t, p.Turns[i]) != toJSON(t, whole[i]) {
+					t.Fatalf("%d turns, window %v: turn %d (%s) differs from the whole read:\n%s\nwant\n%s",
+						c.turns, w, i, p.Keys[i], toJSON(t, p.Turns[i]), toJSON(t, whole[i]))
+				}
+			}
+		}
+	}
+	if k := restoreChunks(800, LoadOptions{NoRequests: true}); k != 1 {
+		t.Fatalf("a read with histories is split in %d chunks", k)
+	}
+	if k := restoreChunks(300, o); k != 1 {
+		t.Fatalf("300 turns are split in %d chunks", k)
 	}
 }
 
