@@ -145,7 +145,11 @@ func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *wtx, turnID in
 	}
 	if c.ID != "" {
 		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
+		if f := tx.fresh[turnID]; f != nil {
+			if f.keys[c.ID] {
+				n = 1
+			}
+		} else if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM calls WHERE turn_id = ? AND call_key = ?", turnID, c.ID).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {
@@ -163,14 +167,17 @@ func insertCallIfMissing(ctx context.Context, wc *writeCache, tx *wtx, turnID in
 // insertCall stores c under parentKey, and those of its children not stored yet.
 func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, parentKey string, c *trace.Call, replace bool) error {
 	var seq int
-	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
+	fresh := tx.fresh[turnID]
+	if fresh != nil {
+		seq = fresh.seq + 1
+	} else if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE turn_id = ?", turnID).Scan(&seq); err != nil {
 		return err
 	}
 	key := c.ID
 	if key == "" {
 		key = fmt.Sprintf("#%d", seq)
 	}
-	if replace {
+	if replace && (fresh == nil || fresh.keys[key]) {
 		if _, err := tx.ExecContext(ctx, "DELETE FROM calls WHERE turn_id = ? AND call_key = ?", turnID, key); err != nil {
 			return err
 		}
@@ -243,6 +250,9 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 		msgs.tail, msgs.tailLen, hist.tail, hist.tailLen, respMode, io, ioSplit)
 	if err != nil {
 		return fmt.Errorf("storage: record call %s (%s): %w", key, c.Path, err)
+	}
+	if fresh != nil {
+		fresh.seq, fresh.keys[key] = seq, true
 	}
 	for _, ch := range c.Children {
 		if err := insertCallIfMissing(ctx, wc, tx, turnID, key, ch); err != nil {

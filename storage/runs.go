@@ -155,6 +155,10 @@ func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
 	if err != nil {
 		return fmt.Errorf("storage: store turn %d: %w", r.id, err)
 	}
+	if tx.fresh == nil {
+		tx.fresh = map[int64]*freshCalls{}
+	}
+	tx.fresh[r.id] = &freshCalls{keys: map[string]bool{}}
 	return nil
 }
 

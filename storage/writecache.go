@@ -186,6 +186,16 @@ type wtx struct {
 	*sql.Tx
 	wc   *writeCache
 	once map[string]*sql.Stmt // prepared for this transaction (closed with it)
+	// fresh holds the calls of the turns inserted in this transaction (insertTurnAt),
+	// by turn id: a new turn has no calls but those stored since, so storing its calls
+	// needs no query to find its next sequence number or whether a call is there.
+	fresh map[int64]*freshCalls
+}
+
+// freshCalls are the calls stored so far of a turn inserted in the transaction.
+type freshCalls struct {
+	seq  int             // the last sequence number given
+	keys map[string]bool // call keys stored
 }
 
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
