@@ -63,7 +63,7 @@ func (s *Store) windowInChunks(ctx context.Context, tip sql.NullInt64, total, fr
 			return err
 		}
 		if len(ns) != hi-lo {
-			return fmt.Errorf("storage: turns %d to %d of the branch: %d read: %w", from+lo, from+hi, len(ns), ErrConflict)
+			return fmt.Errorf("storage: the branch changed while its turns %d to %d were read (%d found): %w", from+lo, from+hi-1, len(ns), ErrConflict)
 		}
 		ts, err := s.turnsOfChunk(ctx, ns, o)
 		copy(nodes[lo:hi], ns)
