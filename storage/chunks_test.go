@@ -180,3 +180,51 @@ func TestInChunksPrefersTheCause(t *testing.T) {
 		t.Fatalf("more chunks than items: %v", err)
 	}
 }
+
+// TestRestoreReadInChunksBesideWrites: chunks read on different connections, each in its
+// own snapshot; turns committed meanwhile (the tip moving on) change nothing of the
+// window read, which ends at the tip the read began with.
+func TestRestoreReadInChunksBesideWrites(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	bulkAppend(t, s, "c", MainBranch, 700, 350, func(i int) *trace.Turn { return fixtureTurn(i, 4, false) })
+	o := LoadOptions{NoRequests: true, NoHistories: true}
+	want, err := s.LoadBranchRangeWith(ctx, "c", MainBranch, 0, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		for i := 700; i < 760; i++ {
+			if _, err := s.AppendTurn(ctx, "c", MainBranch, fixtureTurn(i, 4, false)); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	reads := 0
+	for writing := true; writing; reads++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			writing = false
+		default:
+		}
+		p, err := s.LoadBranchRangeWith(ctx, "c", MainBranch, 0, 700, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Turns) != 700 || p.Keys[699] != want.Keys[699] || toJSON(t, p.Turns[350]) != toJSON(t, want.Turns[350]) {
+			t.Fatalf("read %d beside writes: %d turns, last %s, want 700 ending at %s", reads, len(p.Turns), p.Keys[len(p.Keys)-1], want.Keys[699])
+		}
+	}
+	p, err := s.LoadBranchRangeWith(ctx, "c", MainBranch, 0, 0, o)
+	if err != nil || p.Total != 760 || len(p.Turns) != 760 {
+		t.Fatalf("after the writes: %d of %d turns, %v", len(p.Turns), p.Total, err)
+	}
+}
