@@ -28,9 +28,10 @@ const (
 )
 
 // restoreChunks is how many chunks a read of n turns with o is split in: 1 for a read
-// that is not the restore read, or too short, or on one core.
-func restoreChunks(n int, o LoadOptions) int {
-	if !o.NoRequests || !o.NoHistories || o.HistoryOf != "" {
+// that is not the restore read, or too short, or on one core, or routed into a write
+// transaction (Warm: its one connection would take the chunks one after the other).
+func (s *Store) restoreChunks(ctx context.Context, n int, o LoadOptions) int {
+	if !o.NoRequests || !o.NoHistories || o.HistoryOf != "" || s.r.routed(ctx) != nil {
 		return 1
 	}
 	return max(min(n/minChunkTurns, runtime.GOMAXPROCS(0), maxChunks), 1)

@@ -76,7 +76,7 @@ func TestLoadBranchRangeInChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 		bulkAppend(t, s, "c", MainBranch, c.turns-b.Length, 200, func(i int) *trace.Turn { return fixtureTurn(b.Length+i, 4, false) })
-		if k := restoreChunks(c.turns, o); k != c.chunks {
+		if k := s.restoreChunks(ctx, c.turns, o); k != c.chunks {
 			t.Fatalf("%d turns: %d chunks, want %d", c.turns, k, c.chunks)
 		}
 		for _, w := range []struct{ from, limit int }{{0, 0}, {-300, 0}, {100, 520}} {
@@ -107,10 +107,10 @@ func TestLoadBranchRangeInChunks(t *testing.T) {
 			}
 		}
 	}
-	if k := restoreChunks(800, LoadOptions{NoRequests: true}); k != 1 {
+	if k := s.restoreChunks(ctx, 800, LoadOptions{NoRequests: true}); k != 1 {
 		t.Fatalf("a read with histories is split in %d chunks", k)
 	}
-	if k := restoreChunks(300, o); k != 1 {
+	if k := s.restoreChunks(ctx, 300, o); k != 1 {
 		t.Fatalf("300 turns are split in %d chunks", k)
 	}
 }

@@ -179,7 +179,7 @@ func (s *Store) LoadTurn(ctx context.Context, key string) (*trace.Turn, error) {
 // turnsOf reads the turns of nodes with their calls, a long restore read in parallel
 // chunks (restoreChunks).
 func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
-	if k := restoreChunks(len(nodes), o); k > 1 && s.r.routed(ctx) == nil {
+	if k := s.restoreChunks(ctx, len(nodes), o); k > 1 {
 		return s.turnsInChunks(ctx, nodes, o, k)
 	}
 	return s.turnsOfChunk(ctx, nodes, o)

@@ -68,14 +68,20 @@ func windowStart(from, total int) int {
 	return min(max(from, 0), total)
 }
 
+// windowBounds are the turns [start, end) of a window of limit turns from from on a path
+// of total turns (limit <= 0: up to the tip; a negative from counts from the end).
+func windowBounds(from, limit, total int) (start, end int) {
+	start, end = windowStart(from, total), total
+	if limit > 0 {
+		end = min(start+limit, total)
+	}
+	return start, end
+}
+
 // pathWindow returns turns [from, from+limit) of the path ending at tip (total turns long);
 // limit <= 0 means up to the tip, a negative from counts from the end.
 func pathWindow(ctx context.Context, q querier, tip sql.NullInt64, total, from, limit int) ([]*TurnNode, error) {
-	from = windowStart(from, total)
-	end := total
-	if limit > 0 {
-		end = min(from+limit, total)
-	}
+	from, end := windowBounds(from, limit, total)
 	if !tip.Valid || from >= end {
 		return nil, nil
 	}
@@ -150,11 +156,8 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	}
 	var nodes []*TurnNode
 	var turns []*trace.Turn
-	start, end := windowStart(from, b.Length), b.Length
-	if limit > 0 {
-		end = min(start+limit, end)
-	}
-	if k := restoreChunks(end-start, o); k > 1 && s.r.routed(ctx) == nil {
+	start, end := windowBounds(from, limit, b.Length)
+	if k := s.restoreChunks(ctx, end-start, o); k > 1 {
 		nodes, turns, err = s.windowInChunks(ctx, b.tipID, b.Length, start, end, o, k)
 	} else if nodes, err = pathWindow(ctx, s.r, b.tipID, b.Length, from, limit); err == nil {
 		turns, err = s.turnsOf(ctx, nodes, o)
