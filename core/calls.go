@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -109,7 +110,7 @@ func (s *Session) finishCall(ctx context.Context, f *frame, seq int64, c *trace.
 		_ = f.sink.RecordCall(context.WithoutCancel(ctx), f.turnKey, parentID, c)
 	}
 	if f.root.opts.Record == RecordCalls {
-		c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
+		c.Messages, c.Completion, c.RawRequest, c.RawResponse = lm.MessageList{}, "", "", ""
 	}
 	collectorFrom(ctx).add(seq, c)
 	if obs := observerFrom(ctx); obs != nil {
@@ -277,4 +278,19 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 		}
 		return finish(p, err, calls)
 	}
+}
+
+// recordedRequest is msgs as the call records them: when the session keeps requests
+// (RecordAll), as runs shared with what the predictor at path sent before, so a long
+// session's calls cost their new messages, not their length; otherwise msgs alone.
+func recordedRequest(ctx context.Context, path string, msgs []lm.Message) lm.MessageList {
+	f := frameFrom(ctx)
+	if f == nil || !f.record || f.root.opts.Record != RecordAll {
+		return lm.MessagesOf(msgs)
+	}
+	g, ok := f.root.wire.Load(path)
+	if !ok {
+		g, _ = f.root.wire.LoadOrStore(path, new(lm.MessageLog))
+	}
+	return g.(*lm.MessageLog).List(msgs)
 }

@@ -135,40 +135,55 @@ func benchEngineTurn(b *testing.B, ad adapter.Adapter, rec RecordMode, window, n
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds()-ns.Load())/float64(i), "overhead-ns/op")
 }
 
-// BenchmarkEngineMemory runs 200 turns on a session of 1,000 turns and reports the heap
-// it keeps per turn, with the returned turns dropped and kept by the caller: with the
-// history shared, a turn costs the same whatever the session's length.
+// BenchmarkEngineMemory runs 200 turns on a session of 1,000 and of 5,000 turns and
+// reports the heap it keeps per turn, with the returned turns dropped and kept by the
+// caller: with the history shared, and a recorded request sharing the runs of the one
+// before it (lm.MessageLog), a turn costs the same whatever the session's length.
 func BenchmarkEngineMemory(b *testing.B) {
 	for _, rec := range []RecordMode{RecordAll, RecordCalls} {
 		for _, keep := range []bool{false, true} {
-			b.Run(fmt.Sprintf("record=%s/keep-returned=%v", rec, keep), func(b *testing.B) {
-				for b.Loop() {
-					s, err := Restore(supportAgent(true), Options{Recursive: Predictors, Record: rec}, supportTurns(1000))
-					if err != nil {
-						b.Fatal(err)
+			for _, n := range []int{1000, 5000} {
+				b.Run(fmt.Sprintf("record=%s/keep-returned=%v/turns=%d", rec, keep, n), func(b *testing.B) {
+					for b.Loop() {
+						b.ReportMetric(engineMemory(b, rec, keep, n), "KB/turn")
 					}
-					ctx := WithLM(context.Background(), instantModel{})
-					var kept []*trace.Turn
-					var m0, m1 runtime.MemStats
-					runtime.GC()
-					runtime.ReadMemStats(&m0)
-					const turns = 200
-					for i := range turns {
-						_, t, err := s.Run(ctx, sig.NewMap("question", fmt.Sprintf("q%d", i)))
-						if err != nil {
-							b.Fatal(err)
-						}
-						if keep {
-							kept = append(kept, t)
-						}
-					}
-					runtime.GC()
-					runtime.ReadMemStats(&m1)
-					runtime.KeepAlive(s)
-					runtime.KeepAlive(kept)
-					b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/turns/1024, "KB/turn")
-				}
-			})
+				})
+			}
 		}
 	}
+}
+
+// engineMemory is the heap kept per turn over 200 turns of a session restored with n,
+// after 20 turns that pay what a restored session builds once (the first request's
+// log of messages, the history's array grown once more).
+func engineMemory(b *testing.B, rec RecordMode, keep bool, n int) float64 {
+	s, err := Restore(supportAgent(true), Options{Recursive: Predictors, Record: rec}, supportTurns(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := WithLM(context.Background(), instantModel{})
+	for i := range 20 {
+		if _, _, err := s.Run(ctx, sig.NewMap("question", fmt.Sprintf("warm-up %d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var kept []*trace.Turn
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	const turns = 200
+	for i := range turns {
+		_, t, err := s.Run(ctx, sig.NewMap("question", fmt.Sprintf("q%d", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if keep {
+			kept = append(kept, t)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(kept)
+	return float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / turns / 1024
 }

@@ -27,8 +27,8 @@ func TestRecordCallsSinkGetsRequests(t *testing.T) {
 				t.Fatalf("%d calls reached the sink, want 6", len(sink.calls))
 			}
 			for _, c := range sink.calls {
-				if len(c.Messages) < 2 || c.Completion == "" {
-					t.Fatalf("call %s reached the sink with %d messages and completion %q", c.ID, len(c.Messages), c.Completion)
+				if c.Messages.Len() < 2 || c.Completion == "" {
+					t.Fatalf("call %s reached the sink with %d messages and completion %q", c.ID, c.Messages.Len(), c.Completion)
 				}
 			}
 			kept := s.Turn(-1).Calls
@@ -36,7 +36,7 @@ func TestRecordCallsSinkGetsRequests(t *testing.T) {
 				t.Fatalf("the last turn keeps %d calls, want 2", len(kept))
 			}
 			for _, c := range kept {
-				if got := len(c.Messages) > 0 || c.Completion != ""; got != (mode == RecordAll) {
+				if got := c.Messages.Len() > 0 || c.Completion != ""; got != (mode == RecordAll) {
 					t.Errorf("%s: the session keeps the request of call %s: %v", mode, c.ID, got)
 				}
 			}

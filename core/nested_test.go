@@ -188,8 +188,8 @@ func TestScenarioACallsAndExamples(t *testing.T) {
 	if len(calls) != 2 || calls[0].Path != "classify" || calls[1].Path != "respond" || calls[0].PredictorType != "Predict" {
 		t.Fatalf("calls = %+v", calls)
 	}
-	if len(calls[0].Messages) != 4 || calls[0].Completion == "" || len(calls[0].History.Messages) != 1 {
-		t.Fatalf("call record incomplete: %d messages, history %d", len(calls[0].Messages), len(calls[0].History.Messages))
+	if calls[0].Messages.Len() != 4 || calls[0].Completion == "" || len(calls[0].History.Messages) != 1 {
+		t.Fatalf("call record incomplete: %d messages, history %d", calls[0].Messages.Len(), len(calls[0].History.Messages))
 	}
 	for path, n := range map[string]int{"classify": 2, "respond": 2} {
 		if got := s.Children()[path].Len(); got != n {
@@ -500,7 +500,7 @@ func TestHierarchicalSaveLoad(t *testing.T) {
 		t.Fatal("cascade undo after load")
 	}
 	var c0 *trace.Call = l.Turns()[0].Calls[0]
-	if c0.Path != "planner" || c0.PredictorType != "ChainOfThought" || len(c0.Messages) == 0 {
+	if c0.Path != "planner" || c0.PredictorType != "ChainOfThought" || c0.Messages.Len() == 0 {
 		t.Fatalf("call record after load: %+v", c0)
 	}
 }

@@ -143,7 +143,7 @@ func (p *Predict) invoke(ctx context.Context, eff *sig.Signature, in *sig.Map, p
 		for i := range failed {
 			failed[i].Adapter = ad.Name()
 		}
-		last.Messages, last.Completion = c.Messages, c.Completion
+		last.Messages, last.Completion = c.Messages.Slice(), c.Completion
 		usage := c.Usage
 		*c = trace.Call{ID: c.ID, Path: c.Path, PredictorType: c.PredictorType, Inputs: c.Inputs, History: c.History,
 			Params: c.Params, Started: c.Started}
@@ -213,7 +213,7 @@ func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) e
 	if err != nil {
 		return fmt.Errorf("predictor %s: format: %w", displayPath(path), err)
 	}
-	c.Messages = msgs
+	c.Messages = recordedRequest(ctx, path, msgs)
 	c.Model = x.model.Name()
 	req := lm.Request{Messages: msgs, Params: x.p.Params, Meta: lm.Meta{
 		Path: path, PredictorType: x.p.TypeName(), Adapter: ad.Name(), Signature: x.eff, Inputs: x.callIn,

@@ -64,7 +64,7 @@ func TestJSONFallback(t *testing.T) {
 				t.Errorf("recorded adapter %q, want %q", c.Adapter, tc.wantAd)
 			}
 			last := m.Calls[len(m.Calls)-1]
-			if last.Meta.Adapter != c.Adapter || !equalMessages(last.Messages, c.Messages) {
+			if last.Meta.Adapter != c.Adapter || !equalMessages(last.Messages, c.Messages.Slice()) {
 				t.Errorf("recorded request is not the last one sent (%s vs %s)", last.Meta.Adapter, c.Adapter)
 			}
 			if tc.wantAnswer != "" {

@@ -27,7 +27,7 @@ func requests(t *trace.Turn) string {
 	var b strings.Builder
 	trace.WalkCalls(t.Calls, func(c *trace.Call, d int) {
 		fmt.Fprintf(&b, "%s%s %s\n", strings.Repeat("  ", d), c.ID, c.Path)
-		for _, m := range c.Messages {
+		for _, m := range c.Messages.All() {
 			fmt.Fprintf(&b, "%s  [%s] %q\n", strings.Repeat("  ", d), m.Role, m.Content)
 		}
 	})

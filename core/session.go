@@ -63,6 +63,9 @@ type Session struct {
 	fileNodes []savefile.Node
 	// consolidateErr is the last consolidation's failure (ConsolidatorError).
 	consolidateErr error
+	// wire holds, per predictor path, the requests recorded so far (*lm.MessageLog):
+	// a RecordAll session's next request shares their runs (recordedRequest).
+	wire sync.Map
 }
 
 // Sessionify wraps module in a session.

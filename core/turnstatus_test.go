@@ -105,7 +105,7 @@ func TestTurnThatDoesNotComplete(t *testing.T) {
 				t.Errorf("turn: status %s error %q index %d", turn.Status, turn.Error, turn.Index)
 			}
 			failed := trace.FailedCall(turn.Calls)
-			if len(turn.Calls) != 2 || turn.Calls[0].Error != "" || failed == nil || failed.Path != tc.path || len(failed.Messages) == 0 {
+			if len(turn.Calls) != 2 || turn.Calls[0].Error != "" || failed == nil || failed.Path != tc.path || failed.Messages.Len() == 0 {
 				t.Fatalf("calls: %d, failed %+v", len(turn.Calls), failed)
 			}
 			if tc.name == "parse failure" && failed.Completion == "" {

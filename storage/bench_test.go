@@ -222,7 +222,7 @@ func BenchmarkBytesOnDisk(b *testing.B) {
 			add(js(t.Inputs))
 			add(js(t.Outputs))
 			trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-				for _, m := range c.Messages {
+				for _, m := range c.Messages.All() {
 					add(m.Content)
 				}
 				add(c.Completion)
@@ -238,7 +238,7 @@ func BenchmarkBytesOnDisk(b *testing.B) {
 			b.Fatal(err)
 		}
 		turns, err := s.LoadBranch(ctx, "S", MainBranch)
-		if err != nil || len(turns) != 1000 || len(turns[999].Calls[1].Messages) != 2000 {
+		if err != nil || len(turns) != 1000 || turns[999].Calls[1].Messages.Len() != 2000 {
 			b.Fatal("reload failed", err)
 		}
 		s.Close()

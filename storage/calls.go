@@ -131,9 +131,9 @@ func scalar(v any) bool {
 	return false
 }
 
-func messageItems(msgs []lm.Message) []listItem {
-	items := make([]listItem, len(msgs))
-	for i, m := range msgs {
+func messageItems(msgs lm.MessageList) []listItem {
+	items := make([]listItem, msgs.Len())
+	for i, m := range msgs.All() {
 		items[i] = listItem{Role: m.Role, Body: m.Content, Extra: m.Extra}
 	}
 	return items
@@ -407,7 +407,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	byKey := map[tk]*callRow{}
 	for _, r := range all {
 		c := r.call
-		c.Messages = joinRun(msgLists[r.msgs.Int64], r.msgsTail, msgRuns)
+		c.Messages = joinMessages(msgLists[r.msgs.Int64], r.msgsTail, msgRuns)
 		c.History = sig.History{Messages: joinRun(histLists[r.hist.Int64], r.histTail, histRuns)}
 		c.Completion = bodies[r.completion.Int64]
 		if r.io.Valid {

@@ -83,12 +83,12 @@ func TestMessageExtraRoundTrip(t *testing.T) {
 	for i, name := range []string{"alice", "bob", "bob"} {
 		tr := &trace.Turn{Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok"), Calls: []*trace.Call{{
 			ID: "c1", Path: "p", PredictorType: "Predict", Adapter: "template", Model: "m",
-			Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok"), Messages: msgs(name), Completion: "ok",
+			Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok"), Messages: lm.MessagesOf(msgs(name)), Completion: "ok",
 		}}}
 		if i == 2 {
-			tr.Calls[0].Messages = append(tr.Calls[0].Messages, lm.Message{Role: "user", Content: "More", Extra: `{"name":"carol"}`})
+			tr.Calls[0].Messages = lm.MessagesOf(append(tr.Calls[0].Messages.Slice(), lm.Message{Role: "user", Content: "More", Extra: `{"name":"carol"}`}))
 		}
-		sent = append(sent, tr.Calls[0].Messages)
+		sent = append(sent, tr.Calls[0].Messages.Slice())
 		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestMessageExtraRoundTrip(t *testing.T) {
 		t.Fatal(len(turns), err)
 	}
 	for i, tr := range turns {
-		got := tr.Calls[0].Messages
+		got := tr.Calls[0].Messages.Slice()
 		if len(got) != len(sent[i]) {
 			t.Fatalf("turn %d: %d messages, want %d", i, len(got), len(sent[i]))
 		}
@@ -126,7 +126,7 @@ func TestCallValuesRoundTrip(t *testing.T) {
 	tr := &trace.Turn{Inputs: sig.NewMap("q", "hi"), Outputs: sig.NewMap("a", "ok")}
 	for i, v := range vals {
 		tr.Calls = append(tr.Calls, &trace.Call{ID: string(rune('a' + i)), Path: "p", PredictorType: "Predict", Adapter: "chat", Model: "m",
-			Inputs: v.in, Outputs: v.out, Messages: []lm.Message{{Role: "user", Content: "q"}}, Completion: "c"})
+			Inputs: v.in, Outputs: v.out, Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "q"}}), Completion: "c"})
 	}
 	if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
 		t.Fatal(err)
@@ -286,7 +286,7 @@ func TestShortHashCollisions(t *testing.T) {
 	tr := fixtureTurn(0, 0, false)
 	c := tr.Calls[1] // agent.answer
 	chain := hash16{}
-	for _, m := range c.Messages {
+	for _, m := range c.Messages.All() {
 		chain = chainHash(chain, m.Role, contentHash(m.Content))
 	}
 	// Impostors: a text under the hash of the call's completion, and a one-element list
@@ -295,7 +295,7 @@ func TestShortHashCollisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := s.w.Exec(`INSERT INTO list_nodes(hash, parent_id, role, content_id, depth) VALUES (?, NULL, 'user', last_insert_rowid(), ?)`,
-		chain.short(), len(c.Messages)); err != nil {
+		chain.short(), c.Messages.Len()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
@@ -372,7 +372,7 @@ func TestConsecutiveListsStoredExactly(t *testing.T) {
 			st.prepare()
 		}
 		c := &trace.Call{ID: "c1", Path: "agent", PredictorType: "Predict", Adapter: "chat", Model: "m",
-			Messages: st.msgs(), History: sig.History{Messages: st.hist()}, Completion: "ok", Started: fixtureEpoch}
+			Messages: lm.MessagesOf(st.msgs()), History: sig.History{Messages: st.hist()}, Completion: "ok", Started: fixtureEpoch}
 		want = append(want, toJSON(t, c))
 		tr := &trace.Turn{Inputs: sig.NewMap("q", st.name), Outputs: sig.NewMap("a", "ok"), Calls: []*trace.Call{c}}
 		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {

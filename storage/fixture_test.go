@@ -81,7 +81,7 @@ func fixtureCall(turn int, n int, path string, window int, raw bool) *trace.Call
 		Inputs:     sig.NewMap("question", fixtureQuestion(turn)),
 		Outputs:    sig.NewMap("answer", fixtureAnswer(path, turn)),
 		History:    fixtureHistory(turn, window),
-		Messages:   msgs,
+		Messages:   lm.MessagesOf(msgs),
 		Params:     p,
 		Completion: "[[ ## answer ## ]]\n" + fixtureAnswer(path, turn) + "\n\n[[ ## completed ## ]]",
 		Usage:      lm.Usage{PromptTokens: 100 + turn, CompletionTokens: 20, TotalTokens: 120 + turn},

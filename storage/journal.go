@@ -84,10 +84,7 @@ func journalCall(c, base *trace.Call, baseTurn int64) (*trace.Call, *journalBase
 	if base == nil {
 		return c, nil
 	}
-	k := 0
-	for k < len(c.Messages) && k < len(base.Messages) && c.Messages[k] == base.Messages[k] {
-		k++
-	}
+	k := c.Messages.CommonPrefix(base.Messages)
 	h := 0 // mostly the same pointers (a history is shared structure), else equal entries
 	for h < len(c.History.Messages) && h < len(base.History.Messages) &&
 		(c.History.Messages[h] == base.History.Messages[h] || c.History.Messages[h].Equal(base.History.Messages[h])) {
@@ -103,7 +100,7 @@ func continuation(c *trace.Call, baseCall string, baseTurn int64, k, h int) (*tr
 		return c, nil
 	}
 	jc := *c
-	jc.Messages = c.Messages[k:]
+	jc.Messages = c.Messages.Sub(k, c.Messages.Len())
 	jc.History = sig.History{Messages: c.History.Messages[h:]}
 	return &jc, &journalBase{Turn: baseTurn, Call: baseCall, Msgs: k, Hist: h}
 }
@@ -129,11 +126,11 @@ func resolveBases(ctx context.Context, q querier, calls []runCall) error {
 			bases[ref.Turn] = byID
 		}
 		base, c := byID[ref.Call], calls[i].Call
-		if base == nil || len(base.Messages) < ref.Msgs || len(base.History.Messages) < ref.Hist {
+		if base == nil || base.Messages.Len() < ref.Msgs || len(base.History.Messages) < ref.Hist {
 			return fmt.Errorf("storage: turn journal: call %s begins as call %s of turn %d, which is not stored as it was: %w",
 				c.ID, ref.Call, ref.Turn, ErrInvalid)
 		}
-		c.Messages = append(base.Messages[:ref.Msgs:ref.Msgs], c.Messages...)
+		c.Messages = base.Messages.Sub(0, ref.Msgs).Concat(c.Messages)
 		c.History = sig.History{Messages: append(base.History.Messages[:ref.Hist:ref.Hist], c.History.Messages...)}
 		calls[i].Base = nil
 	}

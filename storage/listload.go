@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sort"
+
+	"github.com/sessionbench/sessionbench/core/lm"
 )
 
 // loadLists reassembles the lists ending at the given nodes with two queries. Lists that
@@ -157,6 +159,16 @@ func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func
 }
 
 // joinRun is a list's head followed by its run (a new slice: heads are shared).
+// joinMessages is a request as joinRun makes it, sharing both parts instead of copying
+// them: a loaded branch's requests repeat one another.
+func joinMessages(head []lm.Message, t tailRef, runs map[tailRef][]lm.Message) lm.MessageList {
+	l := lm.MessagesOf(head)
+	if t.n == 0 {
+		return l
+	}
+	return l.Concat(lm.MessagesOf(runs[t]))
+}
+
 func joinRun[T any](head []T, t tailRef, runs map[tailRef][]T) []T {
 	if t.n == 0 {
 		return head

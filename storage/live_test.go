@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
@@ -37,7 +38,7 @@ func recordAsEngine(ctx context.Context, sink *BranchSink, t *trace.Turn, drop b
 			return err
 		}
 		if drop {
-			c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
+			c.Messages, c.Completion, c.RawRequest, c.RawResponse = lm.MessageList{}, "", "", ""
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -90,7 +91,7 @@ func TestBranchWindows(t *testing.T) {
 		for i := range full {
 			want := full[i].Clone()
 			trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) {
-				c.Messages, c.Completion, c.RawRequest, c.RawResponse = nil, "", "", ""
+				c.Messages, c.Completion, c.RawRequest, c.RawResponse = lm.MessageList{}, "", "", ""
 			})
 			if toJSON(t, lean[i]) != toJSON(t, want) {
 				t.Fatalf("%s: NoRequests turn %d differs from LoadBranch without requests:\n%s\n%s", br, i, toJSON(t, lean[i]), toJSON(t, want))
@@ -256,9 +257,9 @@ func TestLoadWithNoRequests(t *testing.T) {
 	for i, l := range append(lean, page.Turns[1:]...) {
 		f := full[i%2]
 		lc, fc := l.Calls[1], f.Calls[1]
-		if lc.Messages != nil || lc.Completion != "" || len(fc.Messages) == 0 || fc.Completion == "" {
-			t.Errorf("turn %d: lean call has %d messages and completion %q; full %d, %q", i, len(lc.Messages), lc.Completion,
-				len(fc.Messages), fc.Completion)
+		if !lc.Messages.IsNil() || lc.Completion != "" || fc.Messages.Len() == 0 || fc.Completion == "" {
+			t.Errorf("turn %d: lean call has %d messages and completion %q; full %d, %q", i, lc.Messages.Len(), lc.Completion,
+				fc.Messages.Len(), fc.Completion)
 		}
 		if !py.Same(lc.Outputs, fc.Outputs) || lc.Usage != fc.Usage || !py.Same(l.Inputs, f.Inputs) ||
 			len(l.Calls[0].Children) != 1 {

@@ -37,10 +37,11 @@ const (
 )
 
 // encodeRequestBody picks the smallest exact encoding of a request body.
-func encodeRequestBody(raw string, msgs []lm.Message) (int, string) {
+func encodeRequestBody(raw string, list lm.MessageList) (int, string) {
 	if raw == "" {
 		return rawRequestNone, ""
 	}
+	msgs := list.Slice()
 	if tpl, ok := encodeMessagesBody(raw, msgs); ok {
 		return rawRequestMessages, tpl
 	}
@@ -55,7 +56,11 @@ func encodeRequestBody(raw string, msgs []lm.Message) (int, string) {
 }
 
 // decodeRequestBody rebuilds a request body stored in mode.
-func decodeRequestBody(mode int, stored string, msgs []lm.Message) (string, error) {
+func decodeRequestBody(mode int, stored string, list lm.MessageList) (string, error) {
+	var msgs []lm.Message
+	if mode == rawRequestTemplate || mode == rawRequestMessages {
+		msgs = list.Slice()
+	}
 	switch mode {
 	case rawRequestNone:
 		return "", nil

@@ -83,7 +83,7 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 	}
 	var hits []*trace.Call
 	trace.WalkCalls(calls[id], func(c *trace.Call, _ int) {
-		if c.Error != "" || c.Path != req.Meta.Path || !slices.Equal(c.Messages, req.Messages) {
+		if c.Error != "" || c.Path != req.Meta.Path || !c.Messages.Equal(lm.MessagesOf(req.Messages)) {
 			return
 		}
 		if p, err := json.Marshal(c.Params); err == nil && string(p) == string(params) {

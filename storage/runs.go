@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -424,7 +425,7 @@ func leaveOut(calls []*trace.Call, o LoadOptions) []*trace.Call {
 	for i, c := range calls {
 		cc := *c
 		if o.NoRequests {
-			cc.Messages, cc.Completion, cc.RawRequest, cc.RawResponse = nil, "", "", ""
+			cc.Messages, cc.Completion, cc.RawRequest, cc.RawResponse = lm.MessageList{}, "", "", ""
 		}
 		if o.NoHistories || o.HistoryOf != "" && c.ID != o.HistoryOf {
 			cc.History = sig.History{}

@@ -149,7 +149,7 @@ func (c *writeCache) keepEntries(key string, was, now []entryJSON) {
 // seededCall is journalCall against the stored call of the same predictor in the turn r
 // follows, read the first time r records a call of that path.
 func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
-	if r.h.Parent == 0 || len(c.Messages)+len(c.History.Messages) < seedFrom {
+	if r.h.Parent == 0 || c.Messages.Len()+len(c.History.Messages) < seedFrom {
 		return c, nil
 	}
 	b, ok := r.bases[c.Path]
@@ -166,7 +166,7 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 	k, h := 0, 0
 	if n := deepest(b.msgs); n > 0 {
 		known, _ := s.wc.lastStored("m\x00" + c.Path)
-		k = sharedPrefix(b.msgs, known, messageItems(c.Messages[:min(n, len(c.Messages))]))
+		k = sharedPrefix(b.msgs, known, messageItems(c.Messages.Sub(0, min(n, c.Messages.Len()))))
 	}
 	if n := deepest(b.hist); n > 0 {
 		key := "h\x00" + c.Path

@@ -96,13 +96,13 @@ func TestSeededJournal(t *testing.T) {
 		// a request and a history that begin differently from the stored ones share nothing
 		{"differs", 0, func(tr *trace.Turn) {
 			trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) {
-				c.Messages = append([]lm.Message{{Role: "system", Content: "another prompt"}}, c.Messages[1:]...)
+				c.Messages = lm.MessagesOf([]lm.Message{{Role: "system", Content: "another prompt"}}).Concat(c.Messages.Sub(1, c.Messages.Len()))
 				c.History.Messages = append([]*sig.Map{sig.NewMap("question", "another")}, c.History.Messages[1:]...)
 			})
 		}, "store", "crash", 0, 0},
 		{"small", 0, func(tr *trace.Turn) {
 			trace.WalkCalls(tr.Calls, func(c *trace.Call, _ int) {
-				c.Messages = c.Messages[len(c.Messages)-40:]
+				c.Messages = c.Messages.Sub(c.Messages.Len()-40, c.Messages.Len())
 				c.History.Messages = c.History.Messages[len(c.History.Messages)-10:]
 			})
 		}, "store", "commit", 0, 0},
@@ -215,8 +215,8 @@ func TestSeededJournal(t *testing.T) {
 // sharedPrefix finds the same prefix whether it hashes every element or takes the hashes
 // of what the write cache knows.
 func TestSharedPrefix(t *testing.T) {
-	parent := messageItems(fixtureMessages("p", 9, 0)) // 20 messages
-	call := messageItems(fixtureMessages("p", 10, 0))  // repeats the first 19
+	parent := messageItems(lm.MessagesOf(fixtureMessages("p", 9, 0))) // 20 messages
+	call := messageItems(lm.MessagesOf(fixtureMessages("p", 10, 0)))  // repeats the first 19
 	path := func(items []listItem) listPath {
 		p := listPath{items: items}
 		var h hash16
@@ -234,7 +234,7 @@ func TestSharedPrefix(t *testing.T) {
 		}
 		return out
 	}
-	other := messageItems(fixtureMessages("q", 9, 0))
+	other := messageItems(lm.MessagesOf(fixtureMessages("q", 9, 0)))
 	cases := []struct {
 		name   string
 		stored []prefixHash

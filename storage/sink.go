@@ -402,7 +402,7 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	byPath := map[string]*trace.Call{}
 	for _, rc := range r.recorded() {
 		rc.Call.Walk(func(c *trace.Call, _ int) {
-			if len(c.Messages) > 0 { // a child inside its parent's record may have lost its request
+			if c.Messages.Len() > 0 { // a child inside its parent's record may have lost its request
 				byPath[c.Path] = c
 			}
 		})

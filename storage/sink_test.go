@@ -34,8 +34,10 @@ func TestSinkRoundTrip(t *testing.T) {
 			tr.Calls[1].Error = "model refused"
 			tr.Calls[1].Outputs = nil
 			tr.Calls[1].Tries = []lm.Try{{N: 1, Status: 429, Err: "rate limited", Wait: 1e9, Retrying: true}, {N: 2, Status: 200}}
-			tr.Calls[1].Messages[1].Content += "\x00 byte <&> \xff invalid utf-8"
-			tr.Calls[1].RawRequest = rawBody(tr.Calls[1].Messages, tr.Calls[1].Params)
+			msgs := tr.Calls[1].Messages.Slice()
+			msgs[1].Content += "\x00 byte <&> \xff invalid utf-8"
+			tr.Calls[1].Messages = lm.MessagesOf(msgs)
+			tr.Calls[1].RawRequest = rawBody(tr.Calls[1].Messages.Slice(), tr.Calls[1].Params)
 		}
 		if i == 5 { // calls recorded by the proxy keep how their request was understood
 			tr.Calls[0].Recovered, tr.Calls[1].Recovered = trace.RecoveredInexact, trace.RecoveredNone
@@ -58,8 +60,8 @@ func TestSinkRoundTrip(t *testing.T) {
 		}
 		// Byte-exact requests, including a NUL and invalid UTF-8.
 		for j, c := range want[i].Calls {
-			for k, m := range c.Messages {
-				if got[i].Calls[j].Messages[k] != m {
+			for k, m := range c.Messages.All() {
+				if got[i].Calls[j].Messages.At(k) != m {
 					t.Fatalf("turn %d call %d message %d differs", i, j, k)
 				}
 			}
@@ -116,8 +118,8 @@ func TestRawRequestStoredAsTemplate(t *testing.T) {
 		{`{"x":1}`, msgs, rawRequestLiteral},
 		{"", msgs, rawRequestNone},
 	} {
-		mode, stored := encodeRequestBody(c.body, c.msgs)
-		back, err := decodeRequestBody(mode, stored, c.msgs)
+		mode, stored := encodeRequestBody(c.body, lm.MessagesOf(c.msgs))
+		back, err := decodeRequestBody(mode, stored, lm.MessagesOf(c.msgs))
 		if mode != c.mode || err != nil || back != c.body {
 			t.Errorf("%.40s: mode %d (want %d), back %q, %v", c.body, mode, c.mode, back, err)
 		}
@@ -285,7 +287,7 @@ func TestRecoveryResumeReplays(t *testing.T) {
 		for _, ch := range c.Children {
 			rec(c.ID, ch)
 		}
-		resp, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}})
+		resp, err := model.Call(ctx, lm.Request{Messages: c.Messages.Slice(), Params: c.Params, Meta: lm.Meta{Path: c.Path}})
 		if err != nil {
 			t.Fatal(err)
 		}

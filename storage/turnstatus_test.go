@@ -207,7 +207,7 @@ func TestFailedTurnRetry(t *testing.T) {
 		for _, ch := range c.Children {
 			rec(c.ID, ch)
 		}
-		if _, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}}); err != nil {
+		if _, err := model.Call(ctx, lm.Request{Messages: c.Messages.Slice(), Params: c.Params, Meta: lm.Meta{Path: c.Path}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := retry.RecordCall(ctx, k2, parent, c); err != nil {
@@ -298,7 +298,7 @@ func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	crash(t, s, sink, key)
 	p, err = s.PendingTurn(ctx, key)
 	if err != nil || p.Status != trace.StatusInterrupted || !p.Resumable() || len(p.Calls) != 1 || len(p.Calls[0].Children) != 1 ||
-		p.Calls[0].Messages[0].Content != tr.Calls[0].Messages[0].Content {
+		p.Calls[0].Messages.At(0).Content != tr.Calls[0].Messages.At(0).Content {
 		t.Fatalf("after the kill: %+v %v", p, err)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
@@ -406,7 +406,7 @@ func TestJournalSharesTheTurnBefore(t *testing.T) {
 	tr := fixtureTurn(3, 0, true)
 	h := prev.Calls[1].History.Messages
 	tr.Calls[1].History = sig.History{Messages: append(h[:len(h):len(h)], sig.NewMap("question", "3"))}
-	tr.Calls[1].Messages = append(append([]lm.Message{}, prev.Calls[1].Messages...), lm.Message{Role: "user", Content: "and now?"})
+	tr.Calls[1].Messages = lm.MessagesOf(append(prev.Calls[1].Messages.Slice(), lm.Message{Role: "user", Content: "and now?"}))
 	key, err := sink.BeginTurn(ctx, tr.Inputs)
 	if err != nil {
 		t.Fatal(err)
@@ -415,8 +415,8 @@ func TestJournalSharesTheTurnBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, calls, err := readJournal(sink.runs[key].f)
-	if err != nil || len(calls) != 1 || calls[0].Base == nil || calls[0].Base.Msgs != len(prev.Calls[1].Messages) ||
-		calls[0].Base.Hist != len(h) || len(calls[0].Call.Messages) != 1 || len(calls[0].Call.History.Messages) != 1 {
+	if err != nil || len(calls) != 1 || calls[0].Base == nil || calls[0].Base.Msgs != prev.Calls[1].Messages.Len() ||
+		calls[0].Base.Hist != len(h) || calls[0].Call.Messages.Len() != 1 || len(calls[0].Call.History.Messages) != 1 {
 		t.Fatalf("journaled: %+v %v", calls, err)
 	}
 	crash(t, s, sink, key)

@@ -367,7 +367,7 @@ func warmCall(i int) *trace.Call {
 	return &trace.Call{ID: fmt.Sprintf("t%d.c1", i), Path: warmPath, PredictorType: "Predict", Adapter: "chat", Model: "warm-up",
 		Inputs:  sig.NewMap("question", fmt.Sprintf("warm-up question %d", i)),
 		Outputs: sig.NewMap("answer", fmt.Sprintf("warm-up answer %d", i)),
-		History: sig.History{Messages: hist}, Messages: msgs, Completion: completion,
+		History: sig.History{Messages: hist}, Messages: lm.MessagesOf(msgs), Completion: completion,
 		Usage:   lm.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15},
 		Started: now(), Latency: time.Millisecond, Tries: []lm.Try{{N: 1}},
 		RawRequest:  `{"model":"warm-up","messages":[` + string(body) + `],"stream":true}`,

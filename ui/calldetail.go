@@ -52,8 +52,8 @@ func callDetail(st *stylesheet, c *trace.Call, w int) []string {
 	}
 	sec("Raw completion")
 	out = append(out, wrapLines(termtext.Sanitize(c.Completion), w)...)
-	sec(fmt.Sprintf("Exact request (%d messages)", len(c.Messages)))
-	for _, m := range c.Messages {
+	sec(fmt.Sprintf("Exact request (%d messages)", c.Messages.Len()))
+	for _, m := range c.Messages.All() {
 		out = append(out, roleStyle(st, m.Role).Render("── "+termtext.OneLine(m.Role)+" ──"))
 		out = append(out, wrapLines(termtext.Sanitize(m.Content), w)...)
 	}

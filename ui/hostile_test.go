@@ -28,7 +28,7 @@ func TestHostileModelTextNeverReachesOutput(t *testing.T) {
 	call.Error = "failed: " + payload
 	call.Completion = payload
 	call.Outputs = sig.NewMap("answer", payload)
-	call.Messages = []lm.Message{{Role: "system", Content: payload}, {Role: "user" + payload, Content: payload}}
+	call.Messages = lm.MessagesOf([]lm.Message{{Role: "system", Content: payload}, {Role: "user" + payload, Content: payload}})
 	call.History = sig.History{Messages: []*sig.Map{sig.NewMap("question", payload)}}
 	turn := &trace.Turn{Inputs: sig.NewMap("question", "q "+payload), Outputs: sig.NewMap("reply", "# heading "+payload+"\n\n- item "+payload),
 		Calls: []*trace.Call{call}}

@@ -83,7 +83,7 @@ func TestCallDetailShowsFallbackAttempt(t *testing.T) {
 	}
 	call := &trace.Call{ID: "c1", Path: "respond", PredictorType: "Predict", Adapter: "json",
 		Inputs: sig.NewMap("question", "q"), Outputs: sig.NewMap("reply", "ok"),
-		Messages:   []lm.Message{{Role: "system", Content: "json system prompt"}},
+		Messages:   lm.MessagesOf([]lm.Message{{Role: "system", Content: "json system prompt"}}),
 		Completion: `{"reply": "ok"}`,
 		Tries: []lm.Try{
 			{N: 1, Err: "Adapter ChatAdapter failed to parse the LM response", Adapter: "chat",
@@ -203,7 +203,7 @@ func TestModuleRecordInTreeAndWire(t *testing.T) {
 	inner := func(id, path string, tok int) *trace.Call {
 		return &trace.Call{ID: id, Path: path, PredictorType: "Predict", Adapter: "chat",
 			Inputs: sig.NewMap("q", "x"), Outputs: sig.NewMap("a", "y"), Usage: lm.Usage{TotalTokens: tok},
-			Messages: []lm.Message{{Role: "user", Content: "hi"}}}
+			Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "hi"}})}
 	}
 	mod := &trace.Call{ID: "c1", Path: "research", PredictorType: "Research", Inputs: sig.NewMap("q", "x"),
 		Children: []*trace.Call{inner("c1.c2", "research.query", 1200), inner("c1.c3", "research.summarize", 300)}}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/adapter"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/recognize"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -35,7 +36,7 @@ func proxyCall(t testing.TB, question, intent string, history sig.History, at ti
 	if err != nil || !rq.Exact {
 		t.Fatalf("recognising the fixture: %v %s", err, rq.Mismatch)
 	}
-	return &trace.Call{Path: "question -> intent", PredictorType: "Predict", Adapter: "chat", Messages: msgs,
+	return &trace.Call{Path: "question -> intent", PredictorType: "Predict", Adapter: "chat", Messages: lm.MessagesOf(msgs),
 		Inputs: rq.Inputs, History: rq.History, Outputs: out, Completion: completion, Started: at, Latency: time.Millisecond,
 		Recovered: trace.RecoveredExact}
 }

@@ -59,7 +59,7 @@ func entryKey(e *sig.Map) [32]byte { return sha256.Sum256([]byte("h\x00" + py.Co
 func (s *shared) collect(calls []*trace.Call, emit func(v any) error) error {
 	var err error
 	trace.WalkCalls(calls, func(c *trace.Call, _ int) {
-		for _, m := range c.Messages {
+		for _, m := range c.Messages.All() {
 			if _, isNew := s.add(messageKey(m)); isNew && err == nil {
 				var v any
 				if v, err = jsonValue(m); err == nil {
@@ -92,7 +92,7 @@ func stripped(calls []*trace.Call) []*trace.Call {
 	out := make([]*trace.Call, len(calls))
 	for i, c := range calls {
 		cc := *c
-		cc.Messages, cc.History = nil, sig.History{}
+		cc.Messages, cc.History = lm.MessageList{}, sig.History{}
 		cc.Children = stripped(c.Children)
 		out[i] = &cc
 	}
@@ -112,9 +112,9 @@ func (s *shared) refer(values any, calls []*trace.Call) any {
 		m := sig.NewMap()
 		c.Range(func(k string, v any) bool {
 			switch {
-			case k == "messages" && orig.Messages != nil:
-				ids := make([]int, len(orig.Messages))
-				for j, msg := range orig.Messages {
+			case k == "messages" && !orig.Messages.IsNil():
+				ids := make([]int, orig.Messages.Len())
+				for j, msg := range orig.Messages.All() {
 					ids[j], _ = s.add(messageKey(msg))
 				}
 				m.Set("messages_ref", ranges(ids))
@@ -299,7 +299,7 @@ func (t *sharedTable) attach(values any, calls []*trace.Call, at string) error {
 			if err != nil {
 				return err
 			}
-			calls[i].Messages = msgs
+			calls[i].Messages = lm.MessagesOf(msgs)
 		}
 		if ref, ok := c.Get("history_ref"); ok {
 			h, err := t.history(ref, here+".history_ref")

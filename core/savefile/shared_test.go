@@ -28,9 +28,9 @@ func conversation(n int) *File {
 			user.Extra = `{"name":"alice"}`
 		}
 		req := append(append([]lm.Message{sys}, msgs...), user)
-		inner := &trace.Call{ID: fmt.Sprintf("t%d.inner", i), Path: "answer.lookup", Messages: req[len(req)-1:],
+		inner := &trace.Call{ID: fmt.Sprintf("t%d.inner", i), Path: "answer.lookup", Messages: lm.MessagesOf(req[len(req)-1:]),
 			History: sig.History{Messages: []*sig.Map{}}, Inputs: sig.NewMap("q", q), Outputs: sig.NewMap("doc", "d")}
-		call := &trace.Call{ID: fmt.Sprintf("t%d", i), Path: "answer", Messages: req,
+		call := &trace.Call{ID: fmt.Sprintf("t%d", i), Path: "answer", Messages: lm.MessagesOf(req),
 			History:  sig.History{Messages: append([]*sig.Map(nil), hist...)},
 			Inputs:   sig.NewMap("question", q),
 			Outputs:  sig.NewMap("answer", fmt.Sprintf("answer %d", i)),

@@ -14,24 +14,24 @@ import (
 // Call is one inner predictor call (seed 000 §3.4 CallRecord): what it was given, the
 // history it saw, the EXACT request it sent, what came back, and the calls made inside it.
 type Call struct {
-	ID            string        `json:"id"`             // unique within its session, e.g. "t3.c2"
-	Path          string        `json:"path"`           // "classify", "agent.researcher.summarizer"
-	PredictorType string        `json:"predictor_type"` // "Predict", "ChainOfThought"
-	Inputs        *sig.Map      `json:"inputs"`         // history field excluded
-	Outputs       *sig.Map      `json:"outputs"`        // nil when the call failed
-	History       sig.History   `json:"history"`        // the history this call saw
-	Adapter       string        `json:"adapter"`        // "chat", "json", "template"
-	Messages      []lm.Message  `json:"messages"`       // the exact request sent
-	Params        lm.Params     `json:"params"`
-	Completion    string        `json:"completion"` // raw model text
-	Usage         lm.Usage      `json:"usage"`
-	Model         string        `json:"model,omitempty"`
-	Started       time.Time     `json:"started"`
-	Latency       time.Duration `json:"latency"`
-	Error         string        `json:"error,omitempty"`
-	Tries         []lm.Try      `json:"attempts,omitempty"`
-	Score         *float64      `json:"score,omitempty"`
-	Children      []*Call       `json:"children,omitempty"` // calls made inside this one
+	ID            string         `json:"id"`             // unique within its session, e.g. "t3.c2"
+	Path          string         `json:"path"`           // "classify", "agent.researcher.summarizer"
+	PredictorType string         `json:"predictor_type"` // "Predict", "ChainOfThought"
+	Inputs        *sig.Map       `json:"inputs"`         // history field excluded
+	Outputs       *sig.Map       `json:"outputs"`        // nil when the call failed
+	History       sig.History    `json:"history"`        // the history this call saw
+	Adapter       string         `json:"adapter"`        // "chat", "json", "template"
+	Messages      lm.MessageList `json:"messages"`       // the exact request sent, runs shared with other requests
+	Params        lm.Params      `json:"params"`
+	Completion    string         `json:"completion"` // raw model text
+	Usage         lm.Usage       `json:"usage"`
+	Model         string         `json:"model,omitempty"`
+	Started       time.Time      `json:"started"`
+	Latency       time.Duration  `json:"latency"`
+	Error         string         `json:"error,omitempty"`
+	Tries         []lm.Try       `json:"attempts,omitempty"`
+	Score         *float64       `json:"score,omitempty"`
+	Children      []*Call        `json:"children,omitempty"` // calls made inside this one
 	// RawRequest and RawResponse are the HTTP bodies when a network model was used.
 	RawRequest  string `json:"raw_request,omitempty"`
 	RawResponse string `json:"raw_response,omitempty"`
@@ -72,7 +72,7 @@ func (c *Call) Clone() *Call {
 	out.Inputs = c.Inputs.Clone()
 	out.Outputs = c.Outputs.Clone()
 	out.History = c.History.Clone()
-	out.Messages = append([]lm.Message(nil), c.Messages...)
+	out.Messages = lm.MessagesOf(c.Messages.Slice())
 	out.Tries = append([]lm.Try(nil), c.Tries...)
 	out.Children = make([]*Call, len(c.Children))
 	for i, ch := range c.Children {
@@ -90,7 +90,6 @@ func (c *Call) Share() *Call {
 	out.Inputs = c.Inputs.Clone()
 	out.Outputs = c.Outputs.Clone()
 	out.History = c.History.Share()
-	out.Messages = c.Messages[:len(c.Messages):len(c.Messages)]
 	out.Tries = append([]lm.Try(nil), c.Tries...)
 	out.Children = make([]*Call, len(c.Children))
 	for i, ch := range c.Children {

@@ -131,9 +131,11 @@ func (ex *exchange) call() *trace.Call {
 	c.RawResponse = string(respBody) + cutNote(&ex.resp)
 
 	var creq *chatRequest
+	var msgs []lm.Message // the request's, as parsed
 	var reqErr error
 	if !ex.req.cut() {
-		creq, c.Messages, c.Params, reqErr = parseChatRequest(reqBody)
+		creq, msgs, c.Params, reqErr = parseChatRequest(reqBody)
+		c.Messages = lm.MessagesOf(msgs)
 	} else {
 		reqErr = fmt.Errorf("the request body is larger than the %d bytes recorded", ex.req.max)
 	}
@@ -172,10 +174,10 @@ func (ex *exchange) call() *trace.Call {
 		c.Error = repErr.Error()
 	}
 	c.Error = ex.redact(c.Error)
-	if c.Error == "" && !rep.hasUsage && len(c.Messages) > 0 {
+	if c.Error == "" && !rep.hasUsage && len(msgs) > 0 {
 		// The server reported none (a stream without include_usage, many local servers):
 		// counted here and marked estimated, as for the engine's own calls.
-		c.Usage = llm.EstimateUsage(c.Model, c.Messages, c.Completion)
+		c.Usage = llm.EstimateUsage(c.Model, msgs, c.Completion)
 	}
 	c.Tries = []lm.Try{{N: 1, Status: ex.status, Err: c.Error, Latency: lat}}
 	if ex.callerGone {
@@ -184,7 +186,7 @@ func (ex *exchange) call() *trace.Call {
 	}
 
 	if creq != nil && creq.plain() {
-		if r := recognize.Parse(c.Messages); r.Adapter != "" {
+		if r := recognize.Parse(msgs); r.Adapter != "" {
 			c.Adapter, c.Inputs, c.History = r.Adapter, r.Inputs, r.History
 			c.Path, c.PredictorType = PathOf(r.Signature), predictorType(r.Signature)
 			c.Recovered = trace.RecoveredInexact
@@ -206,9 +208,9 @@ func (ex *exchange) call() *trace.Call {
 	c.Recovered, c.PredictorType = trace.RecoveredNone, "LM"
 	c.Inputs = sig.NewMap()
 	if reqErr == nil {
-		for i := len(c.Messages) - 1; i >= 0; i-- {
-			if c.Messages[i].Role == "user" {
-				c.Inputs.Set("user", c.Messages[i].Content)
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "user" {
+				c.Inputs.Set("user", msgs[i].Content)
 				break
 			}
 		}

@@ -35,7 +35,7 @@ func TestUpstreamFailures(t *testing.T) {
 		}
 		c := f.rec.last(t)
 		if !strings.Contains(c.Error, "upstream answered 429 Too Many Requests: Rate limit reached") || c.Outputs != nil ||
-			len(c.Tries) != 1 || c.Tries[0].Status != 429 || c.RawRequest != body || len(c.Messages) != 2 {
+			len(c.Tries) != 1 || c.Tries[0].Status != 429 || c.RawRequest != body || c.Messages.Len() != 2 {
 			t.Errorf("record: error %q outputs %v tries %+v", c.Error, c.Outputs, c.Tries)
 		}
 		if f.wait(t, 1); !strings.Contains(f.log.String(), " 429 POST /v1/chat/completions") {

@@ -272,7 +272,7 @@ func TestGoOpenAIThroughProxy(t *testing.T) {
 					t.Errorf("completion %q usage %+v model %q", c.Completion, c.Usage, c.Model)
 				}
 				// The recovered call formats back to the recorded request, byte for byte.
-				r := recognize.Parse(c.Messages)
+				r := recognize.Parse(c.Messages.Slice())
 				in := c.Inputs.Clone()
 				if hf := r.Signature.HistoryField(); hf != "" {
 					in.Set(hf, c.History)
@@ -423,7 +423,7 @@ func TestKeysAndHeaders(t *testing.T) {
 	}
 	c := f.rec.last(t)
 	all := c.RawRequest + c.RawResponse + c.Completion + py.CompactJSON(c.Inputs) + py.CompactJSON(c.Outputs) + c.Error + f.log.String()
-	for _, m := range c.Messages {
+	for _, m := range c.Messages.All() {
 		all += m.Content
 	}
 	for _, k := range []string{"sk-configured-9999", "sk-caller-5555"} {
@@ -510,7 +510,7 @@ func TestPlainHTTPRecognised(t *testing.T) {
 		f.up.mu.Unlock()
 		f.chat(t, `{"model":"m","messages":`+string(mj)+`}`)
 		c := f.rec.last(t)
-		r := recognize.Parse(c.Messages)
+		r := recognize.Parse(c.Messages.Slice())
 		again, err := r.Formatter().Format(adapter.Request{Signature: r.Signature, Demos: r.Demos, Inputs: r.FormatInputs()})
 		if c.Recovered != trace.RecoveredExact || err != nil || recognize.Compare(msgs, again) != "" || !c.Outputs.Equal(rq.outputs) {
 			t.Errorf("%s: recovered %q, re-formatting %v %s, outputs %v", rq.name, c.Recovered, err, recognize.Compare(msgs, again), c.Outputs)

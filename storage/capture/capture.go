@@ -314,10 +314,10 @@ func (r *Recorder) Close(ctx context.Context) error {
 // " #3" for a different predictor (other instructions, types or descriptions) with the
 // same fields in this conversation.
 func (cv *conv) pathFor(c *trace.Call) string {
-	if c.Adapter == "" || len(c.Messages) == 0 {
+	if c.Adapter == "" || c.Messages.Len() == 0 {
 		return c.Path
 	}
-	id := c.Messages[0].Content
+	id := c.Messages.At(0).Content
 	if p, ok := cv.paths[id]; ok {
 		return p
 	}

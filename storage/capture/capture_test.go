@@ -51,7 +51,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 // predictor, question -> answer.
 func call(system, q, a string, at time.Duration, lat time.Duration) *trace.Call {
 	return &trace.Call{Path: "question -> answer", Adapter: "chat", PredictorType: "Predict",
-		Messages: []lm.Message{{Role: "system", Content: system}, {Role: "user", Content: q}},
+		Messages: lm.MessagesOf([]lm.Message{{Role: "system", Content: system}, {Role: "user", Content: q}}),
 		Inputs:   sig.NewMap("question", q), Outputs: sig.NewMap("answer", a), Completion: a,
 		Started: t0.Add(at), Latency: lat, Recovered: trace.RecoveredExact}
 }

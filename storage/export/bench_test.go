@@ -26,7 +26,7 @@ func chatTurn(i int, msgs []lm.Message, hist sig.History) *trace.Turn {
 	req := append(msgs[:len(msgs):len(msgs)], lm.Message{Role: "user", Content: "[[ ## question ## ]]\n" + q})
 	call := func(id, path, out string) *trace.Call {
 		return &trace.Call{ID: id, Path: path, PredictorType: "Predict", Adapter: "chat", Inputs: sig.NewMap("question", q),
-			Outputs: sig.NewMap(out, a), History: hist, Messages: req, Completion: "[[ ## " + out + " ## ]]\n" + a,
+			Outputs: sig.NewMap(out, a), History: hist, Messages: lm.MessagesOf(req), Completion: "[[ ## " + out + " ## ]]\n" + a,
 			Started: time.Unix(int64(i), 0).UTC()}
 	}
 	return &trace.Turn{Index: i, Inputs: sig.NewMap("question", q), Outputs: sig.NewMap("reply", a),
@@ -52,7 +52,7 @@ func benchStore(b *testing.B, n int) *storage.Store {
 		if _, err := s.AppendTurn(ctx, "c", storage.MainBranch, t); err != nil {
 			b.Fatal(err)
 		}
-		msgs = append(msgs, t.Calls[1].Messages[len(t.Calls[1].Messages)-1], lm.Message{Role: "assistant", Content: t.Calls[1].Completion})
+		msgs = append(msgs, t.Calls[1].Messages.At(t.Calls[1].Messages.Len()-1), lm.Message{Role: "assistant", Content: t.Calls[1].Completion})
 		hist.Messages = append(hist.Messages, sig.NewMap("question", t.Inputs.String("question"), "reply", t.Outputs.String("reply")))
 	}
 	return s

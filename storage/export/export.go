@@ -206,10 +206,10 @@ func OpenAIJSONL(w io.Writer, src *Source, o Options) error {
 	return src.Each(func(t *trace.Turn) error {
 		var err error
 		trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
-			if err != nil || c.Error != "" || c.Completion == "" || len(c.Messages) == 0 || (o.Path != "" && c.Path != o.Path) {
+			if err != nil || c.Error != "" || c.Completion == "" || c.Messages.Len() == 0 || (o.Path != "" && c.Path != o.Path) {
 				return
 			}
-			msgs := append(append([]lm.Message(nil), c.Messages...), lm.Message{Role: "assistant", Content: c.Completion})
+			msgs := append(c.Messages.Slice(), lm.Message{Role: "assistant", Content: c.Completion})
 			err = enc.Encode(struct {
 				Messages []lm.Message `json:"messages"`
 			}{msgs})

@@ -30,16 +30,16 @@ func sampleTurn(i int, prev []*trace.Turn) *trace.Turn {
 	score := 0.5 + float64(i)/4
 	classify := &trace.Call{ID: "c1", Path: "classify", PredictorType: "Predict", Adapter: "chat",
 		Inputs: sig.NewMap("question", q), Outputs: sig.NewMap("intent", "account"), History: hist,
-		Messages: msgs, Completion: "[[ ## intent ## ]]\naccount\n\n[[ ## completed ## ]]",
+		Messages: lm.MessagesOf(msgs), Completion: "[[ ## intent ## ]]\naccount\n\n[[ ## completed ## ]]",
 		Usage: lm.Usage{TotalTokens: 50}, Started: time.Unix(int64(1000+i), 0).UTC(), Latency: 120 * time.Millisecond}
 	reply := &trace.Call{ID: "c2", Path: "reply", PredictorType: "ChainOfThought", Adapter: "chat",
 		Inputs: sig.NewMap("question", q, "intent", "account"), Outputs: sig.NewMap("reasoning", "r", "reply", a), History: hist,
-		Messages:   append(msgs[:len(msgs):len(msgs)], lm.Message{Role: "user", Content: "intent: account"}),
+		Messages:   lm.MessagesOf(append(msgs[:len(msgs):len(msgs)], lm.Message{Role: "user", Content: "intent: account"})),
 		Completion: "[[ ## reasoning ## ]]\nr\n\n[[ ## reply ## ]]\n" + a + "\n\n[[ ## completed ## ]]",
 		Usage:      lm.Usage{TotalTokens: 80}, Started: time.Unix(int64(1000+i), 5e8).UTC(), Latency: 300 * time.Millisecond}
 	if i == 1 {
 		reply.Children = []*trace.Call{{ID: "c3", Path: "reply.lookup", PredictorType: "Predict", Inputs: sig.NewMap("q", q),
-			Error: "timeout", Messages: []lm.Message{{Role: "user", Content: "lookup"}}, Started: time.Unix(1001, 6e8).UTC()}}
+			Error: "timeout", Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "lookup"}}), Started: time.Unix(1001, 6e8).UTC()}}
 	}
 	return &trace.Turn{Index: i, Inputs: sig.NewMap("question", q), Outputs: sig.NewMap("reasoning", "r", "reply", a, "n", int64(i), "f", 1.0),
 		Score: &score, Calls: []*trace.Call{classify, reply}}
@@ -189,8 +189,8 @@ func TestExamplesAndCalls(t *testing.T) {
 	}
 	msgs := oa[5]["messages"].([]any)
 	orig := allTurns(t, src)[2].Calls[1]
-	if len(msgs) != len(orig.Messages)+1 || msgs[len(msgs)-1].(map[string]any)["content"] != orig.Completion ||
-		msgs[0].(map[string]any)["content"] != orig.Messages[0].Content {
+	if len(msgs) != orig.Messages.Len()+1 || msgs[len(msgs)-1].(map[string]any)["content"] != orig.Completion ||
+		msgs[0].(map[string]any)["content"] != orig.Messages.At(0).Content {
 		t.Errorf("openai line: %v", msgs)
 	}
 	if only := lines(t, "openai-jsonl", src, Options{Path: "classify"}); len(only) != 3 {

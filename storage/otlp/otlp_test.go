@@ -99,11 +99,11 @@ func sampleTurn() *trace.Turn {
 	temp, max := 0.0, 256
 	plan := &trace.Call{ID: "c1", Path: "question -> plan", PredictorType: "Predict", Adapter: "chat", Model: "gpt-4o-mini-2024-07-18",
 		Params:   lm.Params{Model: "gpt-4o-mini", Temperature: &temp, MaxTokens: &max, Stop: []string{"[[ ## completed ## ]]"}},
-		Messages: []lm.Message{{Role: "system", Content: "Your input fields are: ..."}, {Role: "user", Content: "[[ ## question ## ]]\nhi"}},
+		Messages: lm.MessagesOf([]lm.Message{{Role: "system", Content: "Your input fields are: ..."}, {Role: "user", Content: "[[ ## question ## ]]\nhi"}}),
 		Inputs:   sig.NewMap("question", "hi"), Outputs: sig.NewMap("plan", "p"), Completion: "[[ ## plan ## ]]\np\n\n[[ ## completed ## ]]",
 		Usage:   lm.Usage{PromptTokens: 100, CompletionTokens: 10, CachedTokens: 64, TotalTokens: 110},
 		Started: t0.Add(10 * time.Millisecond), Latency: 300 * time.Millisecond, Recovered: trace.RecoveredExact}
-	tool := &trace.Call{ID: "c3", Path: "research.query", Messages: []lm.Message{{Role: "user", Content: "q"}}, Model: "m",
+	tool := &trace.Call{ID: "c3", Path: "research.query", Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "q"}}), Model: "m",
 		Started: t0.Add(400 * time.Millisecond), Latency: 100 * time.Millisecond, Error: "upstream answered 429 Too Many Requests",
 		Tries: []lm.Try{{N: 1, Status: 429}}}
 	module := &trace.Call{ID: "c2", Path: "research", Started: t0.Add(350 * time.Millisecond), Latency: 300 * time.Millisecond,

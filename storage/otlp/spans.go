@@ -46,7 +46,7 @@ func (e *Exporter) callSpan(ctx context.Context, tr oteltrace.Tracer, conv, key 
 	if model == "" {
 		model = c.Model
 	}
-	if len(c.Messages) > 0 {
+	if c.Messages.Len() > 0 {
 		name, kind = "chat "+model, oteltrace.SpanKindClient
 		attrs = append(attrs,
 			semconv.GenAIOperationNameKey.String("chat"),
@@ -83,7 +83,7 @@ func (e *Exporter) callSpan(ctx context.Context, tr oteltrace.Tracer, conv, key 
 		attrs = append(attrs, semconv.GenAIOperationNameKey.String("invoke_agent"), semconv.GenAIAgentNameKey.String(c.Path))
 	}
 	ctx, span := tr.Start(ctx, name, oteltrace.WithTimestamp(c.Started), oteltrace.WithSpanKind(kind), oteltrace.WithAttributes(attrs...))
-	if len(c.Messages) > 0 {
+	if c.Messages.Len() > 0 {
 		e.messageEvents(span, c)
 	}
 	for _, ch := range c.Children {
@@ -116,8 +116,8 @@ type message struct {
 
 func (e *Exporter) messageEvents(span oteltrace.Span, c *trace.Call) {
 	sys := systemKey.String(e.opts.Provider)
-	in := make([]message, len(c.Messages))
-	for i, m := range c.Messages {
+	in := make([]message, c.Messages.Len())
+	for i, m := range c.Messages.All() {
 		in[i] = message{Role: m.Role, Parts: []part{{Type: "text", Content: m.Content}}}
 		span.AddEvent("gen_ai."+m.Role+".message", oteltrace.WithTimestamp(c.Started),
 			oteltrace.WithAttributes(sys, attribute.String("role", m.Role), attribute.String("content", m.Content)))

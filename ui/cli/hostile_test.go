@@ -69,7 +69,7 @@ func hostileDB(t *testing.T) string {
 	}
 	call := func(errText string) *trace.Call {
 		return &trace.Call{ID: "k1", Path: "reply " + p, PredictorType: "Predict", Inputs: sig.NewMap("question", p),
-			Outputs: sig.NewMap("reply", p), Messages: []lm.Message{{Role: "user", Content: p}}, Completion: p, Error: errText}
+			Outputs: sig.NewMap("reply", p), Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: p}}), Completion: p, Error: errText}
 	}
 	turn := &trace.Turn{Inputs: sig.NewMap("question "+p, p), Outputs: sig.NewMap("reply", p), Calls: []*trace.Call{call("")},
 		Attempts: []*trace.Attempt{{Step: "step " + p, N: 1, Score: 0.5, Summary: p, Best: true}}}

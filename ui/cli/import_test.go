@@ -295,7 +295,7 @@ func TestImportSessionSave(t *testing.T) {
 		}
 		for j, c := range tr.Calls {
 			wc := w.Calls[j]
-			if c.Path != wc.Path || c.Completion != wc.Completion || len(c.Messages) != len(wc.Messages) || c.Messages[0] != wc.Messages[0] ||
+			if c.Path != wc.Path || c.Completion != wc.Completion || c.Messages.Len() != wc.Messages.Len() || c.Messages.At(0) != wc.Messages.At(0) ||
 				!c.Outputs.Equal(wc.Outputs) || len(c.History.Messages) != len(wc.History.Messages) {
 				t.Errorf("turn %d call %d differs:\n%+v\n%+v", i, j, c, wc)
 			}

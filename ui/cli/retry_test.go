@@ -73,7 +73,7 @@ func TestRetryFromTheFailure(t *testing.T) {
 				t.Fatalf("kept turn: %v %+v", err, ft)
 			}
 			respond := ft.Calls[1]
-			if respond.Error == "" || len(respond.Messages) < 2 || len(respond.Tries) == 0 || respond.Path != "respond" {
+			if respond.Error == "" || respond.Messages.Len() < 2 || len(respond.Tries) == 0 || respond.Path != "respond" {
 				t.Fatalf("failing call lost its request, attempts or error: %+v", respond)
 			}
 			if tc.name == "cut stream" && !strings.Contains(respond.Completion, "Try a") {
@@ -272,7 +272,7 @@ func TestRecordedFailedTurnHasNoRetryHint(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Now()
-	call := &trace.Call{Path: "chat", PredictorType: "LM", Messages: []lm.Message{{Role: "user", Content: "hi"}},
+	call := &trace.Call{Path: "chat", PredictorType: "LM", Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "hi"}}),
 		Started: at, Error: "HTTP 502: upstream is down", Recovered: trace.RecoveredNone}
 	if err := rec.Begin("", "", at)(ctx, call); err != nil {
 		t.Fatal(err)

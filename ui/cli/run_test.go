@@ -317,7 +317,7 @@ func TestRunFailingTurnKeepsEarlierTurns(t *testing.T) {
 			// The failed turn is kept beside the branch, with its failing call.
 			failed, err := s.LoadTurn(context.Background(), last.Turn)
 			if err != nil || failed.Status != trace.StatusFailed || len(failed.Calls) != 1 || failed.Calls[0].Error == "" ||
-				len(failed.Calls[0].Messages) == 0 || len(failed.Calls[0].Tries) == 0 {
+				failed.Calls[0].Messages.Len() == 0 || len(failed.Calls[0].Tries) == 0 {
 				t.Fatalf("failed turn: %v %+v", err, failed)
 			}
 			if p, _ := s.PendingTurns(context.Background()); len(p) != 0 {

@@ -31,7 +31,7 @@ func seedDB(t *testing.T) string {
 	}
 	for i, q := range []string{"I can't log in", "password expired", "thanks"} {
 		c := &trace.Call{ID: "c1", Path: "reply", PredictorType: "Predict", Inputs: sig.NewMap("question", q),
-			Outputs: sig.NewMap("reply", "answer "+q), Messages: []lm.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: q}},
+			Outputs: sig.NewMap("reply", "answer "+q), Messages: lm.MessagesOf([]lm.Message{{Role: "system", Content: "sys"}, {Role: "user", Content: q}}),
 			Completion: "[[ ## reply ## ]]\nanswer " + q}
 		score := float64(i) / 2
 		if _, err := s.AppendTurn(ctx, "conv1", storage.MainBranch, &trace.Turn{Inputs: sig.NewMap("question", q),

@@ -41,7 +41,7 @@ func seedHostile(t *testing.T, ws *workspace) {
 		return &trace.Call{ID: id, Path: path, PredictorType: "Predict", Adapter: "chat", Model: "demo",
 			Inputs: sig.NewMap("question", q), Outputs: out, Completion: completion, Started: at,
 			Latency: 5 * time.Millisecond, Usage: lm.Usage{PromptTokens: 40, CompletionTokens: 10, TotalTokens: 50},
-			Messages: []lm.Message{{Role: "system", Content: "Answer the customer."}, {Role: "user", Content: q}}}
+			Messages: lm.MessagesOf([]lm.Message{{Role: "system", Content: "Answer the customer."}, {Role: "user", Content: q}})}
 	}
 	turn := &trace.Turn{
 		Inputs:  sig.NewMap("question", q),

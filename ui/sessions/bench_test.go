@@ -24,7 +24,7 @@ func benchTurn(i int) *trace.Turn {
 		Calls: []*trace.Call{{
 			ID: "c1", Path: "agent", PredictorType: "Predict", Adapter: "chat",
 			Inputs: sig.NewMap("question", q), Outputs: sig.NewMap("answer", a),
-			Messages:   []lm.Message{{Role: "system", Content: "Answer the question."}, {Role: "user", Content: q}},
+			Messages:   lm.MessagesOf([]lm.Message{{Role: "system", Content: "Answer the question."}, {Role: "user", Content: q}}),
 			Completion: "[[ ## answer ## ]]\n" + a + "\n\n[[ ## completed ## ]]",
 			Usage:      lm.Usage{PromptTokens: 20, CompletionTokens: 10, TotalTokens: 30},
 			Started:    at, Latency: 300 * time.Millisecond,

@@ -56,7 +56,7 @@ func TestKeptTurnBesideTheBranch(t *testing.T) {
 		if last := r.Messages[len(r.Messages)-1].Content; !strings.Contains(last, questions[1]) {
 			t.Errorf("strategy %d: the failing request lacks its input:\n%s", s, last)
 		}
-		if s == 0 && r.Messages[len(r.Messages)-1].Message != k.FailedCall.Messages[len(k.FailedCall.Messages)-1] {
+		if s == 0 && r.Messages[len(r.Messages)-1].Message != k.FailedCall.Messages.At(k.FailedCall.Messages.Len()-1) {
 			t.Errorf("actual rendering is not what was sent")
 		}
 	}

@@ -498,10 +498,10 @@ func BenchmarkStorage(b *testing.B) {
 				for _, t := range turns {
 					trace.WalkCalls(t.Calls, func(c *trace.Call, _ int) {
 						calls++
-						if !rec.sent[requestDigest(c.Messages)] {
+						if !rec.sent[requestDigest(c.Messages.Slice())] {
 							b.Fatalf("turn %d call %s: the stored request is not one the model received", t.Index, c.ID)
 						}
-						for _, m := range c.Messages {
+						for _, m := range c.Messages.All() {
 							add(m.Content)
 						}
 						add(c.Completion)

@@ -18,14 +18,15 @@ import (
 // the recovered signature, with a warning when what was recovered does not format back
 // to it byte for byte.
 func (a *Service) previewActual(r Rendering, call *trace.Call) Rendering {
+	msgs := call.Messages.Slice()
 	if call.Recovered == "" {
-		return a.finish(r, call.Messages, nil, nil, &call.History)
+		return a.finish(r, msgs, nil, nil, &call.History)
 	}
-	rq := recognize.Parse(call.Messages)
+	rq := recognize.Parse(msgs)
 	if rq.Adapter == "" {
-		return a.finish(r, call.Messages, nil, nil, &call.History)
+		return a.finish(r, msgs, nil, nil, &call.History)
 	}
-	r = a.finish(r, call.Messages, rq.Formatter(), rq.Signature, &call.History)
+	r = a.finish(r, msgs, rq.Formatter(), rq.Signature, &call.History)
 	if !rq.Exact || call.Recovered == trace.RecoveredInexact {
 		why := rq.Mismatch
 		if why == "" {
@@ -43,7 +44,7 @@ func (a *Service) previewActual(r Rendering, call *trace.Call) Rendering {
 // with the same path; the outer history is the branch's earlier turns (each turn's first
 // call's inputs and last call's outputs, as the proxy records turns).
 func (a *Service) previewRecorded(ctx context.Context, req PreviewRequest, r Rendering, turn *trace.Turn, call *trace.Call, earlier []*trace.Call) (Rendering, error) {
-	rq := recognize.Parse(call.Messages)
+	rq := recognize.Parse(call.Messages.Slice())
 	if rq.Adapter == "" {
 		r.Err = "this call's request is in no known format, so it has no signature to render under a strategy (" + rq.Reason + "); strategy 0 shows it as sent"
 		return r, nil

@@ -32,7 +32,7 @@ func recordedCall(t *testing.T, question, intent string, history sig.History, at
 	if err != nil || !r.Exact {
 		t.Fatalf("recognising the fixture: %v %s", err, r.Mismatch)
 	}
-	return &trace.Call{Path: "question -> intent", PredictorType: "Predict", Adapter: "chat", Messages: msgs,
+	return &trace.Call{Path: "question -> intent", PredictorType: "Predict", Adapter: "chat", Messages: lm.MessagesOf(msgs),
 		Inputs: r.Inputs, History: r.History, Outputs: out, Completion: completion, Started: at, Latency: time.Millisecond,
 		Recovered: trace.RecoveredExact}
 }
@@ -50,9 +50,11 @@ func TestPreviewRecordedCalls(t *testing.T) {
 		sig.History{Messages: []*sig.Map{sig.NewMap("question", "I can't log in", "intent", "technical")}}, t0.Add(time.Minute))
 	inexact := recordedCall(t, "refund?", "billing", sig.History{}, t0.Add(2*time.Minute))
 	// A type sessionbench cannot express (an Enum): recognised, not byte for byte.
-	inexact.Messages[0].Content = strings.Replace(inexact.Messages[0].Content, "`intent` (str)", "`intent` (Intent)", 1)
+	msgs := inexact.Messages.Slice()
+	msgs[0].Content = strings.Replace(msgs[0].Content, "`intent` (str)", "`intent` (Intent)", 1)
+	inexact.Messages = lm.MessagesOf(msgs)
 	inexact.Recovered = trace.RecoveredInexact
-	plain := &trace.Call{Path: "chat", PredictorType: "LM", Messages: []lm.Message{{Role: "user", Content: "hi"}}, Inputs: sig.NewMap("user", "hi"),
+	plain := &trace.Call{Path: "chat", PredictorType: "LM", Messages: lm.MessagesOf([]lm.Message{{Role: "user", Content: "hi"}}), Inputs: sig.NewMap("user", "hi"),
 		Outputs: sig.NewMap("assistant", "hello"), Completion: "hello", Started: t0.Add(3 * time.Minute), Recovered: trace.RecoveredNone}
 	for _, c := range []*trace.Call{first, second, inexact, plain} { // one turn each: the calls are minutes apart
 		if err := rec.Begin("", "", c.Started)(ctx, c); err != nil {
@@ -85,8 +87,8 @@ func TestPreviewRecordedCalls(t *testing.T) {
 	}
 	// Actual: the request as sent; keep (1) re-renders it from the history the call saw.
 	for _, s := range []int{0, 1} {
-		if r := preview(1, s); r.Err != "" || recognize.Compare(second.Messages, messages(r)) != "" || r.Tokens == 0 {
-			t.Errorf("strategy %d: %s %s", s, r.Err, recognize.Compare(second.Messages, messages(r)))
+		if r := preview(1, s); r.Err != "" || recognize.Compare(second.Messages.Slice(), messages(r)) != "" || r.Tokens == 0 {
+			t.Errorf("strategy %d: %s %s", s, r.Err, recognize.Compare(second.Messages.Slice(), messages(r)))
 		}
 	}
 	// Inherit strategies use the earlier turns; every strategy renders.

@@ -274,11 +274,11 @@ func TestPreviewActualIsRecorded(t *testing.T) {
 			for i, tr := range pg.Turns {
 				for _, c := range leafCalls(tr) {
 					want, err := json.Marshal(c.Messages)
-					if err != nil || len(c.Messages) == 0 {
+					if err != nil || c.Messages.Len() == 0 {
 						t.Fatalf("turn %d call %s has no recorded messages", i, c.ID)
 					}
 					strategies := []int{0, 1}
-					if !strings.Contains(c.Messages[0].Content, "`history` (History)") {
+					if !strings.Contains(c.Messages.At(0).Content, "`history` (History)") {
 						strategies = []int{0} // run without history (RAG's retriever): strategy 1 is a what-if
 					}
 					for k := range 2 * len(strategies) {

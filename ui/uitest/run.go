@@ -98,7 +98,7 @@ func (m *Memory) runTurnCalls(ctx context.Context, c *conv, b *branch, inputs *s
 	tries = append(tries, lm.Try{N: len(tries) + 1, Status: 200})
 	classify := &trace.Call{ID: fmt.Sprintf("t%d.c1", index), Path: "classify", PredictorType: "Predict", Adapter: "chat",
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("intent", "question"), History: history, Model: model,
-		Messages: render(agent, inputs, history, 1), Completion: "[[ ## intent ## ]]\nquestion",
+		Messages: lm.MessagesOf(render(agent, inputs, history, 1)), Completion: "[[ ## intent ## ]]\nquestion",
 		Usage: lm.Usage{PromptTokens: 40, CompletionTokens: 3, TotalTokens: 43}, Latency: 120 * time.Millisecond, Started: start}
 	*made = append(*made, classify)
 	if err := send(sessions.Event{Kind: sessions.EventCall, Path: "classify", Call: classify}); err != nil {
@@ -123,7 +123,7 @@ func (m *Memory) runTurnCalls(ctx context.Context, c *conv, b *branch, inputs *s
 	}
 	respond := &trace.Call{ID: fmt.Sprintf("t%d.c2", index), Path: "respond", PredictorType: "ChainOfThought", Adapter: "chat",
 		Inputs: inputs.Clone(), Outputs: sig.NewMap("reasoning", "The user asked.", "reply", reply), History: history, Model: model,
-		Messages: render(agent, inputs, history, 1), Completion: "[[ ## reasoning ## ]]\nThe user asked.\n\n[[ ## reply ## ]]\n" + reply,
+		Messages: lm.MessagesOf(render(agent, inputs, history, 1)), Completion: "[[ ## reasoning ## ]]\nThe user asked.\n\n[[ ## reply ## ]]\n" + reply,
 		Usage:   lm.Usage{PromptTokens: 60 + 10*len(history.Messages), CompletionTokens: len(strings.Fields(reply)), TotalTokens: 60 + 10*len(history.Messages) + len(strings.Fields(reply))},
 		Latency: 300 * time.Millisecond, Started: start, Tries: tries}
 	if strings.Contains(question, "[fail]") {
@@ -234,7 +234,7 @@ func (m *Memory) Preview(ctx context.Context, req sessions.PreviewRequest) (sess
 		return sessions.Rendering{}, fmt.Errorf("turn %q has no call %q", req.Turn, req.Call)
 	}
 	if req.Strategy == 0 {
-		return rendering(call.Path, call.ID, call.Messages, 0), nil
+		return rendering(call.Path, call.ID, call.Messages.Slice(), 0), nil
 	}
 	agent, _ := m.agentLocked(c.info.Agent)
 	return rendering(call.Path, call.ID, render(agent, call.Inputs, call.History, req.Strategy), req.Strategy), nil
@@ -395,7 +395,7 @@ func CallTree(prefix string, n int) *trace.Call {
 	mk := func(i int) *trace.Call {
 		return &trace.Call{ID: fmt.Sprintf("%s.c%d", prefix, i), Path: fmt.Sprintf("agent.step%d", i), PredictorType: "Predict",
 			Adapter: "chat", Inputs: sig.NewMap("question", "q"), Outputs: sig.NewMap("answer", "a"),
-			Messages: []lm.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "question: q"}},
+			Messages: lm.MessagesOf([]lm.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "question: q"}}),
 			Usage:    lm.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}, Latency: 50 * time.Millisecond}
 	}
 	all := []*trace.Call{mk(0)}

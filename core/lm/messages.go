@@ -1,0 +1,285 @@
+package lm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"sync"
+)
+
+// MessageList is a request's messages as a call records them (trace.Call.Messages): runs
+// of messages it may share with other requests, then its own. A session's next request
+// repeats the last one's system message, demos and history, so lists built by a
+// MessageLog cost the messages that are new, not the request's length: a session that
+// records every request keeps O(1) per turn instead of O(turns).
+//
+// A list is immutable: its runs are capped slices never written once built, so lists
+// share them freely. The zero value is no request (JSON null), which is not the empty
+// request (JSON []). How a list is cut into runs is not part of its value: compare lists
+// with Equal.
+type MessageList struct {
+	runs [][]Message
+	n    int
+	set  bool
+}
+
+// MessagesOf is the list of ms, sharing ms: the caller must not change ms afterwards.
+// A nil ms is no request.
+func MessagesOf(ms []Message) MessageList {
+	if ms == nil {
+		return MessageList{}
+	}
+	l := MessageList{n: len(ms), set: true}
+	if len(ms) > 0 {
+		l.runs = [][]Message{ms[:len(ms):len(ms)]}
+	}
+	return l
+}
+
+// Len is the number of messages.
+func (l MessageList) Len() int { return l.n }
+
+// IsNil reports whether there is no request at all (not even an empty one).
+func (l MessageList) IsNil() bool { return !l.set }
+
+// At is message i; it panics out of range, as indexing a slice does.
+func (l MessageList) At(i int) Message {
+	if i >= 0 {
+		for _, r := range l.runs {
+			if i < len(r) {
+				return r[i]
+			}
+			i -= len(r)
+		}
+	}
+	panic(fmt.Sprintf("lm: message %d out of range [0:%d]", i, l.n))
+}
+
+// Last is the last message, and false for an empty list.
+func (l MessageList) Last() (Message, bool) {
+	if l.n == 0 {
+		return Message{}, false
+	}
+	r := l.runs[len(l.runs)-1]
+	return r[len(r)-1], true
+}
+
+// All yields the messages with their indexes.
+func (l MessageList) All() iter.Seq2[int, Message] {
+	return func(yield func(int, Message) bool) {
+		i := 0
+		for _, r := range l.runs {
+			for _, m := range r {
+				if !yield(i, m) {
+					return
+				}
+				i++
+			}
+		}
+	}
+}
+
+// Slice is a fresh copy of the messages: nil for no request, empty for an empty one.
+func (l MessageList) Slice() []Message {
+	if !l.set {
+		return nil
+	}
+	out := make([]Message, 0, l.n)
+	for _, r := range l.runs {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// Sub is messages [from, to), sharing the runs. It panics out of range, as slicing does.
+func (l MessageList) Sub(from, to int) MessageList {
+	if from < 0 || to < from || to > l.n {
+		panic(fmt.Sprintf("lm: messages [%d:%d] out of range [0:%d]", from, to, l.n))
+	}
+	if !l.set {
+		return l
+	}
+	out := MessageList{n: to - from, set: true}
+	at := 0
+	for _, r := range l.runs {
+		a, b := max(from-at, 0), min(to-at, len(r))
+		if a < b {
+			out.runs = append(out.runs, r[a:b:b])
+		}
+		at += len(r)
+		if at >= to {
+			break
+		}
+	}
+	return out
+}
+
+// Concat is l followed by m, sharing both.
+func (l MessageList) Concat(m MessageList) MessageList {
+	if !m.set {
+		return l
+	}
+	if !l.set {
+		return m
+	}
+	runs := make([][]Message, 0, len(l.runs)+len(m.runs))
+	return MessageList{runs: append(append(runs, l.runs...), m.runs...), n: l.n + m.n, set: true}
+}
+
+// Equal reports whether both hold the same messages (or both none), however cut.
+func (l MessageList) Equal(m MessageList) bool {
+	return l.set == m.set && l.n == m.n && l.CommonPrefix(m) == l.n
+}
+
+// CommonPrefix is how many messages both begin with.
+func (l MessageList) CommonPrefix(m MessageList) int {
+	n := 0
+	var rb []Message // what is left of m's current run
+	rest := m.runs
+	for _, ra := range l.runs {
+		for len(ra) > 0 {
+			for len(rb) == 0 {
+				if len(rest) == 0 {
+					return n
+				}
+				rb, rest = rest[0], rest[1:]
+			}
+			k := min(len(ra), len(rb))
+			for i := range k {
+				if ra[i] != rb[i] {
+					return n + i
+				}
+			}
+			n += k
+			ra, rb = ra[k:], rb[k:]
+		}
+	}
+	return n
+}
+
+// MarshalJSON writes the messages as a JSON array (null for no request).
+func (l MessageList) MarshalJSON() ([]byte, error) {
+	if !l.set {
+		return []byte("null"), nil
+	}
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, m := range l.All() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		data, err := m.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		b.Write(data)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a JSON array of messages (null: no request).
+func (l *MessageList) UnmarshalJSON(data []byte) error {
+	var ms []Message
+	if err := json.Unmarshal(data, &ms); err != nil {
+		return err
+	}
+	*l = MessagesOf(ms)
+	return nil
+}
+
+// MessageLog makes the lists of one predictor's consecutive requests share their runs:
+// it keeps the messages requests sent (all but each one's last, the current input, which
+// the next request does not repeat where it stood) in one array only appended to, and
+// cuts a new request into runs of that array and the messages it adds. Consecutive
+// requests of a growing history share one run; under a window, the system message and
+// demos are one run and the window another. Safe for concurrent use.
+type MessageLog struct {
+	mu   sync.Mutex
+	msgs []Message
+	at   map[string]int // a message's content to its last index in msgs
+}
+
+// List is ms as a list sharing what earlier requests sent; ms itself is not kept.
+// Matching compares whole messages, so the list always equals ms.
+func (g *MessageLog) List(ms []Message) MessageList {
+	if len(ms) == 0 {
+		return MessagesOf(ms)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.at == nil {
+		g.at = map[string]int{}
+	}
+	body := ms[:len(ms)-1]
+	type span struct{ from, to int } // of g.msgs
+	var spans []span
+	add := func(from, to int) {
+		if k := len(spans) - 1; k >= 0 && spans[k].to == from {
+			spans[k].to = to
+			return
+		}
+		spans = append(spans, span{from, to})
+	}
+	for i := 0; i < len(body); {
+		if j, ok := g.find(body[i]); ok {
+			t := 1
+			for i+t < len(body) && j+t < len(g.msgs) && g.msgs[j+t] == body[i+t] {
+				t++
+			}
+			add(j, j+t)
+			i += t
+			continue
+		}
+		k := i + 1
+		for k < len(body) {
+			if _, ok := g.find(body[k]); ok {
+				break
+			}
+			k++
+		}
+		from := len(g.msgs)
+		for _, m := range body[i:k] {
+			g.at[m.Content] = len(g.msgs)
+			g.msgs = append(g.msgs, m)
+		}
+		add(from, len(g.msgs))
+		i = k
+	}
+	used := 0
+	for _, s := range spans {
+		used += s.to - s.from
+	}
+	// Messages no request refers to any more (a window slid past them) are dropped once
+	// they are half the array: the array is rebuilt from the spans, which amortises to
+	// O(1) per message appended.
+	if len(g.msgs) > 64 && len(g.msgs) > 2*used {
+		msgs := make([]Message, 0, 2*used)
+		g.at = make(map[string]int, used)
+		for i, s := range spans {
+			from := len(msgs)
+			for _, m := range g.msgs[s.from:s.to] {
+				g.at[m.Content] = len(msgs)
+				msgs = append(msgs, m)
+			}
+			spans[i] = span{from, len(msgs)}
+		}
+		g.msgs = msgs
+	}
+	l := MessageList{runs: make([][]Message, 0, len(spans)+1), n: len(ms), set: true}
+	for _, s := range spans {
+		l.runs = append(l.runs, g.msgs[s.from:s.to:s.to])
+	}
+	l.runs = append(l.runs, []Message{ms[len(ms)-1]})
+	return l
+}
+
+// find is where the log holds m, if it does.
+func (g *MessageLog) find(m Message) (int, bool) {
+	j, ok := g.at[m.Content]
+	if !ok || g.msgs[j] != m {
+		return 0, false
+	}
+	return j, true
+}

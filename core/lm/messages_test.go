@@ -1,0 +1,195 @@
+package lm
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"unsafe"
+)
+
+// conversation is the requests a predictor sends over turns: a system message, demos,
+// the last window turns (all when window is 0) as user/assistant pairs, and the
+// current input, each history text rendered once and shared, as the ChatAdapter's are.
+func conversation(turns, window, demos int) [][]Message {
+	sys := Message{Role: "system", Content: "Your input fields are: `question` (str)."}
+	var fixed []Message
+	for d := range demos {
+		fixed = append(fixed, Message{Role: "user", Content: fmt.Sprintf("demo %d", d)}, Message{Role: "assistant", Content: "ok"})
+	}
+	var hist []Message
+	out := make([][]Message, turns)
+	for i := range out {
+		h := hist
+		if window > 0 && len(h) > 2*window {
+			h = h[len(h)-2*window:]
+		}
+		req := append([]Message{sys}, fixed...)
+		req = append(req, h...)
+		req = append(req, Message{Role: "user", Content: fmt.Sprintf("[[ ## question ## ]]\nq%d\n\nRespond with ...", i)})
+		out[i] = req
+		hist = append(hist, Message{Role: "user", Content: fmt.Sprintf("[[ ## question ## ]]\nq%d", i)},
+			Message{Role: "assistant", Content: fmt.Sprintf("[[ ## answer ## ]]\na%d", i)})
+	}
+	return out
+}
+
+func TestMessageLogListsEqualTheirRequests(t *testing.T) {
+	dup := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: "x"}, {Role: "assistant", Content: "y"},
+		{Role: "user", Content: "x"}, {Role: "assistant", Content: "y"}, {Role: "user", Content: "now"}}
+	cases := []struct {
+		name string
+		reqs [][]Message
+	}{
+		{"growing history", conversation(200, 0, 0)},
+		{"window of 4 with demos", conversation(300, 4, 2)},
+		{"window of 1", conversation(300, 1, 0)},
+		{"repeated messages", [][]Message{dup, dup, append(slices.Clone(dup[:5]), Message{Role: "user", Content: "x"}, dup[5])}},
+		{"one message", [][]Message{{{Role: "user", Content: "a"}}, {{Role: "user", Content: "a"}}}},
+		{"extra keys tell messages apart", [][]Message{
+			{{Role: "user", Content: "a"}, {Role: "user", Content: "b"}},
+			{{Role: "user", Content: "a", Extra: `{"name":"x"}`}, {Role: "user", Content: "b"}},
+		}},
+		{"a request that changes the past", [][]Message{
+			{{Role: "system", Content: "s"}, {Role: "user", Content: "1"}, {Role: "user", Content: "2"}},
+			{{Role: "system", Content: "t"}, {Role: "user", Content: "1"}, {Role: "user", Content: "3"}, {Role: "user", Content: "4"}},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var g MessageLog
+			var lists []MessageList
+			for i, req := range tc.reqs {
+				l := g.List(req)
+				if got := l.Slice(); !slices.Equal(got, req) || l.Len() != len(req) {
+					t.Fatalf("request %d: list holds %v, want %v", i, got, req)
+				}
+				lists = append(lists, l)
+			}
+			// A later request never changes an earlier list.
+			for i, l := range lists {
+				if !slices.Equal(l.Slice(), tc.reqs[i]) {
+					t.Fatalf("request %d changed after later ones: %v", i, l.Slice())
+				}
+			}
+		})
+	}
+}
+
+// TestMessageLogShares checks the point of the log: consecutive requests share their
+// history instead of each holding a copy.
+func TestMessageLogShares(t *testing.T) {
+	cases := []struct {
+		name         string
+		window       int
+		wantRuns     int // of a list after the first few: the shared ones and the input
+		wantLogBound int // messages the log holds at most after 1,000 turns
+	}{
+		{"growing history: one run and the input", 0, 2, 2000},
+		{"window: system, window, input", 4, 2, 64 + 2*9},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reqs := conversation(1000, tc.window, 0)
+			var g MessageLog
+			arrays := map[*Message]bool{}
+			for i, req := range reqs {
+				l := g.List(req)
+				if i > 10 {
+					if len(l.runs) > tc.wantRuns+1 {
+						t.Fatalf("request %d is cut in %d runs, want at most %d", i, len(l.runs), tc.wantRuns+1)
+					}
+				}
+				arrays[unsafe.SliceData(l.runs[0])] = true
+			}
+			// Without a window the log's array moves when appending outgrows it (a new
+			// array for each growth of a quarter at this size), not once per request.
+			if tc.window == 0 && len(arrays) > 40 {
+				t.Fatalf("1,000 requests refer to %d arrays, want at most 40", len(arrays))
+			}
+			if len(g.msgs) > tc.wantLogBound {
+				t.Fatalf("the log holds %d messages after 1,000 requests, want at most %d", len(g.msgs), tc.wantLogBound)
+			}
+		})
+	}
+}
+
+func TestMessageListOperations(t *testing.T) {
+	a, b, c := Message{Role: "user", Content: "a"}, Message{Role: "assistant", Content: "b"}, Message{Role: "user", Content: "c"}
+	whole := MessagesOf([]Message{a, b, c})
+	cut := MessagesOf([]Message{a}).Concat(MessagesOf([]Message{b, c}))
+	cases := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"equal however cut", whole.Equal(cut), true},
+		{"none is not empty", MessageList{}.Equal(MessagesOf([]Message{})), false},
+		{"shorter is not equal", whole.Equal(cut.Sub(0, 2)), false},
+		{"sub across runs", cut.Sub(1, 3).Slice(), []Message{b, c}},
+		{"sub of nothing is nothing", MessageList{}.Sub(0, 0).IsNil(), true},
+		{"empty sub is a request", cut.Sub(2, 2).IsNil(), false},
+		{"at across runs", cut.At(2), c},
+		{"last", func() Message { m, _ := cut.Last(); return m }(), c},
+		{"common prefix", cut.CommonPrefix(MessagesOf([]Message{a, b, a})), 2},
+		{"common prefix with nothing", cut.CommonPrefix(MessageList{}), 0},
+		{"concat nothing", cut.Concat(MessageList{}).Len(), 3},
+		{"none slices to nil", MessageList{}.Slice() == nil, true},
+		{"empty slices to empty", MessagesOf([]Message{}).Slice() != nil, true},
+	}
+	for _, tc := range cases {
+		if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// A list writes the JSON its messages' slice writes, so save files and records read
+// the same.
+func TestMessageListJSON(t *testing.T) {
+	msgs := []Message{{Role: "user", Content: "<b>&"}, {Role: "user", Content: "x", Extra: `{"name":"bob"}`}}
+	cases := []struct {
+		name string
+		list MessageList
+		want any
+	}{
+		{"none", MessageList{}, []Message(nil)},
+		{"empty", MessagesOf([]Message{}), []Message{}},
+		{"cut in runs", MessagesOf(msgs[:1]).Concat(MessagesOf(msgs[1:])), msgs},
+	}
+	for _, tc := range cases {
+		got, err := json.Marshal(struct{ M MessageList }{tc.list})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(struct{ M any }{tc.want})
+		if string(got) != string(want) {
+			t.Errorf("%s: %s, want %s", tc.name, got, want)
+		}
+		var back struct{ M MessageList }
+		if err := json.Unmarshal(got, &back); err != nil || !back.M.Equal(tc.list) {
+			t.Errorf("%s: read back %v (%v)", tc.name, back.M.Slice(), err)
+		}
+	}
+}
+
+// BenchmarkMessageLog is what recording a request costs a RecordAll session at 1,000
+// and 10,000 turns, with and without a window.
+func BenchmarkMessageLog(b *testing.B) {
+	for _, window := range []int{0, 4} {
+		for _, n := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("window=%d/turns=%d", window, n), func(b *testing.B) {
+				reqs := conversation(n+1, window, 0)
+				var g MessageLog
+				for _, r := range reqs[:n] {
+					g.List(r)
+				}
+				next := reqs[n]
+				b.ReportAllocs()
+				for b.Loop() {
+					g.List(next)
+				}
+			})
+		}
+	}
+}
