@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // With record mode "calls" the sink still receives every exact request and completion;
@@ -165,6 +167,61 @@ func TestTurnAllocationsDoNotGrowWithTheSession(t *testing.T) {
 			if long.allocs > short.allocs+1 || long.bytes > short.bytes+4096 {
 				t.Errorf("a turn at 3,000 turns costs %.0f allocations, %.0f bytes; at 100 turns %.0f, %.0f",
 					long.allocs, long.bytes, short.allocs, short.bytes)
+			}
+		})
+	}
+}
+
+// sentLM passes requests to a model, keeping a copy of every request's messages.
+type sentLM struct {
+	lm.LM
+	sent [][]lm.Message
+}
+
+func (m *sentLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	m.sent = append(m.sent, append([]lm.Message(nil), req.Messages...))
+	return m.LM.Call(ctx, req)
+}
+
+// A RecordAll session records each request as runs shared with the ones before it
+// (lm.MessageLog): every recorded request must still be exactly what was sent, after
+// later turns, undos (the next request shares a shorter prefix) and forks.
+func TestRecordedRequestsAreWhatWasSent(t *testing.T) {
+	for _, o := range []Options{
+		{Recursive: Predictors, Record: RecordAll},
+		{Recursive: Predictors, Record: RecordAll, MaxTurns: Int(3)},
+		{Recursive: Predictors, Record: RecordAll, MaxStoredTurns: Int(5)},
+	} {
+		t.Run(fmt.Sprintf("window=%v/stored=%v", o.MaxTurns != nil, o.MaxStoredTurns != nil), func(t *testing.T) {
+			model := &sentLM{LM: echoLM()}
+			ctx := ctxWith(model)
+			s := MustSessionify(supportAgent(true), o)
+			var calls []*trace.Call
+			run := func(s *Session, i int) {
+				_, turn, err := s.Run(ctx, in("question", fmt.Sprint("question ", i%4))) // texts repeat
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls = append(calls, turn.Calls...)
+			}
+			for i := range 80 {
+				run(s, i)
+				if i%7 == 6 {
+					s.Undo(2, true)
+				}
+				if i == 40 {
+					f := s.Fork(true)
+					f.Undo(1, true)
+					run(f, i) // a fork's requests beside the session's
+				}
+			}
+			if len(calls) != len(model.sent) {
+				t.Fatalf("%d calls recorded, %d requests sent", len(calls), len(model.sent))
+			}
+			for i, c := range calls {
+				if got := c.Messages.Slice(); !slices.Equal(got, model.sent[i]) {
+					t.Fatalf("call %d (%s) recorded %d messages, sent %d:\n%v\n%v", i, c.Path, len(got), len(model.sent[i]), got, model.sent[i])
+				}
 			}
 		})
 	}
