@@ -215,37 +215,26 @@ func (g *MessageLog) List(ms []Message) MessageList {
 	body := ms[:len(ms)-1]
 	type span struct{ from, to int } // of g.msgs
 	var spans []span
-	add := func(from, to int) {
-		if k := len(spans) - 1; k >= 0 && spans[k].to == from {
-			spans[k].to = to
-			return
-		}
-		spans = append(spans, span{from, to})
-	}
-	for i := 0; i < len(body); {
-		if j, ok := g.find(body[i]); ok {
-			t := 1
-			for i+t < len(body) && j+t < len(g.msgs) && g.msgs[j+t] == body[i+t] {
-				t++
+	for _, m := range body {
+		// Continue the run so far: where it goes on in the log, or, when it ends the
+		// log, by appending (a growing history stays one run even when its texts repeat
+		// earlier ones). Otherwise look the message up, or append it.
+		if k := len(spans) - 1; k >= 0 {
+			if p := spans[k].to; p < len(g.msgs) && g.msgs[p] == m {
+				spans[k].to++
+				continue
+			} else if p == len(g.msgs) {
+				g.add(m)
+				spans[k].to++
+				continue
 			}
-			add(j, j+t)
-			i += t
-			continue
 		}
-		k := i + 1
-		for k < len(body) {
-			if _, ok := g.find(body[k]); ok {
-				break
-			}
-			k++
+		j, ok := g.find(m)
+		if !ok {
+			j = len(g.msgs)
+			g.add(m)
 		}
-		from := len(g.msgs)
-		for _, m := range body[i:k] {
-			g.at[m.Content] = len(g.msgs)
-			g.msgs = append(g.msgs, m)
-		}
-		add(from, len(g.msgs))
-		i = k
+		spans = append(spans, span{j, j + 1})
 	}
 	used := 0
 	for _, s := range spans {
@@ -273,6 +262,12 @@ func (g *MessageLog) List(ms []Message) MessageList {
 	}
 	l.runs = append(l.runs, []Message{ms[len(ms)-1]})
 	return l
+}
+
+// add appends m to the log.
+func (g *MessageLog) add(m Message) {
+	g.at[m.Content] = len(g.msgs)
+	g.msgs = append(g.msgs, m)
 }
 
 // find is where the log holds m, if it does.

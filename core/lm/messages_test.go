@@ -11,7 +11,8 @@ import (
 // conversation is the requests a predictor sends over turns: a system message, demos,
 // the last window turns (all when window is 0) as user/assistant pairs, and the
 // current input, each history text rendered once and shared, as the ChatAdapter's are.
-func conversation(turns, window, demos int) [][]Message {
+// The answers all read the same (a classifier's) when same is set.
+func conversation(turns, window, demos int, same ...bool) [][]Message {
 	sys := Message{Role: "system", Content: "Your input fields are: `question` (str)."}
 	var fixed []Message
 	for d := range demos {
@@ -30,6 +31,9 @@ func conversation(turns, window, demos int) [][]Message {
 		out[i] = req
 		hist = append(hist, Message{Role: "user", Content: fmt.Sprintf("[[ ## question ## ]]\nq%d", i)},
 			Message{Role: "assistant", Content: fmt.Sprintf("[[ ## answer ## ]]\na%d", i)})
+		if len(same) > 0 && same[0] {
+			hist[len(hist)-1].Content = "[[ ## intent ## ]]\nbilling"
+		}
 	}
 	return out
 }
@@ -44,6 +48,8 @@ func TestMessageLogListsEqualTheirRequests(t *testing.T) {
 		{"growing history", conversation(200, 0, 0)},
 		{"window of 4 with demos", conversation(300, 4, 2)},
 		{"window of 1", conversation(300, 1, 0)},
+		{"answers that repeat", conversation(300, 0, 1, true)},
+		{"window over answers that repeat", conversation(300, 3, 0, true)},
 		{"repeated messages", [][]Message{dup, dup, append(slices.Clone(dup[:5]), Message{Role: "user", Content: "x"}, dup[5])}},
 		{"one message", [][]Message{{{Role: "user", Content: "a"}}, {{Role: "user", Content: "a"}}}},
 		{"extra keys tell messages apart", [][]Message{
@@ -82,15 +88,18 @@ func TestMessageLogShares(t *testing.T) {
 	cases := []struct {
 		name         string
 		window       int
-		wantRuns     int // of a list after the first few: the shared ones and the input
-		wantLogBound int // messages the log holds at most after 1,000 turns
+		same         bool // every answer the same text
+		wantRuns     int  // of a list after the first few: the shared ones and the input
+		wantLogBound int  // messages the log holds at most after 1,000 turns
 	}{
-		{"growing history: one run and the input", 0, 2, 2000},
-		{"window: system, window, input", 4, 2, 64 + 2*9},
+		{"growing history: one run and the input", 0, false, 2, 2000},
+		{"window: system, window, input", 4, false, 2, 64 + 2*9},
+		{"growing history of answers that repeat", 0, true, 2, 2000},
+		{"window over answers that repeat", 4, true, 2, 64 + 2*9},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			reqs := conversation(1000, tc.window, 0)
+			reqs := conversation(1000, tc.window, 0, tc.same)
 			var g MessageLog
 			arrays := map[*Message]bool{}
 			for i, req := range reqs {

@@ -63,7 +63,7 @@ func (c *Call) Walk(f func(c *Call, depth int)) {
 	rec(c, 0)
 }
 
-// Clone deep-copies the call tree.
+// Clone deep-copies the call tree; the requests, immutable, are shared.
 func (c *Call) Clone() *Call {
 	if c == nil {
 		return nil
@@ -72,7 +72,6 @@ func (c *Call) Clone() *Call {
 	out.Inputs = c.Inputs.Clone()
 	out.Outputs = c.Outputs.Clone()
 	out.History = c.History.Clone()
-	out.Messages = lm.MessagesOf(c.Messages.Slice())
 	out.Tries = append([]lm.Try(nil), c.Tries...)
 	out.Children = make([]*Call, len(c.Children))
 	for i, ch := range c.Children {
