@@ -6,14 +6,14 @@ import (
 	"sync"
 
 	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 )
 
-// The BPE tables come from the embedded offline loader so that counting never touches
-// the network (tiktoken-go's default loader downloads them on first use).
-func init() { tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader()) }
+// The BPE tables come from those tiktoken-go-loader embeds so that counting never
+// touches the network (tiktoken-go's default loader downloads them on first use), read
+// by bpeLoader (bpeload.go), which loads them faster than the package's own loader.
+func init() { tiktoken.SetBpeLoader(bpeLoader{}) }
 
 // Chat-format overhead, as OpenAI documents it for its chat models (the "How to count
 // tokens with tiktoken" cookbook): every message costs 3 tokens of framing
