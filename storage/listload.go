@@ -158,7 +158,6 @@ func loadTails[T any](ctx context.Context, q querier, tails []tailRef, conv func
 	return out, nil
 }
 
-// joinRun is a list's head followed by its run (a new slice: heads are shared).
 // joinMessages is a request as joinRun makes it, sharing both parts instead of copying
 // them: a loaded branch's requests repeat one another.
 func joinMessages(head []lm.Message, t tailRef, runs map[tailRef][]lm.Message) lm.MessageList {
@@ -169,6 +168,7 @@ func joinMessages(head []lm.Message, t tailRef, runs map[tailRef][]lm.Message) l
 	return l.Concat(lm.MessagesOf(runs[t]))
 }
 
+// joinRun is a list's head followed by its run (a new slice: heads are shared).
 func joinRun[T any](head []T, t tailRef, runs map[tailRef][]T) []T {
 	if t.n == 0 {
 		return head
