@@ -135,29 +135,37 @@ func benchEngineTurn(b *testing.B, ad adapter.Adapter, rec RecordMode, window, n
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds()-ns.Load())/float64(i), "overhead-ns/op")
 }
 
-// BenchmarkEngineMemory runs 200 turns on a session of 1,000 and of 5,000 turns and
-// reports the heap it keeps per turn, with the returned turns dropped and kept by the
-// caller: with the history shared, and a recorded request sharing the runs of the one
-// before it (lm.MessageLog), a turn costs the same whatever the session's length.
+// BenchmarkEngineMemory runs 200 turns on a session of 1,000 and of 5,000 turns, with
+// no window and a window of 4, and reports the heap it keeps per turn, with the returned
+// turns dropped and kept by the caller: with the history shared, and a recorded request
+// sharing the runs of the one before it (lm.MessageLog), a turn costs the same whatever
+// the session's length.
 func BenchmarkEngineMemory(b *testing.B) {
 	for _, rec := range []RecordMode{RecordAll, RecordCalls} {
 		for _, keep := range []bool{false, true} {
-			for _, n := range []int{1000, 5000} {
-				b.Run(fmt.Sprintf("record=%s/keep-returned=%v/turns=%d", rec, keep, n), func(b *testing.B) {
-					for b.Loop() {
-						b.ReportMetric(engineMemory(b, rec, keep, n), "KB/turn")
-					}
-				})
+			for _, window := range []int{0, 4} {
+				for _, n := range []int{1000, 5000} {
+					b.Run(fmt.Sprintf("record=%s/keep-returned=%v/window=%d/turns=%d", rec, keep, window, n), func(b *testing.B) {
+						for b.Loop() {
+							b.ReportMetric(engineMemory(b, rec, keep, window, n), "KB/turn")
+						}
+					})
+				}
 			}
 		}
 	}
 }
 
 // engineMemory is the heap kept per turn over 200 turns of a session restored with n,
+// under a window of that many turns (0: none),
 // after 20 turns that pay what a restored session builds once (the first request's
 // log of messages, the history's array grown once more).
-func engineMemory(b *testing.B, rec RecordMode, keep bool, n int) float64 {
-	s, err := Restore(supportAgent(true), Options{Recursive: Predictors, Record: rec}, supportTurns(n))
+func engineMemory(b *testing.B, rec RecordMode, keep bool, window, n int) float64 {
+	o := Options{Recursive: Predictors, Record: rec}
+	if window > 0 {
+		o.MaxTurns = Int(window)
+	}
+	s, err := Restore(supportAgent(true), o, supportTurns(n))
 	if err != nil {
 		b.Fatal(err)
 	}
