@@ -56,15 +56,6 @@ func (l MessageList) At(i int) Message {
 	panic(fmt.Sprintf("lm: message %d out of range [0:%d]", i, l.n))
 }
 
-// Last is the last message, and false for an empty list.
-func (l MessageList) Last() (Message, bool) {
-	if l.n == 0 {
-		return Message{}, false
-	}
-	r := l.runs[len(l.runs)-1]
-	return r[len(r)-1], true
-}
-
 // All yields the messages with their indexes.
 func (l MessageList) All() iter.Seq2[int, Message] {
 	return func(yield func(int, Message) bool) {

@@ -139,7 +139,6 @@ func TestMessageListOperations(t *testing.T) {
 		{"sub of nothing is nothing", MessageList{}.Sub(0, 0).IsNil(), true},
 		{"empty sub is a request", cut.Sub(2, 2).IsNil(), false},
 		{"at across runs", cut.At(2), c},
-		{"last", func() Message { m, _ := cut.Last(); return m }(), c},
 		{"common prefix", cut.CommonPrefix(MessagesOf([]Message{a, b, a})), 2},
 		{"common prefix with nothing", cut.CommonPrefix(MessageList{}), 0},
 		{"concat nothing", cut.Concat(MessageList{}).Len(), 3},
