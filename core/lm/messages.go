@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"unsafe"
 )
 
 // MessageList is a request's messages as a call records them (trace.Call.Messages): runs
@@ -206,13 +207,16 @@ func (g *MessageLog) List(ms []Message) MessageList {
 	body := ms[:len(ms)-1]
 	type span struct{ from, to int } // of g.msgs
 	var spans []span
-	for _, m := range body {
+	for i := 0; i < len(body); i++ {
+		m := body[i]
 		// Continue the run so far: where it goes on in the log, or, when it ends the
 		// log, by appending (a growing history stays one run even when its texts repeat
 		// earlier ones). Otherwise look the message up, or append it.
 		if k := len(spans) - 1; k >= 0 {
 			if p := spans[k].to; p < len(g.msgs) && g.msgs[p] == m {
-				spans[k].to++
+				n := sameHeaders(g.msgs[p+1:], body[i+1:])
+				spans[k].to += 1 + n
+				i += n
 				continue
 			} else if p == len(g.msgs) {
 				g.add(m)
@@ -253,6 +257,36 @@ func (g *MessageLog) List(ms []Message) MessageList {
 	}
 	l.runs = append(l.runs, []Message{ms[len(ms)-1]})
 	return l
+}
+
+// sameHeaders is how many messages a and b begin with whose texts are the very same
+// strings (same bytes at the same address), compared as raw memory a block at a time: a
+// request repeats the history texts the ones before it rendered (sig.Rendering), so this
+// is most of a long request, at the speed of memcmp. Equal texts elsewhere in memory are
+// left to the caller's comparison.
+func sameHeaders(a, b []Message) int {
+	const block = 64
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+block <= n; i += block {
+		if !bytes.Equal(raw(a[i:i+block]), raw(b[i:i+block])) {
+			break
+		}
+	}
+	for ; i < n; i++ {
+		if !bytes.Equal(raw(a[i:i+1]), raw(b[i:i+1])) {
+			break
+		}
+	}
+	return i
+}
+
+// raw is the memory of ms: their string headers (address and length of each text).
+func raw(ms []Message) []byte {
+	if len(ms) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&ms[0])), len(ms)*int(unsafe.Sizeof(ms[0])))
 }
 
 // add appends m to the log.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -38,6 +39,19 @@ func conversation(turns, window, demos int, same ...bool) [][]Message {
 	return out
 }
 
+// copiedTexts is reqs with every text a copy of its own: equal, but never at the same
+// address as another request's.
+func copiedTexts(reqs [][]Message) [][]Message {
+	out := make([][]Message, len(reqs))
+	for i, r := range reqs {
+		out[i] = make([]Message, len(r))
+		for j, m := range r {
+			out[i][j] = Message{Role: strings.Clone(m.Role), Content: strings.Clone(m.Content), Extra: strings.Clone(m.Extra)}
+		}
+	}
+	return out
+}
+
 func TestMessageLogListsEqualTheirRequests(t *testing.T) {
 	dup := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: "x"}, {Role: "assistant", Content: "y"},
 		{Role: "user", Content: "x"}, {Role: "assistant", Content: "y"}, {Role: "user", Content: "now"}}
@@ -49,6 +63,7 @@ func TestMessageLogListsEqualTheirRequests(t *testing.T) {
 		{"window of 4 with demos", conversation(300, 4, 2)},
 		{"window of 1", conversation(300, 1, 0)},
 		{"answers that repeat", conversation(300, 0, 1, true)},
+		{"texts copied anew for each request", copiedTexts(conversation(300, 0, 1))},
 		{"window over answers that repeat", conversation(300, 3, 0, true)},
 		{"repeated messages", [][]Message{dup, dup, append(slices.Clone(dup[:5]), Message{Role: "user", Content: "x"}, dup[5])}},
 		{"one message", [][]Message{{{Role: "user", Content: "a"}}, {{Role: "user", Content: "a"}}}},
