@@ -29,7 +29,7 @@ func bulkAppend(tb testing.TB, s *Store, conv, branch string, n, batch int, mk f
 				if err != nil {
 					return err
 				}
-				if err := commitTurn(ctx, s.wc, tx, br, id, t); err != nil {
+				if err := commitTurn(ctx, s.wc, tx, br, turnPos{id: id, parent: br.tipID.Int64, conv: conv}, t); err != nil {
 					return err
 				}
 			}

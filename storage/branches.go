@@ -135,19 +135,38 @@ func readPos(ctx context.Context, q querier, id int64) (turnPos, error) {
 	return p, nil
 }
 
-// jumpFor computes a new child's jump pointer from its parent (skew-binary links: the jump
-// skips 2^k-1 turns, so reaching any ancestor takes O(log depth) steps).
-func jumpFor(ctx context.Context, q querier, parent turnPos) (int64, int, error) {
-	if parent.jump != parent.id {
-		j, err := readPos(ctx, q, parent.jump)
-		if err != nil {
-			return 0, 0, err
+// childPos reads turn id's place and computes the jump pointer of a new child of it
+// (skew-binary links: the jump skips 2^k-1 turns, so reaching any ancestor takes
+// O(log depth) steps), reading the turn its own jump points to in the same query.
+func childPos(ctx context.Context, q querier, id int64) (p turnPos, jump int64, jumpDepth int, err error) {
+	p.id = id
+	var parent, pjump, jid, jjump, jdepth sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT p.parent_id, p.jump_id, p.depth, p.jump_depth, p.conv_id, p.status, j.id, j.jump_id, j.jump_depth
+		FROM turns p LEFT JOIN turns j ON j.id = p.jump_id WHERE p.id = ?`, id).
+		Scan(&parent, &pjump, &p.depth, &p.jumpDepth, &p.conv, &p.status, &jid, &jjump, &jdepth)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, 0, 0, fmt.Errorf("storage: turn %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return p, 0, 0, fmt.Errorf("storage: turn %d: %w", id, err)
+	}
+	p.parent, p.jump = parent.Int64, pjump.Int64
+	if !pjump.Valid {
+		p.jump = id
+	}
+	if p.jump != p.id {
+		if !jid.Valid {
+			return p, 0, 0, fmt.Errorf("storage: turn %d: %w", p.jump, ErrNotFound)
 		}
-		if parent.depth-parent.jumpDepth == parent.jumpDepth-j.jumpDepth {
-			return j.jump, j.jumpDepth, nil
+		jj := jjump.Int64
+		if !jjump.Valid {
+			jj = jid.Int64
+		}
+		if p.depth-p.jumpDepth == p.jumpDepth-int(jdepth.Int64) {
+			return p, jj, int(jdepth.Int64), nil
 		}
 	}
-	return parent.id, parent.depth, nil
+	return p, p.id, p.depth, nil
 }
 
 // ancestorAt returns the ancestor of turn id (or id itself) at the given depth.

@@ -181,6 +181,16 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 		}
 	}
 	cached()
+	if lo == 0 && key != "" && len(items) >= runFrom {
+		// A window that slid on: the run of the previous list goes on, which the chain
+		// hashes would not find (that list began an element earlier).
+		if l, ok, err := putRun(ctx, wc, tx, key, nodeRef{}, items); err != nil || ok {
+			if ok {
+				wc.stPaths[key] = listPath{items: items[:0:0], nodes: path}
+			}
+			return l, err
+		}
+	}
 	if lo == 0 {
 		if _, n, err := storedPrefix(ctx, wc, tx, items); err != nil || n == 0 {
 			if err != nil {
@@ -261,9 +271,12 @@ func putRun(ctx context.Context, wc *writeCache, tx *wtx, key string, head nodeR
 
 // appendNodes stores items as a chain below parent (found in the cache or the table when
 // already there) and returns the last node and the chain. key is the list's (putList),
-// which with the role is the kind of its new contents.
+// which with the role is the kind of its new contents. Below a node it has just
+// inserted it inserts without looking: a new node has no children (parent_id is a
+// foreign key, so no node outlives its parent to be taken for a child of a reused id).
 func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
 	nodes := make([]nodeRef, 0, len(items))
+	fresh := false // parent was inserted here
 	for i, it := range items {
 		c, err := putContent(ctx, wc, tx, key+"\x00"+it.Role, it.Body)
 		if err != nil {
@@ -271,18 +284,22 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, paren
 		}
 		k := nodeKey{parent.id, it.key(), c.id}
 		if n, ok := wc.node(k); ok {
-			parent = n
+			parent, fresh = n, false
 			nodes = append(nodes, n)
 			continue
 		}
 		chain := chainHash(parent.hash, it.key(), c.hash)
 		pid, extra := sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, sql.NullString{String: it.Extra, Valid: it.Extra != ""}
-		id, ok, err := lookupID(tx.QueryRowContext(ctx,
-			"SELECT id FROM list_nodes WHERE hash = ? AND parent_id IS ? AND role = ? AND content_id = ? AND extra IS ?",
-			chain.short(), pid, it.Role, c.id, extra))
-		if err != nil {
-			return parent, nil, fmt.Errorf("look up list: %w", err)
+		var id int64
+		ok := false
+		if !fresh {
+			if id, ok, err = lookupID(tx.QueryRowContext(ctx,
+				"SELECT id FROM list_nodes WHERE hash = ? AND parent_id IS ? AND role = ? AND content_id = ? AND extra IS ?",
+				chain.short(), pid, it.Role, c.id, extra)); err != nil {
+				return parent, nil, fmt.Errorf("look up list: %w", err)
+			}
 		}
+		fresh = !ok
 		if !ok {
 			res, err := tx.ExecContext(ctx, "INSERT INTO list_nodes(hash, parent_id, role, content_id, depth, extra) VALUES (?, ?, ?, ?, ?, ?)",
 				chain.short(), pid, it.Role, c.id, parent.depth+1, extra)

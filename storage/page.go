@@ -439,7 +439,7 @@ func appendTurns(ctx context.Context, wc *writeCache, tx *wtx, convID, branch st
 		if err != nil {
 			return nil, err
 		}
-		if err := commitTurn(ctx, wc, tx, br, id, t); err != nil {
+		if err := commitTurn(ctx, wc, tx, br, turnPos{id: id, parent: br.tipID.Int64, conv: convID}, t); err != nil {
 			return nil, fmt.Errorf("storage: append turn %d: %w", i, err)
 		}
 		keys = append(keys, turnKey(id))

@@ -135,11 +135,7 @@ func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
 	var parent, jump sql.NullInt64
 	depth, jumpDepth := 0, 0
 	if r.parent != 0 {
-		p, err := readPos(ctx, tx, r.parent)
-		if err != nil {
-			return err
-		}
-		j, jd, err := jumpFor(ctx, tx, p)
+		p, j, jd, err := childPos(ctx, tx, r.parent)
 		if err != nil {
 			return err
 		}

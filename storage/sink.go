@@ -224,8 +224,18 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 	if br.ID != branchID {
 		return nil, 0, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w", b.branch, b.conv, ErrConflict)
 	}
-	if err := b.notBusy(ctx, br); err != nil {
-		return nil, 0, err
+	// The turns left running or interrupted on the branch, in one query: one stored
+	// running by a live process (an earlier version of this program kept turns in flight
+	// in the database) makes the branch busy; the others the caller supersedes.
+	open, err := queryNodes(ctx, b.s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
+		b.conv, br.ID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
+	}
+	for _, n := range open {
+		if n.Status == trace.StatusRunning && n.Owner != nil && n.Owner.Alive {
+			return nil, 0, busyError(br.Name, n.Index, n.id.Int64, n.Owner, n.Started)
+		}
 	}
 	h := &runHeader{V: journalVersion, Conv: b.conv, Branch: b.branch, BranchID: br.ID, Parent: br.tipID.Int64, Depth: br.Length,
 		Inputs: inputs, PID: os.Getpid(), Host: hostName(), Started: now()}
@@ -248,11 +258,12 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 		}
 	}
 	// Turns left running or interrupted here are superseded by the caller (rarely any: a
-	// transaction only then).
-	var left int
-	if err := b.s.r.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE conv_id = ? AND status IN ('running', 'interrupted')
-		AND branch_id = ? AND id != ?`, b.conv, br.ID, h.ID).Scan(&left); err != nil {
-		return nil, 0, fmt.Errorf("storage: turns left on %q: %w", br.Name, err)
+	// transaction only then); the one taken up in place is not.
+	left := 0
+	for _, n := range open {
+		if n.id.Int64 != h.ID {
+			left++
+		}
 	}
 	return h, left, nil
 }
@@ -267,22 +278,6 @@ func runBusyError(branch string, h *runHeader) error {
 
 // clearOwner is the SET clause that makes a turn ownerless.
 const clearOwner = `owner_pid = NULL, owner_host = NULL, owner_id = NULL, lease_until = NULL`
-
-// notBusy fails with ErrBusy when a turn stored running by an earlier version of this
-// program (which kept turns in flight in the database) is still alive on br.
-func (b *BranchSink) notBusy(ctx context.Context, br *Branch) error {
-	nodes, err := queryNodes(ctx, b.s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status = 'running' AND t.branch_id = ?`,
-		b.conv, br.ID)
-	if err != nil {
-		return fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
-	}
-	for _, n := range nodes {
-		if n.Owner != nil && n.Owner.Alive {
-			return busyError(br.Name, n.Index, n.id.Int64, n.Owner, n.Started)
-		}
-	}
-	return nil
-}
 
 // inFlight is the run of turn key, which this sink must have in flight.
 func (b *BranchSink) inFlight(ctx context.Context, key string) (*run, error) {
@@ -428,7 +423,14 @@ func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn)
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 		return err
 	}
-	return commitTurn(ctx, b.s.wc, tx, br, r.h.ID, t)
+	p := turnPos{id: r.h.ID, parent: r.h.Parent, conv: r.h.Conv} // as storeRun inserted it
+	if r.h.InPlace {
+		// taken up where it was: its place is as stored
+		if p, err = readPos(ctx, tx, r.h.ID); err != nil {
+			return err
+		}
+	}
+	return commitTurn(ctx, b.s.wc, tx, br, p, t)
 }
 
 // AbortTurn ends the turn in flight without committing it: t says how (Status failed,

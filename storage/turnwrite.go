@@ -39,11 +39,10 @@ func insertTurn(ctx context.Context, tx *wtx, convID string, br *Branch, inputs 
 		inputs: inputs, started: now(), owner: o})
 }
 
-func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int64, t *trace.Turn) error {
-	p, err := readPos(ctx, tx, id)
-	if err != nil {
-		return err
-	}
+// commitTurn completes the running turn at p (its id, parent and conversation: what
+// insertTurn was given, or readPos) as t, at the tip of branch br, in tx.
+func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, p turnPos, t *trace.Turn) error {
+	id := p.id
 	if p.parent != br.tipID.Int64 {
 		return fmt.Errorf("storage: branch %q moved while turn %d was in flight (tip is now %s): %w",
 			br.Name, id, nullKey(br.tipID), ErrConflict)
@@ -82,20 +81,18 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, id int
 		q += ", started_at = ?"
 		args = append(args, fmtTime(t.Started))
 	}
-	if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id)...); err != nil {
-		return fmt.Errorf("storage: commit turn %d: %w", id, err)
-	}
-	// The running usage totals: this turn's calls (all stored now) plus its parent's
-	// totals, final because a committed turn's calls and its parent never change.
-	if _, err := tx.ExecContext(ctx, `UPDATE turns SET (cum_prompt_tokens, cum_completion_tokens, cum_cached_tokens, cum_total_tokens, cum_estimated) =
+	// The running usage totals, in the same statement: this turn's calls (all stored
+	// now) plus its parent's totals, final because a committed turn's calls and its
+	// parent never change.
+	q += `, (cum_prompt_tokens, cum_completion_tokens, cum_cached_tokens, cum_total_tokens, cum_estimated) =
 		(SELECT coalesce(sum(c.prompt_tokens), 0) + coalesce(p.cum_prompt_tokens, 0),
 			coalesce(sum(c.completion_tokens), 0) + coalesce(p.cum_completion_tokens, 0),
 			coalesce(sum(c.cached_tokens), 0) + coalesce(p.cum_cached_tokens, 0),
 			coalesce(sum(c.total_tokens), 0) + coalesce(p.cum_total_tokens, 0),
 			coalesce(sum(c.usage_estimated), 0) + coalesce(p.cum_estimated, 0)
-		FROM (SELECT 1) LEFT JOIN calls c ON c.turn_id = ?1 LEFT JOIN turns p ON p.id = ?2)
-		WHERE id = ?1`, id, p.parent); err != nil {
-		return fmt.Errorf("storage: usage totals of turn %d: %w", id, err)
+		FROM (SELECT 1) LEFT JOIN calls c ON c.turn_id = ? LEFT JOIN turns p ON p.id = ?)`
+	if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, id, p.parent, id)...); err != nil {
+		return fmt.Errorf("storage: commit turn %d: %w", id, err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM redo WHERE branch_id = ?", br.ID); err != nil {
 		return err
@@ -127,7 +124,7 @@ func (s *Store) AppendTurn(ctx context.Context, convID, branch string, t *trace.
 			return err
 		}
 		key = turnKey(id)
-		return commitTurn(ctx, s.wc, tx, br, id, t)
+		return commitTurn(ctx, s.wc, tx, br, turnPos{id: id, parent: br.tipID.Int64, conv: convID}, t)
 	})
 	return key, err
 }

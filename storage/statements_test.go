@@ -1,0 +1,74 @@
+package storage
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A turn's transaction is its statements, 10-100 µs each on this driver, so a turn runs
+// few: under a sliding window each stored list is looked up once (its run goes on from
+// the previous list's; below a node just inserted there is nothing to look up), and the
+// turn's row is read and written once each. The last turn sent again after an undo
+// finds every node of its lists, and another turn in its place the nodes it shares with
+// them. Every turn comes back as it was sent.
+func TestWindowedTurnStatements(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	sink := s.Sink("x", MainBranch)
+	const window, n = 4, 16
+	// Steady state for fixtureTurn's three calls (six lists), one more on a turn that
+	// reserves the next block of turn ids: 65-66 before lists were looked up once each
+	// and the turn's row read and updated once.
+	const maxStatements = 48
+	nodes := func() (c int) {
+		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM list_nodes").Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for i := 0; i < n; i++ {
+		ran0 := s.wc.ran.Load()
+		if _, err := runTurn(ctx, sink, fixtureTurn(i, window, false)); err != nil {
+			t.Fatal(err)
+		}
+		if ran := s.wc.ran.Load() - ran0; i > 2*window && ran > maxStatements {
+			t.Errorf("turn %d ran %d statements; want at most %d", i, ran, maxStatements)
+		}
+	}
+	again := func(tr *trace.Turn) {
+		t.Helper()
+		if _, err := s.Undo(ctx, "x", MainBranch, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := runTurn(ctx, sink, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := nodes()
+	again(fixtureTurn(n-1, window, false))
+	if after := nodes(); after != before {
+		t.Errorf("sending the undone turn again stored %d list nodes more", after-before)
+	}
+	// another last turn, then the first one again: its lists' nodes are all found
+	other := fixtureTurn(n-1, window, false)
+	other.Calls[1].Messages = other.Calls[1].Messages.Concat(lm.MessagesOf([]lm.Message{{Role: "user", Content: "one more"}}))
+	again(other)
+	grown := nodes() - before
+	again(fixtureTurn(n-1, window, false))
+	if after := nodes() - before; after != grown {
+		t.Errorf("sending the first last turn again stored %d list nodes more", after-grown)
+	}
+	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	if err != nil || len(turns) != n {
+		t.Fatal(len(turns), err)
+	}
+	for i, got := range turns {
+		if g, w := toJSON(t, got.Calls), toJSON(t, fixtureTurn(i, window, false).Calls); g != w {
+			t.Fatalf("turn %d comes back different:\n got %s\nwant %s", i, g, w)
+		}
+	}
+}
