@@ -246,19 +246,26 @@ func testMigrateKeepsEverything(t *testing.T, v string) {
 	}
 }
 
-// A turn commits once, when it ends, fsynced: in flight it lives in its journal (which
-// other processes see, and which keeps every finished call from a killed process). The
-// first turn of a store also reserves turn ids, in a commit of its own. Once the first
-// turns have run, SQLite parses no statement again: each runs prepared.
+// A turn commits once, when it ends, and its log is fsynced once, after the commit
+// returned: in flight it lives in its journal (which other processes see, and which keeps
+// every finished call from a killed process). The first turn of a store also reserves
+// turn ids, in a commit of its own, which asks for no sync. Once the first turns have
+// run, SQLite parses no statement again: each runs prepared.
 func TestCommitsPerTurn(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	mustConv(t, s, "x")
+	if err := s.Sync(); err != nil { // the syncs of opening and of the conversation
+		t.Fatal(err)
+	}
 	for i := 0; i < 4+idsPerReserve; i++ { // past the first block of ids
 		all0, durable0 := s.Commits()
 		parsed0 := s.wc.parsed.Load()
 		tr := fixtureTurn(i, 0, true)
 		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
 		all, durable := s.Commits()

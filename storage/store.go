@@ -47,8 +47,9 @@ type Store struct {
 	wc       *writeCache // used only inside a write transaction (see writeCache)
 
 	// commits counts the transactions SQLite committed on the writer connection (its
-	// commit hook), durable those of them write made durable (fsynced).
+	// commit hook), durable the syncs of the log that made them durable (syncer.go).
 	commits, durable atomic.Int64
+	sync             *syncer // nil for a read-only store
 	// wParses and rParses count the statements SQLite parsed on the writer connection
 	// and on the readers (Parses).
 	wParses, rParses atomic.Int64
@@ -61,8 +62,9 @@ type Store struct {
 //     instead of failing with SQLITE_BUSY; write() retries beyond that.
 //   - foreign_keys(1): turns, branches and calls reference each other; SQLite leaves the
 //     checks off per connection unless asked.
-//   - synchronous(FULL): in WAL mode every commit is fsynced, so a committed turn survives
-//     power loss, not only a process crash.
+//   - synchronous(NORMAL): in WAL mode a commit returns once it is in the log, which a
+//     killed process cannot lose; the store's syncer fsyncs the log right after, off the
+//     caller's path, so it survives a crash of the machine too (syncer.go).
 //   - _txlock=immediate (writer only): a write transaction takes the write lock at BEGIN, so
 //     two processes never deadlock upgrading read locks (which busy_timeout cannot resolve).
 //
@@ -72,7 +74,7 @@ func dsn(path string, writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
 	if writer {
 		q.Set("_txlock", "immediate")
 	} else {
@@ -103,6 +105,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	s.w = w
+	s.sync = newSyncer(path+"-wal", &s.durable)
 	if err := s.checkAndMigrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -140,9 +143,9 @@ func (s *Store) countCommits(ctx context.Context) error {
 	})
 }
 
-// Commits is the number of write transactions committed since Open, and how many of
-// them were durable (fsynced before they returned; the others are in the write-ahead
-// log, safe from a killed process, and durable with the next durable commit).
+// Commits is the number of write transactions committed since Open, and how many times
+// the syncer fsynced the log after commits that asked for it (each sync covers every
+// commit before it; Sync waits for them).
 func (s *Store) Commits() (all, durable int64) {
 	return s.commits.Load(), s.durable.Load()
 }
@@ -217,7 +220,11 @@ func (s *Store) checkAndMigrate(ctx context.Context) error {
 			return err
 		}
 	}
-	return s.migrate(ctx, version)
+	if err := s.migrate(ctx, version); err != nil {
+		return err
+	}
+	s.sync.request() // the migrated schema, durable as any commit
+	return nil
 }
 
 // backup copies the database (consistently, via VACUUM INTO) before a migration touches it.
@@ -275,7 +282,7 @@ func (s *Store) Close() error {
 	if s.readOnly == "" {
 		s.sweepJournals()
 	}
-	var errs []error
+	errs := []error{s.sync.wait()} // every commit durable before the store closes
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -315,18 +322,18 @@ func (s *Store) IntegrityCheck(ctx context.Context) error {
 // write runs fn in one IMMEDIATE transaction on the writer connection. If another process
 // keeps the database locked past busy_timeout, the whole transaction is retried with
 // backoff, so SQLITE_BUSY does not reach the caller while the other side makes progress.
-// fn must only touch the database (it may run more than once). The commit is durable
-// (fsynced) before write returns.
+// fn must only touch the database (it may run more than once). When write returns the
+// commit is in the log (a killed process loses nothing), and a sync of the log is under
+// way (syncer.go): durable against a crash of the machine a moment later.
 func (s *Store) write(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.writeWith(ctx, false, fn)
 }
 
-// writeLight is write whose commit is not fsynced on its own: it survives the process
+// writeLight is write whose commit asks for no sync of its own: it survives the process
 // being killed (it is in the write-ahead log, which the OS has) and becomes durable with
-// the next durable commit, which syncs the log; only a crash of the machine in between
-// can lose it, leaving the database as it was before (the log is checksummed). Small
-// bookkeeping writes go this way (reserving turn ids, superseding turns); a turn itself
-// commits durably, once.
+// the next sync; only a crash of the machine in between can lose it, leaving the
+// database as it was before (the log is checksummed). Small bookkeeping writes go this
+// way (reserving turn ids, superseding turns).
 func (s *Store) writeLight(ctx context.Context, fn func(tx *wtx) error) error {
 	return s.writeWith(ctx, true, fn)
 }
@@ -334,6 +341,9 @@ func (s *Store) writeLight(ctx context.Context, fn func(tx *wtx) error) error {
 func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *wtx) error) error {
 	if s.readOnly != "" {
 		return fmt.Errorf("storage: %s: %s; nothing was changed: %w", s.path, s.readOnly, ErrReadOnly)
+	}
+	if err := s.sync.failed(); err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	defer s.warm.wantWriter()()
 	backoff := 5 * time.Millisecond
@@ -357,28 +367,8 @@ func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *wtx) erro
 }
 
 func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *wtx) error) (err error) {
-	var tx *sql.Tx
-	if light {
-		// A commit without its own fsync: it is in the log (a killed process loses
-		// nothing) and becomes durable with the next durable commit (see writeLight).
-		conn, err := s.w.Conn(ctx)
-		if err != nil {
-			return fmt.Errorf("storage: begin: %w", err)
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
-			return fmt.Errorf("storage: begin: %w", err)
-		}
-		defer func() {
-			if _, serr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); serr != nil && err == nil {
-				err = fmt.Errorf("storage: after commit: %w", serr)
-			}
-		}()
-		tx, err = conn.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("storage: begin: %w", err)
-		}
-	} else if tx, err = s.w.BeginTx(ctx, nil); err != nil {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
 		return fmt.Errorf("storage: begin: %w", err)
 	}
 	if s.wc != nil {
@@ -401,7 +391,7 @@ func (s *Store) writeOnce(ctx context.Context, light bool, fn func(tx *wtx) erro
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	if !light {
-		s.durable.Add(1)
+		s.sync.request()
 	}
 	if s.wc != nil {
 		s.wc.end(true)
