@@ -58,19 +58,27 @@ func historyItems(wc *writeCache, key string, h sig.History) []listItem {
 	next, shared := prev[:0], off == 0 // next is prev's own entries so far when shared
 	for i, m := range h.Messages {
 		j := off + i
-		reused := j < len(prev) && prev[j].same(m)
+		fast := j < len(prev) && prev[j].unchanged(m)
+		reused := fast || j < len(prev) && prev[j].same(m)
+		refreshed := false // reused, with a witness for the next commit's fast check
 		var e entryJSON
 		if reused {
 			e = prev[j]
+			if r := m.Rendering(); !fast && r != nil && e.keys != nil {
+				e.m, e.rend, refreshed = m, r, true // in a copy: prev is shared
+			}
 		} else {
 			b, err := m.MarshalJSON()
 			if err != nil {
 				b = []byte("{}")
 			}
 			e = snapshot(m, string(b))
+			if e.keys != nil {
+				e.m, e.rend = m, m.Rendering()
+			}
 		}
 		switch {
-		case shared && reused:
+		case shared && reused && !refreshed:
 			next = next[:i+1]
 		case shared && i >= len(prev):
 			next = append(next, e) // past prev's end: prev stays as it was
@@ -94,6 +102,13 @@ type entryJSON struct {
 	keys []string
 	vals []any
 	json string
+	// m is the map rendered, and rend the adapter's rendering it carried then (nil if
+	// none): a map that still carries that very rendering has not changed since (Set,
+	// Delete and UnmarshalJSON drop a map's rendering, and each rendering kept is a new
+	// value), so same need not compare its values, which at 10,000 turns cost a commit
+	// 4 ms of its 8.
+	m    *sig.Map
+	rend *sig.Rendering
 }
 
 func snapshot(m *sig.Map, json string) entryJSON {
@@ -108,8 +123,17 @@ func snapshot(m *sig.Map, json string) entryJSON {
 	return e
 }
 
+// unchanged says in O(1) that m is the map e was rendered from and has not changed
+// since; false says nothing.
+func (e entryJSON) unchanged(m *sig.Map) bool {
+	return e.rend != nil && e.m == m && m.Rendering() == e.rend
+}
+
 // same says whether m still holds what e was rendered from.
 func (e entryJSON) same(m *sig.Map) bool {
+	if e.unchanged(m) {
+		return true
+	}
 	if e.keys == nil || m.Len() != len(e.keys) {
 		return false
 	}
@@ -190,7 +214,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 	if err != nil {
 		return fmt.Errorf("storage: call %s outputs: %w", key, err)
 	}
-	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, historyItems(wc, "h\x00"+c.Path, c.History))
+	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, itemsOf(historyItems(wc, "h\x00"+c.Path, c.History)))
 	if err != nil {
 		return err
 	}
@@ -203,7 +227,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 		}
 		in, out = sql.NullString{}, sql.NullString{}
 	}
-	msgs, err := putList(ctx, wc, tx, "m\x00"+c.Path, messageItems(c.Messages))
+	msgs, err := putList(ctx, wc, tx, "m\x00"+c.Path, messagesOf(c.Messages))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+
+	"github.com/sessionbench/sessionbench/core/lm"
 )
 
 // hash16 is the first half of a SHA-256: ample against accidental collisions for content
@@ -124,6 +126,65 @@ func (it listItem) key() string {
 	return it.Role + "\x00" + it.Extra
 }
 
+// elems is a list's elements as putList takes them: listItems, or a request's messages,
+// which are made into listItems only past what the request shares with the one stored
+// before it (a request repeats the conversation: at 10,000 turns, copying its 20,000
+// messages into items and comparing them one by one cost a commit more than storing it).
+type elems struct {
+	items  []listItem
+	msgs   lm.MessageList
+	isMsgs bool
+}
+
+func itemsOf(items []listItem) elems       { return elems{items: items} }
+func messagesOf(msgs lm.MessageList) elems { return elems{msgs: msgs, isMsgs: true} }
+func (e elems) Len() int {
+	if e.isMsgs {
+		return e.msgs.Len()
+	}
+	return len(e.items)
+}
+
+// at is element i.
+func (e elems) at(i int) listItem {
+	if e.isMsgs {
+		m := e.msgs.At(i)
+		return listItem{Role: m.Role, Body: m.Content, Extra: m.Extra}
+	}
+	return e.items[i]
+}
+
+// from is the elements from i on, as listItems.
+func (e elems) from(i int) []listItem {
+	if !e.isMsgs {
+		return e.items[i:]
+	}
+	return messageItems(e.msgs.Sub(i, e.msgs.Len()))
+}
+
+// head is the first n elements.
+func (e elems) head(n int) elems {
+	if e.isMsgs {
+		return messagesOf(e.msgs.Sub(0, n))
+	}
+	return itemsOf(e.items[:n:n])
+}
+
+// commonPrefix is how many elements e and p begin with: two requests are compared as
+// message lists (whose texts mostly are the same strings, compared as raw memory).
+func (e elems) commonPrefix(p elems) int {
+	if e.isMsgs && p.isMsgs {
+		return e.msgs.CommonPrefix(p.msgs)
+	}
+	n := min(e.Len(), p.Len())
+	for i := range n {
+		if e.at(i) != p.at(i) {
+			return i
+		}
+	}
+	return n
+}
+
 // storedList is where putList put a list: the path ending at head (the whole list, or
 // the part before the run), then, when tailLen > 0, the last tailLen elements of the path
 // ending at tail (the run).
@@ -146,49 +207,52 @@ const runFrom = 4
 // too (key "" stores the list as one path). The prefix is found through the write cache, element by element, when it holds
 // the first element's node (the usual case: the previous request put it there);
 // otherwise by the chain hashes.
-func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []listItem) (storedList, error) {
-	if len(items) == 0 {
+func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) (storedList, error) {
+	n := l.Len()
+	if n == 0 {
 		return storedList{}, nil
 	}
-	// items[:lo] are stored, ending at parent; path holds their nodes. The previous list
-	// under key gives the nodes of what it shares with this one (strings compare at
-	// once when they are the same string, as repeated texts mostly are).
+	// The first lo elements are stored, ending at parent; path holds their nodes. The
+	// previous list under key gives the nodes of what it shares with this one (texts
+	// compare at once when they are the same strings, as repeated texts mostly are).
 	prev := wc.path(key)
-	lo := 0
-	for lo < len(items) && lo < len(prev.items) && items[lo] == prev.items[lo] {
-		lo++
-	}
+	lo := min(l.commonPrefix(prev.l), len(prev.nodes))
 	path := prev.nodes[:lo:lo] // appending copies: the previous list keeps its nodes
 	if lo == len(prev.nodes) {
 		path = prev.nodes // appending past its end leaves it as it is
 	}
+	// items are the elements past that prefix, the only ones made into listItems:
+	// items[i] is element base+i.
+	base := lo
+	items := l.from(base)
 	cached := func() {
 		parent := nodeRef{}
 		if lo > 0 {
 			parent = path[lo-1]
 		}
-		for ; lo < len(items); lo++ {
-			c, ok := wc.content(items[lo].Body)
+		for ; lo < n; lo++ {
+			it := items[lo-base]
+			c, ok := wc.content(it.Body)
 			if !ok {
 				return
 			}
-			n, ok := wc.node(nodeKey{parent.id, items[lo].key(), c.id})
+			nd, ok := wc.node(nodeKey{parent.id, it.key(), c.id})
 			if !ok {
 				return
 			}
-			parent = n
-			path = append(path, n)
+			parent = nd
+			path = append(path, nd)
 		}
 	}
 	cached()
-	if lo == 0 && key != "" && len(items) >= runFrom {
+	if lo == 0 && key != "" && n >= runFrom {
 		// A window that slid on: the run of the previous list goes on, which the chain
 		// hashes would not find (that list began an element earlier).
-		if l, ok, err := putRun(ctx, wc, tx, key, nodeRef{}, items); err != nil || ok {
+		if sl, ok, err := putRun(ctx, wc, tx, key, nodeRef{}, items); err != nil || ok {
 			if ok {
-				wc.stPaths[key] = listPath{items: items[:0:0], nodes: path}
+				wc.stPaths[key] = listPath{l: l.head(0), nodes: path}
 			}
-			return l, err
+			return sl, err
 		}
 	}
 	if lo == 0 {
@@ -204,13 +268,13 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	if lo > 0 {
 		parent = path[lo-1]
 	}
-	rest := items[lo:]
+	rest := items[lo-base:]
 	if key != "" && len(rest) >= runFrom {
-		if l, ok, err := putRun(ctx, wc, tx, key, parent, rest); err != nil || ok {
+		if sl, ok, err := putRun(ctx, wc, tx, key, parent, rest); err != nil || ok {
 			if ok {
-				wc.stPaths[key] = listPath{items: items[:lo:lo], nodes: path}
+				wc.stPaths[key] = listPath{l: l.head(lo), nodes: path}
 			}
-			return l, err
+			return sl, err
 		}
 	}
 	last, nodes, err := appendNodes(ctx, wc, tx, key, parent, rest)
@@ -220,7 +284,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, items []l
 	if key != "" && len(rest) >= runFrom {
 		wc.stRuns[key] = nodes // a run the next list under this key may continue
 	}
-	wc.stPaths[key] = listPath{items: items, nodes: append(path, nodes...)}
+	wc.stPaths[key] = listPath{l: l, nodes: append(path, nodes...)}
 	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}}, nil
 }
 

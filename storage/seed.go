@@ -89,7 +89,7 @@ func sharedPrefix(stored []prefixHash, known listPath, items []listItem) int {
 		return 0
 	}
 	same := 0
-	for same < top && same < len(known.items) && same < len(known.nodes) && items[same] == known.items[same] {
+	for same < top && same < known.l.Len() && same < len(known.nodes) && items[same] == known.l.at(same) {
 		same++
 	}
 	var h hash16

@@ -218,7 +218,7 @@ func TestSharedPrefix(t *testing.T) {
 	parent := messageItems(lm.MessagesOf(fixtureMessages("p", 9, 0))) // 20 messages
 	call := messageItems(lm.MessagesOf(fixtureMessages("p", 10, 0)))  // repeats the first 19
 	path := func(items []listItem) listPath {
-		p := listPath{items: items}
+		p := listPath{l: itemsOf(items)}
 		var h hash16
 		for _, it := range items {
 			h = chainHash(h, it.key(), contentHash(it.Body))

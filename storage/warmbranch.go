@@ -71,7 +71,7 @@ func warmBranch(ctx context.Context, wc *writeCache, tx *wtx, convID, branch str
 		return fmt.Errorf("storage: warm branch: %w", err)
 	}
 	for _, l := range lists {
-		if len(wc.path(l.key).items) > 0 {
+		if wc.path(l.key).l.Len() > 0 {
 			continue // this process has it already
 		}
 		if err := cacheStoredList(ctx, wc, tx, l.key, l.last); err != nil {
@@ -99,7 +99,7 @@ func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, l
 		return err
 	}
 	n := len(up)
-	p := listPath{items: make([]listItem, 0, n), nodes: make([]nodeRef, 0, n)}
+	items, nodes := make([]listItem, 0, n), make([]nodeRef, 0, n)
 	parent := nodeRef{}
 	for i := n - 1; i >= 0; i-- { // from the root
 		nd := up[i]
@@ -117,11 +117,11 @@ func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, l
 		parent = nodeRef{id: nd.id, hash: chain, depth: nd.depth, role: it.key(), content: nd.content}
 		wc.stNodes[k] = parent
 		wc.stContents[body] = contentRef{id: nd.content, hash: ch}
-		p.items, p.nodes = append(p.items, it), append(p.nodes, parent)
+		items, nodes = append(items, it), append(nodes, parent)
 	}
-	wc.stPaths[key] = p
+	wc.stPaths[key] = listPath{l: itemsOf(items), nodes: nodes}
 	if strings.HasPrefix(key, "h\x00") {
-		wc.entries[key] = storedEntries(p.items)
+		wc.entries[key] = storedEntries(items)
 	}
 	return nil
 }

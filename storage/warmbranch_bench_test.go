@@ -24,7 +24,7 @@ func BenchmarkWarmBranch(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		if len(s.wc.path("m\x00agent.answer").items) == 0 {
+		if s.wc.path("m\x00agent.answer").l.Len() == 0 {
 			b.Fatal("the tip's request was not cached")
 		}
 		s.Close()

@@ -29,12 +29,12 @@ func TestWarmBranch(t *testing.T) {
 				fromTurns int // the tip's list is empty before (turn 0 has no history)
 			}{{"m\x00agent.answer", 1}, {"h\x00agent.answer", 2}, {"m\x00agent.planner.tool", 1}} {
 				got := s.wc.path(l.key)
-				if (len(got.items) > 0) != (tc.turns >= l.fromTurns) || len(got.items) != len(got.nodes) {
-					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, len(got.items), len(got.nodes), tc.turns)
+				if (got.l.Len() > 0) != (tc.turns >= l.fromTurns) || got.l.Len() != len(got.nodes) {
+					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, got.l.Len(), len(got.nodes), tc.turns)
 				}
 				// a history's entries with the values they render (the commit renders none again)
-				if e := s.wc.entries[l.key]; l.key[0] == 'h' && len(e) != len(got.items) {
-					t.Errorf("%q: %d entries kept for %d items", l.key, len(e), len(got.items))
+				if e := s.wc.entries[l.key]; l.key[0] == 'h' && len(e) != got.l.Len() {
+					t.Errorf("%q: %d entries kept for %d items", l.key, len(e), got.l.Len())
 				}
 			}
 			nextReadsBack(t, s, tc.turns)
@@ -111,7 +111,7 @@ func TestWarmBranchLeavesOutADamagedList(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, want := range map[string]bool{"m\x00agent.answer": false, "h\x00agent.answer": true, "m\x00agent.planner.tool": true} {
-		if got := len(s.wc.path(key).items) > 0; got != want {
+		if got := s.wc.path(key).l.Len() > 0; got != want {
 			t.Errorf("%q cached: %v, want %v", key, got, want)
 		}
 	}

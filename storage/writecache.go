@@ -151,9 +151,9 @@ func (c *writeCache) content(body string) (contentRef, bool) {
 }
 
 // listPath is a list stored as a path from the root: its elements and the node ending
-// each prefix (nodes[i] ends items[:i+1]).
+// each prefix (nodes[i] ends the first i+1 elements).
 type listPath struct {
-	items []listItem
+	l     elems
 	nodes []nodeRef
 }
 

@@ -138,7 +138,7 @@ func (l MessageList) CommonPrefix(m MessageList) int {
 				rb, rest = rest[0], rest[1:]
 			}
 			k := min(len(ra), len(rb))
-			for i := range k {
+			for i := sameHeaders(ra[:k], rb[:k]); i < k; i++ {
 				if ra[i] != rb[i] {
 					return n + i
 				}
