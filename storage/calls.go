@@ -43,8 +43,7 @@ func mapOf(s sql.NullString) (*sig.Map, error) {
 // grows by an entry a turn; a window also drops its first), so an entry that was
 // rendered then and still holds the same values (entryJSON) is not rendered again;
 // wc may be nil.
-func historyItems(wc *writeCache, key string, h sig.History) []listItem {
-	items := make([]listItem, len(h.Messages))
+func historyItems(wc *writeCache, key string, h sig.History) elems {
 	var prev []entryJSON
 	if wc != nil && wc.entries != nil {
 		prev = wc.entries[key]
@@ -55,7 +54,13 @@ func historyItems(wc *writeCache, key string, h sig.History) []listItem {
 			off++
 		}
 	}
-	next, shared := prev[:0], off == 0 // next is prev's own entries so far when shared
+	// next is prev's own entries so far while shared (only ever extended past prev's end,
+	// which no reader of prev sees); otherwise an array of its own: prev, and lists
+	// made of it, stay as they were.
+	next, shared := prev[:0], off == 0
+	if !shared {
+		next = make([]entryJSON, 0, len(h.Messages))
+	}
 	for i, m := range h.Messages {
 		j := off + i
 		fast := j < len(prev) && prev[j].unchanged(m)
@@ -88,12 +93,16 @@ func historyItems(wc *writeCache, key string, h sig.History) []listItem {
 			}
 			next = append(next, e)
 		}
-		items[i] = listItem{Role: "h", Body: e.json}
+	}
+	if shared && len(next) < len(prev) {
+		// a shorter view of prev's array (after an undo): capped, so that extending it
+		// copies instead of writing over entries that prev, and lists made of it, hold
+		next = next[:len(next):len(next)]
 	}
 	if wc != nil && wc.entries != nil {
 		wc.entries[key] = next
 	}
-	return items
+	return entriesOf(next)
 }
 
 // entryJSON is a history entry's JSON and the keys and values it was rendered from, when
@@ -214,7 +223,7 @@ func insertCall(ctx context.Context, wc *writeCache, tx *wtx, turnID int64, pare
 	if err != nil {
 		return fmt.Errorf("storage: call %s outputs: %w", key, err)
 	}
-	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, itemsOf(historyItems(wc, "h\x00"+c.Path, c.History)))
+	hist, err := putList(ctx, wc, tx, "h\x00"+c.Path, historyItems(wc, "h\x00"+c.Path, c.History))
 	if err != nil {
 		return err
 	}

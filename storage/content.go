@@ -131,52 +131,88 @@ func (it listItem) key() string {
 // before it (a request repeats the conversation: at 10,000 turns, copying its 20,000
 // messages into items and comparing them one by one cost a commit more than storing it).
 type elems struct {
-	items  []listItem
-	msgs   lm.MessageList
-	isMsgs bool
+	kind  elemKind
+	items []listItem
+	msgs  lm.MessageList
+	ents  []entryJSON // a history's entries, as historyItems rendered them
 }
 
+type elemKind int
+
+const (
+	kindItems elemKind = iota
+	kindMessages
+	kindEntries
+)
+
 func itemsOf(items []listItem) elems       { return elems{items: items} }
-func messagesOf(msgs lm.MessageList) elems { return elems{msgs: msgs, isMsgs: true} }
+func messagesOf(msgs lm.MessageList) elems { return elems{kind: kindMessages, msgs: msgs} }
+func entriesOf(ents []entryJSON) elems     { return elems{kind: kindEntries, ents: ents} }
+
 func (e elems) Len() int {
-	if e.isMsgs {
+	switch e.kind {
+	case kindMessages:
 		return e.msgs.Len()
+	case kindEntries:
+		return len(e.ents)
 	}
 	return len(e.items)
 }
 
 // at is element i.
 func (e elems) at(i int) listItem {
-	if e.isMsgs {
+	switch e.kind {
+	case kindMessages:
 		m := e.msgs.At(i)
 		return listItem{Role: m.Role, Body: m.Content, Extra: m.Extra}
+	case kindEntries:
+		return listItem{Role: "h", Body: e.ents[i].json}
 	}
 	return e.items[i]
 }
 
 // from is the elements from i on, as listItems.
 func (e elems) from(i int) []listItem {
-	if !e.isMsgs {
-		return e.items[i:]
+	switch e.kind {
+	case kindMessages:
+		return messageItems(e.msgs.Sub(i, e.msgs.Len()))
+	case kindEntries:
+		out := make([]listItem, len(e.ents)-i)
+		for j, en := range e.ents[i:] {
+			out[j] = listItem{Role: "h", Body: en.json}
+		}
+		return out
 	}
-	return messageItems(e.msgs.Sub(i, e.msgs.Len()))
+	return e.items[i:]
 }
 
 // head is the first n elements.
 func (e elems) head(n int) elems {
-	if e.isMsgs {
+	switch e.kind {
+	case kindMessages:
 		return messagesOf(e.msgs.Sub(0, n))
+	case kindEntries:
+		return entriesOf(e.ents[:n:n])
 	}
 	return itemsOf(e.items[:n:n])
 }
 
 // commonPrefix is how many elements e and p begin with: two requests are compared as
-// message lists (whose texts mostly are the same strings, compared as raw memory).
+// message lists (whose texts mostly are the same strings, compared as raw memory), two
+// histories by their entries' JSON (mostly the same strings too).
 func (e elems) commonPrefix(p elems) int {
-	if e.isMsgs && p.isMsgs {
-		return e.msgs.CommonPrefix(p.msgs)
-	}
 	n := min(e.Len(), p.Len())
+	switch {
+	case e.kind == kindMessages && p.kind == kindMessages:
+		return e.msgs.CommonPrefix(p.msgs)
+	case e.kind == kindEntries && p.kind == kindEntries:
+		for i := range n {
+			if e.ents[i].json != p.ents[i].json {
+				return i
+			}
+		}
+		return n
+	}
 	for i := range n {
 		if e.at(i) != p.at(i) {
 			return i
@@ -216,11 +252,8 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 	// previous list under key gives the nodes of what it shares with this one (texts
 	// compare at once when they are the same strings, as repeated texts mostly are).
 	prev := wc.path(key)
-	lo := min(l.commonPrefix(prev.l), len(prev.nodes))
-	path := prev.nodes[:lo:lo] // appending copies: the previous list keeps its nodes
-	if lo == len(prev.nodes) {
-		path = prev.nodes // appending past its end leaves it as it is
-	}
+	lo := min(l.commonPrefix(prev.l), prev.nodes.len())
+	path := prev.nodes.prefix(lo) // pushing leaves the previous list's nodes as they are
 	// items are the elements past that prefix, the only ones made into listItems:
 	// items[i] is element base+i.
 	base := lo
@@ -228,7 +261,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 	cached := func() {
 		parent := nodeRef{}
 		if lo > 0 {
-			parent = path[lo-1]
+			parent = path.at(lo - 1)
 		}
 		for ; lo < n; lo++ {
 			it := items[lo-base]
@@ -241,7 +274,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 				return
 			}
 			parent = nd
-			path = append(path, nd)
+			path.push(nd)
 		}
 	}
 	cached()
@@ -266,7 +299,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 	}
 	parent := nodeRef{}
 	if lo > 0 {
-		parent = path[lo-1]
+		parent = path.at(lo - 1)
 	}
 	rest := items[lo-base:]
 	if key != "" && len(rest) >= runFrom {
@@ -284,7 +317,10 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 	if key != "" && len(rest) >= runFrom {
 		wc.stRuns[key] = nodes // a run the next list under this key may continue
 	}
-	wc.stPaths[key] = listPath{l: l, nodes: append(path, nodes...)}
+	for _, nd := range nodes {
+		path.push(nd)
+	}
+	wc.stPaths[key] = listPath{l: l, nodes: path}
 	return storedList{head: sql.NullInt64{Int64: last.id, Valid: true}}, nil
 }
 

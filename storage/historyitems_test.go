@@ -23,17 +23,23 @@ func TestHistoryEntriesUnderRenderings(t *testing.T) {
 		render(entries[i])
 	}
 	const key = "h\x00agent"
+	other := sig.NewMap("question", "another", "answer", "entry")
+	render(other)
+	const o = -1 // other
 	steps := []struct {
 		name    string
-		n       int
+		hist    []int // entries, by index (o: other)
 		prepare func()
 		fast    bool // entry 0 is known unchanged without comparing its values
 	}{
-		{"first", 2, nil, false},
-		{"grows", 3, nil, true},
-		{"changed in place, rendered again", 3, func() { entries[0].Set("answer", "changed"); render(entries[0]) }, false},
-		{"rendered again unchanged", 4, func() { render(entries[1]) }, true},
-		{"changed in place, not rendered", 4, func() { entries[2].Set("answer", int64(7)) }, true},
+		{"first", []int{0, 1}, nil, false},
+		{"grows", []int{0, 1, 2}, nil, true},
+		{"changed in place, rendered again", []int{0, 1, 2}, func() { entries[0].Set("answer", "changed"); render(entries[0]) }, false},
+		{"rendered again unchanged", []int{0, 1, 2, 3}, func() { render(entries[1]) }, true},
+		{"changed in place, not rendered", []int{0, 1, 2, 3}, func() { entries[2].Set("answer", int64(7)) }, true},
+		{"an undo: shorter", []int{0, 1}, nil, true},
+		{"another entry where the undone ones were", []int{0, 1, o}, nil, true},
+		{"and the next", []int{0, 1, o, 3}, nil, true},
 	}
 	var want []string
 	for _, st := range steps {
@@ -43,8 +49,16 @@ func TestHistoryEntriesUnderRenderings(t *testing.T) {
 		if e := s.wc.entries[key]; len(e) > 0 && e[0].unchanged(entries[0]) != st.fast {
 			t.Errorf("%s: entry 0 known unchanged: %v, want %v", st.name, !st.fast, st.fast)
 		}
+		var hist []*sig.Map
+		for _, i := range st.hist {
+			if i == o {
+				hist = append(hist, other)
+			} else {
+				hist = append(hist, entries[i])
+			}
+		}
 		c := &trace.Call{ID: "c1", Path: "agent", PredictorType: "Predict", Adapter: "chat", Model: "m",
-			History: sig.History{Messages: append([]*sig.Map{}, entries[:st.n]...)}, Completion: "ok", Started: fixtureEpoch}
+			History: sig.History{Messages: hist}, Completion: "ok", Started: fixtureEpoch}
 		want = append(want, toJSON(t, c.History))
 		tr := &trace.Turn{Inputs: sig.NewMap("q", st.name), Outputs: sig.NewMap("a", "ok"), Calls: []*trace.Call{c}}
 		if _, err := runTurn(ctx, s.Sink("x", MainBranch), tr); err != nil {

@@ -89,7 +89,7 @@ func sharedPrefix(stored []prefixHash, known listPath, items []listItem) int {
 		return 0
 	}
 	same := 0
-	for same < top && same < known.l.Len() && same < len(known.nodes) && items[same] == known.l.at(same) {
+	for same < top && same < known.l.Len() && same < known.nodes.len() && items[same] == known.l.at(same) {
 		same++
 	}
 	var h hash16
@@ -98,7 +98,7 @@ func sharedPrefix(stored []prefixHash, known listPath, items []listItem) int {
 			if _, ok := want[d]; !ok && d < same {
 				continue
 			}
-			h = known.nodes[d-1].hash
+			h = known.nodes.at(d - 1).hash
 		} else {
 			h = chainHash(h, items[d-1].key(), contentHash(items[d-1].Body))
 		}
@@ -172,8 +172,10 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 		key := "h\x00" + c.Path
 		known, entries := s.wc.lastStored(key)
 		// rendered as insertCall renders them; entries the cache rendered are not again
-		seen := &writeCache{entries: map[string][]entryJSON{key: entries}}
-		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}))
+		// (capped: rendering more entries must not write past the end of the cache's
+		// array, which only the writer extends, holding the cache)
+		seen := &writeCache{entries: map[string][]entryJSON{key: entries[:len(entries):len(entries)]}}
+		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}).from(0))
 		s.wc.keepEntries(key, entries, seen.entries[key])
 	}
 	return continuation(c, b.call, r.h.Parent, k, h)

@@ -222,7 +222,7 @@ func TestSharedPrefix(t *testing.T) {
 		var h hash16
 		for _, it := range items {
 			h = chainHash(h, it.key(), contentHash(it.Body))
-			p.nodes = append(p.nodes, nodeRef{hash: h})
+			p.nodes.push(nodeRef{hash: h})
 		}
 		return p
 	}
@@ -230,7 +230,7 @@ func TestSharedPrefix(t *testing.T) {
 		p := path(items)
 		var out []prefixHash
 		for _, d := range depths {
-			out = append(out, prefixHash{depth: d, hash: p.nodes[d-1].hash.short()})
+			out = append(out, prefixHash{depth: d, hash: p.nodes.at(d - 1).hash.short()})
 		}
 		return out
 	}

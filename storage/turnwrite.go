@@ -61,7 +61,7 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, p turn
 	}
 	var snap sql.NullInt64
 	if t.Explicit {
-		l, err := putList(ctx, wc, tx, "", itemsOf(historyItems(wc, "", t.History))) // one path: no run
+		l, err := putList(ctx, wc, tx, "", historyItems(wc, "", t.History)) // one path: no run
 		if err != nil {
 			return err
 		}

@@ -119,7 +119,7 @@ func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, l
 		wc.stContents[body] = contentRef{id: nd.content, hash: ch}
 		items, nodes = append(items, it), append(nodes, parent)
 	}
-	wc.stPaths[key] = listPath{l: itemsOf(items), nodes: nodes}
+	wc.stPaths[key] = listPath{l: itemsOf(items), nodes: nodePathOf(nodes)}
 	if strings.HasPrefix(key, "h\x00") {
 		wc.entries[key] = storedEntries(items)
 	}

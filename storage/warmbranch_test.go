@@ -29,8 +29,8 @@ func TestWarmBranch(t *testing.T) {
 				fromTurns int // the tip's list is empty before (turn 0 has no history)
 			}{{"m\x00agent.answer", 1}, {"h\x00agent.answer", 2}, {"m\x00agent.planner.tool", 1}} {
 				got := s.wc.path(l.key)
-				if (got.l.Len() > 0) != (tc.turns >= l.fromTurns) || got.l.Len() != len(got.nodes) {
-					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, got.l.Len(), len(got.nodes), tc.turns)
+				if (got.l.Len() > 0) != (tc.turns >= l.fromTurns) || got.l.Len() != got.nodes.len() {
+					t.Errorf("%q: %d items, %d nodes cached after %d turns", l.key, got.l.Len(), got.nodes.len(), tc.turns)
 				}
 				// a history's entries with the values they render (the commit renders none again)
 				if e := s.wc.entries[l.key]; l.key[0] == 'h' && len(e) != got.l.Len() {

@@ -154,7 +154,7 @@ func (c *writeCache) content(body string) (contentRef, bool) {
 // each prefix (nodes[i] ends the first i+1 elements).
 type listPath struct {
 	l     elems
-	nodes []nodeRef
+	nodes nodePath
 }
 
 func (c *writeCache) path(key string) listPath {

@@ -138,7 +138,9 @@ func (l MessageList) CommonPrefix(m MessageList) int {
 				rb, rest = rest[0], rest[1:]
 			}
 			k := min(len(ra), len(rb))
-			for i := sameHeaders(ra[:k], rb[:k]); i < k; i++ {
+			// the very same texts as raw memory, a block at a time; a message between
+			// them (equal texts elsewhere in memory, or another message) by value
+			for i := sameHeaders(ra[:k], rb[:k]); i < k; i += 1 + sameHeaders(ra[i+1:k], rb[i+1:k]) {
 				if ra[i] != rb[i] {
 					return n + i
 				}
