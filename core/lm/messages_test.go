@@ -216,3 +216,48 @@ func BenchmarkMessageLog(b *testing.B) {
 		}
 	}
 }
+
+// CommonPrefix counts what a naive comparison counts, whether the texts are the very
+// same strings, equal ones elsewhere in memory, or differ, wherever in a block of
+// headers compared as raw memory that falls.
+func TestCommonPrefixOfLongLists(t *testing.T) {
+	base := make([]Message, 300)
+	for i := range base {
+		base[i] = Message{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("message %d", i)}
+	}
+	naive := func(a, b []Message) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	edit := func(f func(m []Message)) []Message {
+		m := append([]Message{}, base...)
+		f(m)
+		return m
+	}
+	cases := []struct {
+		name  string
+		other []Message
+	}{
+		{"the same texts", edit(func([]Message) {})},
+		{"equal texts elsewhere, first", edit(func(m []Message) { m[0].Content = strings.Clone(m[0].Content) })},
+		{"equal texts elsewhere, mid-block", edit(func(m []Message) { m[70].Content = strings.Clone(m[70].Content) })},
+		{"one differs", edit(func(m []Message) { m[200].Content += "!" })},
+		{"equal elsewhere, then one differs", edit(func(m []Message) {
+			m[3].Content = strings.Clone(m[3].Content)
+			m[130].Role = "system"
+		})},
+		{"shorter", base[:129]},
+		{"differs at the last", edit(func(m []Message) { m[299].Content = "x" })},
+	}
+	for _, tc := range cases {
+		for _, cut := range []int{0, 1, 64, 100} {
+			a := MessagesOf(base[:cut]).Concat(MessagesOf(base[cut:]))
+			if got, want := a.CommonPrefix(MessagesOf(tc.other)), naive(base, tc.other); got != want {
+				t.Errorf("%s, cut at %d: %d, want %d", tc.name, cut, got, want)
+			}
+		}
+	}
+}
