@@ -289,7 +289,7 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 		}
 	}
 	if lo == 0 {
-		if _, n, err := storedPrefix(ctx, wc, tx, items); err != nil || n == 0 {
+		if _, found, err := storedPrefix(ctx, wc, tx, items); err != nil || found == 0 {
 			if err != nil {
 				return storedList{}, err
 			}
