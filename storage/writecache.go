@@ -224,7 +224,7 @@ func (t *wtx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 
 // stmt is query prepared for t: the connection's statement, else one prepared for t
 // alone; nil without a cache (or when preparing fails: it runs unprepared and reports
-// its own error).
+// its own error). Every statement t runs passes here once, so it is counted here (ran).
 func (t *wtx) stmt(ctx context.Context, query string) *sql.Stmt {
 	if t.wc == nil {
 		return nil
