@@ -143,8 +143,8 @@ func BenchmarkOpenBranch10k(b *testing.B) {
 	})
 	b.Run("restore", func(b *testing.B) {
 		loopCPU(b, func() error {
-			// as ui/sessions reads a branch to restore its session (restoreRead)
-			p, err := s.LoadBranchRangeWith(ctx, "S", MainBranch, 0, 0, LoadOptions{NoRequests: true, NoHistories: true})
+			// as ui/sessions reads a branch to restore its session (sessionRead)
+			p, err := s.LoadBranchRangeWith(ctx, "S", MainBranch, 0, 0, warmRestore)
 			if err != nil {
 				return err
 			}

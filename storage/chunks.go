@@ -31,6 +31,7 @@ const (
 // that is not the restore read, or too short, or on one core, or routed into a write
 // transaction (Warm: its one connection would take the chunks one after the other).
 func (s *Store) restoreChunks(ctx context.Context, n int, o LoadOptions) int {
+	o = o.effective()
 	if !o.NoRequests || !o.NoHistories || o.HistoryOf != "" || s.r.routed(ctx) != nil {
 		return 1
 	}

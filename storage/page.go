@@ -317,6 +317,20 @@ type LoadOptions struct {
 	// HistoryOf, when set, reads the history of the call with this ID alone (a preview
 	// of one call needs no other's).
 	HistoryOf string
+	// ValuesOnly reads of each call only what restoring a session and rendering its
+	// strategies read: its place in the call tree, values, adapter, model, timing, error
+	// and recovery; not its usage, params, attempts or score (and, as NoRequests and
+	// NoHistories, no request or history). Half the columns: a long branch's restore
+	// reads its calls in half the time.
+	ValuesOnly bool
+}
+
+// effective is o with what ValuesOnly implies set.
+func (o LoadOptions) effective() LoadOptions {
+	if o.ValuesOnly {
+		o.NoRequests, o.NoHistories = true, true
+	}
+	return o
 }
 
 // LoadBranchWith is LoadBranch with options; LoadBranchWith(ctx, c, b, LoadOptions{NoRequests:

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -307,4 +308,96 @@ func TestCountRequests(t *testing.T) {
 	if want != 7 {
 		t.Fatalf("fixture has %d requests, want 7", want)
 	}
+}
+
+// Each lean read is the full read less exactly what it leaves out, calls in the same
+// tree and order: siblings that started at the same instant stay in the order they were
+// recorded, a failed call keeps its error, a recovered one its mark.
+func TestLeanReadsLeaveOutOnlyWhatTheySay(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	mk := func(i int) *trace.Turn {
+		tr := fixtureTurn(i, 2, true)
+		score := 0.5
+		tr.Calls[1].Score, tr.Calls[1].Tries = &score, []lm.Try{{N: 1, Status: 429, Err: "429 Too Many Requests"}, {N: 2}}
+		if i == 1 {
+			tr.Calls[1].Error, tr.Calls[1].Outputs = "answer failed", nil
+			tr.Calls[0].Recovered = trace.RecoveredInexact
+		}
+		// three siblings that started together, recorded z, a, m
+		for _, id := range []string{"z", "a", "m"} {
+			c := fixtureCall(i, 9, "agent.side", 0, false)
+			c.ID, c.Started = "side-"+id, tr.Calls[1].Started
+			tr.Calls = append(tr.Calls, c)
+		}
+		return tr
+	}
+	var keys []string
+	for i := range 3 {
+		k, err := s.AppendTurn(ctx, "c", MainBranch, mk(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	// and a turn in flight, read from its journal
+	k, err := recordCalls(ctx, s.Sink("c", MainBranch), mk(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, k)
+	full, err := s.LoadTurns(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		o     LoadOptions
+		leave func(c *trace.Call)
+	}{
+		{"requests", LoadOptions{NoRequests: true}, func(c *trace.Call) {
+			c.Messages, c.Completion, c.RawRequest, c.RawResponse = lm.MessageList{}, "", "", ""
+		}},
+		{"requests and histories", LoadOptions{NoRequests: true, NoHistories: true}, func(c *trace.Call) {
+			c.Messages, c.Completion, c.RawRequest, c.RawResponse, c.History = lm.MessageList{}, "", "", "", sig.History{}
+		}},
+		{"values only", LoadOptions{ValuesOnly: true}, func(c *trace.Call) {
+			c.Messages, c.Completion, c.RawRequest, c.RawResponse, c.History = lm.MessageList{}, "", "", "", sig.History{}
+			c.Usage, c.Params, c.Tries, c.Score = lm.Usage{}, lm.Params{}, nil, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.LoadTurnsWith(ctx, keys, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range keys {
+				want := full[i].Clone()
+				trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) { tc.leave(c) })
+				if g, w := mustJSON(t, got[i]), mustJSON(t, want); g != w {
+					t.Errorf("turn %d:\n got %s\nwant %s", i, g, w)
+				}
+				var ids []string
+				for _, c := range got[i].Calls {
+					ids = append(ids, c.ID)
+				}
+				if want := fmt.Sprintf("t%d.c1,t%d.c3,side-z,side-a,side-m", i, i); strings.Join(ids, ",") != want {
+					t.Errorf("turn %d: calls %s, want %s", i, strings.Join(ids, ","), want)
+				}
+			}
+			if got[1].Calls[1].Error != "answer failed" || got[1].Calls[0].Recovered != trace.RecoveredInexact || got[0].Calls[0].Children[0].ID != "t0.c2" {
+				t.Errorf("turn 1 lost its failed call's error, its recovered mark or a child")
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -404,6 +404,7 @@ func (r *liveRun) turn(ctx context.Context, q querier, o LoadOptions, dec *decod
 	if err != nil {
 		return nil, err
 	}
+	o = o.effective()
 	if o.NoRequests && o.NoHistories {
 		t.Calls = r.tree()
 	} else if t.Calls, err = r.callTree(ctx, q); err != nil {
@@ -425,6 +426,9 @@ func leaveOut(calls []*trace.Call, o LoadOptions) []*trace.Call {
 		}
 		if o.NoHistories || o.HistoryOf != "" && c.ID != o.HistoryOf {
 			cc.History = sig.History{}
+		}
+		if o.ValuesOnly {
+			cc.Usage, cc.Params, cc.Tries, cc.Score = lm.Usage{}, lm.Params{}, nil, nil
 		}
 		if len(c.Children) > 0 {
 			cc.Children = leaveOut(c.Children, o)

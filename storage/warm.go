@@ -247,8 +247,12 @@ var warmStep func(ctx context.Context, turn int)
 const warmPath = "sessionbench.warm"
 
 // warmRestore is how the Service reads a branch's turns to restore its session (as
-// ui/sessions' restoreRead).
-var warmRestore = LoadOptions{NoRequests: true, NoHistories: true}
+// ui/sessions' sessionRead), warmPage how it reads a page of them for the workbench
+// (pageRead).
+var (
+	warmRestore = LoadOptions{ValuesOnly: true}
+	warmPage    = LoadOptions{NoRequests: true, NoHistories: true}
+)
 
 // warmTurns runs, in a write transaction it rolls back, what sending two turns runs on
 // a new conversation: the first turn of a branch, then a turn following a stored one
@@ -309,6 +313,9 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 		return err
 	}
 	if _, _, _, err := s.BranchPathKeys(rctx, conv, MainBranch, -2, 2); err != nil {
+		return err
+	}
+	if _, err := s.LoadTurnsWith(rctx, page.Keys, warmPage); err != nil {
 		return err
 	}
 	br, err := sink.openBranch(rctx)

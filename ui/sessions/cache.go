@@ -150,10 +150,16 @@ func (a *Service) branchPath(ctx context.Context, conv, branch string) (*pathEnt
 	return st.path, nil
 }
 
-// restoreRead is how a path is read for restoring sessions: the calls' values, without
-// their requests or what they saw (a keep-predictor's history grows with the branch, so
-// reading every call's made the first turn of a process cost O(n²) on a long branch).
-var restoreRead = storage.LoadOptions{NoRequests: true, NoHistories: true}
+// sessionRead is how a path is read for restoring sessions and rendering strategies: the
+// calls' values, without their requests or what they saw (a keep-predictor's history
+// grows with the branch, so reading every call's made the first turn of a process cost
+// O(n²) on a long branch), nor their usage, params, attempts or score, which no session
+// reads (half the columns, half the time of a long branch's restore). pageRead is how
+// the workbench reads a page of turns: with the calls' usage and params, which it shows.
+var (
+	sessionRead = storage.LoadOptions{ValuesOnly: true}
+	pageRead    = storage.LoadOptions{NoRequests: true, NoHistories: true}
+)
 
 // anyPath returns the branch's path as cached, which may hold only its last turns (a
 // session restored for a windowed agent reads no more); with nothing cached, the whole
@@ -215,7 +221,7 @@ func (a *Service) check(ctx context.Context, st *branchState, conv, branch strin
 			for i, nd := range newer[1:] {
 				keys[i], started[i] = nd.Key, nd.Started
 			}
-			turns, err := a.store.LoadTurnsWith(ctx, keys, restoreRead)
+			turns, err := a.store.LoadTurnsWith(ctx, keys, sessionRead)
 			if err != nil {
 				return err
 			}
@@ -238,7 +244,7 @@ func (a *Service) load(ctx context.Context, st *branchState, conv, branch string
 	if want > 0 {
 		from, limit = -want, want // the whole path when it is shorter
 	}
-	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, restoreRead)
+	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, sessionRead)
 	if err != nil {
 		return err
 	}

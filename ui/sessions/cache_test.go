@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -43,8 +44,9 @@ func sameAsFresh(t *testing.T, a *Service, st *storage.Store, conv, branch strin
 }
 
 // turnsJSON is a session's turns as JSON without what their calls saw (for a child's
-// turns, their history is their call's): a session is restored from its branch without
-// them, which the store keeps (restoreRead), while one that ran its turns has them.
+// turns, their history is their call's) and their calls' usage, params, attempts and
+// score: a session is restored from its branch without them, which the store keeps
+// (sessionRead), while one that ran its turns has them.
 func turnsJSON(ts []*trace.Turn, child bool) string {
 	out := make([]*trace.Turn, len(ts))
 	for i, t := range ts {
@@ -52,7 +54,9 @@ func turnsJSON(ts []*trace.Turn, child bool) string {
 		if child {
 			c.History = sig.History{}
 		}
-		trace.WalkCalls(c.Calls, func(call *trace.Call, _ int) { call.History = sig.History{} })
+		trace.WalkCalls(c.Calls, func(call *trace.Call, _ int) {
+			call.History, call.Usage, call.Params, call.Tries, call.Score = sig.History{}, lm.Usage{}, lm.Params{}, nil, nil
+		})
 		out[i] = c
 	}
 	b, _ := json.Marshal(out)

@@ -90,7 +90,7 @@ func (a *Service) LoadTurns(ctx context.Context, conv, branch string, from, limi
 	if len(missing) == 0 {
 		return p, nil
 	}
-	loaded, err := a.store.LoadTurnsWith(ctx, missing, restoreRead)
+	loaded, err := a.store.LoadTurnsWith(ctx, missing, pageRead)
 	if err != nil {
 		return TurnPage{}, err
 	}
