@@ -60,9 +60,9 @@ type runHeader struct {
 
 // runCall is every later record: one finished inner call, as RecordCall got it. A call's
 // request and history mostly repeat those of the same predictor's call in the turn before
-// (the conversation so far): when Base is set, Call holds only what follows the first
-// Base.Msgs messages and Base.Hist history entries of that stored call, so a record
-// costs what is new in the call, not the length of the conversation.
+// (the conversation so far, or under a sliding window most of it): when Base is set, Call
+// holds only what follows what it takes of that stored call (journalBase), so a record
+// costs what is new in the call, not the length of the conversation or of the window.
 type runCall struct {
 	Parent string       `json:"parent,omitempty"`
 	Call   *trace.Call  `json:"call"`
@@ -70,13 +70,22 @@ type runCall struct {
 }
 
 // journalBase names a stored call, and how much of its request and history a journaled call
-// begins with.
+// begins with: the first Msgs messages, then (a window that slid on) the MsgsLen from
+// MsgsFrom; the same for its history entries. Journals of version 1 have no slides.
 type journalBase struct {
-	Turn int64  `json:"turn"`
-	Call string `json:"call"`
-	Msgs int    `json:"msgs"`
-	Hist int    `json:"hist"`
+	Turn     int64  `json:"turn"`
+	Call     string `json:"call"`
+	Msgs     int    `json:"msgs"`
+	Hist     int    `json:"hist"`
+	MsgsFrom int    `json:"msgs_from,omitempty"`
+	MsgsLen  int    `json:"msgs_len,omitempty"`
+	HistFrom int    `json:"hist_from,omitempty"`
+	HistLen  int    `json:"hist_len,omitempty"`
 }
+
+// maxSlide bounds how far past the shared prefix journalCall looks for the run a sliding
+// window goes on with (a window holds a few turns), so that a record costs O(1) to make.
+const maxSlide = 64
 
 // journalCall is c as its record holds it, given base, the same predictor's call in the
 // stored turn baseTurn (nil when there is none).
@@ -84,25 +93,52 @@ func journalCall(c, base *trace.Call, baseTurn int64) (*trace.Call, *journalBase
 	if base == nil {
 		return c, nil
 	}
-	k := c.Messages.CommonPrefix(base.Messages)
-	h := 0 // mostly the same pointers (a history is shared structure), else equal entries
-	for h < len(c.History.Messages) && h < len(base.History.Messages) &&
-		(c.History.Messages[h] == base.History.Messages[h] || c.History.Messages[h].Equal(base.History.Messages[h])) {
-		h++
+	ref := journalBase{Turn: baseTurn, Call: base.ID}
+	ref.Msgs = c.Messages.CommonPrefix(base.Messages)
+	ref.MsgsFrom, ref.MsgsLen = slideOf(c.Messages.Len(), base.Messages.Len(), ref.Msgs, func(i, j int) int {
+		return c.Messages.Sub(i, c.Messages.Len()).CommonPrefix(base.Messages.Sub(j, base.Messages.Len()))
+	})
+	ch, bh := c.History.Messages, base.History.Messages
+	same := func(i, j int) int { // mostly the same pointers (a history is shared structure), else equal entries
+		n := 0
+		for i+n < len(ch) && j+n < len(bh) && (ch[i+n] == bh[j+n] || ch[i+n].Equal(bh[j+n])) {
+			n++
+		}
+		return n
 	}
-	return continuation(c, base.ID, baseTurn, k, h)
+	ref.Hist = same(0, 0)
+	ref.HistFrom, ref.HistLen = slideOf(len(ch), len(bh), ref.Hist, same)
+	return continuation(c, ref)
 }
 
-// continuation is c as its record holds it when it begins with the first k messages and
-// h history entries of call baseCall of the stored turn baseTurn.
-func continuation(c *trace.Call, baseCall string, baseTurn int64, k, h int) (*trace.Call, *journalBase) {
-	if k == 0 && h == 0 {
+// slideOf finds where a list of n elements goes on, past the k it shares with a base list
+// of m, with a later run of the base's (a sliding window dropped the ones between): the
+// first base position within maxSlide after k from which common(k, j) elements match, and
+// how many; 0, 0 when none does. A run of one is taken only when it ends both lists (most
+// windows slide by a turn of two messages or one entry; a single match elsewhere is
+// likelier chance than a slide).
+func slideOf(n, m, k int, common func(i, j int) int) (from, length int) {
+	if k >= n || k >= m {
+		return 0, 0
+	}
+	for j := k + 1; j < m && j <= k+maxSlide; j++ {
+		if l := common(k, j); l >= 2 || l == 1 && j+1 == m {
+			return j, l
+		}
+	}
+	return 0, 0
+}
+
+// continuation is c as its record holds it when it begins with what ref takes of call
+// ref.Call of the stored turn ref.Turn (journalBase).
+func continuation(c *trace.Call, ref journalBase) (*trace.Call, *journalBase) {
+	if ref.Msgs == 0 && ref.Hist == 0 && ref.MsgsLen == 0 && ref.HistLen == 0 {
 		return c, nil
 	}
 	jc := *c
-	jc.Messages = c.Messages.Sub(k, c.Messages.Len())
-	jc.History = sig.History{Messages: c.History.Messages[h:]}
-	return &jc, &journalBase{Turn: baseTurn, Call: baseCall, Msgs: k, Hist: h}
+	jc.Messages = c.Messages.Sub(ref.Msgs+ref.MsgsLen, c.Messages.Len())
+	jc.History = sig.History{Messages: c.History.Messages[ref.Hist+ref.HistLen:]}
+	return &jc, &ref
 }
 
 // resolveBases gives the calls read from a journal the requests and histories their
@@ -126,15 +162,25 @@ func resolveBases(ctx context.Context, q querier, calls []runCall) error {
 			bases[ref.Turn] = byID
 		}
 		base, c := byID[ref.Call], calls[i].Call
-		if base == nil || base.Messages.Len() < ref.Msgs || len(base.History.Messages) < ref.Hist {
+		if base == nil || !ref.fits(base) {
 			return fmt.Errorf("storage: turn journal: call %s begins as call %s of turn %d, which is not stored as it was: %w",
 				c.ID, ref.Call, ref.Turn, ErrInvalid)
 		}
-		c.Messages = base.Messages.Sub(0, ref.Msgs).Concat(c.Messages)
-		c.History = sig.History{Messages: append(base.History.Messages[:ref.Hist:ref.Hist], c.History.Messages...)}
+		bm, bh := base.Messages, base.History.Messages
+		c.Messages = bm.Sub(0, ref.Msgs).Concat(bm.Sub(ref.MsgsFrom, ref.MsgsFrom+ref.MsgsLen)).Concat(c.Messages)
+		h := append(bh[:ref.Hist:ref.Hist], bh[ref.HistFrom:ref.HistFrom+ref.HistLen]...)
+		c.History = sig.History{Messages: append(h, c.History.Messages...)}
 		calls[i].Base = nil
 	}
 	return nil
+}
+
+// fits says whether base has what ref takes of it (a damaged journal may say otherwise).
+func (ref *journalBase) fits(base *trace.Call) bool {
+	fit := func(k, from, n, m int) bool {
+		return k >= 0 && from >= 0 && n >= 0 && k <= m && (n == 0 || from+n <= m && from+n >= from)
+	}
+	return fit(ref.Msgs, ref.MsgsFrom, ref.MsgsLen, base.Messages.Len()) && fit(ref.Hist, ref.HistFrom, ref.HistLen, len(base.History.Messages))
 }
 
 // baseOptions reads of the stored turn the records of calls take as their base only
@@ -147,10 +193,10 @@ func baseOptions(calls []runCall, turn int64) LoadOptions {
 		if ref == nil || ref.Turn != turn {
 			continue
 		}
-		if ref.Msgs > 0 {
+		if ref.Msgs > 0 || ref.MsgsLen > 0 {
 			o.NoRequests = false
 		}
-		if ref.Hist > 0 {
+		if ref.Hist > 0 || ref.HistLen > 0 {
 			switch {
 			case o.NoHistories:
 				o.NoHistories, o.HistoryOf = false, ref.Call
@@ -163,7 +209,7 @@ func baseOptions(calls []runCall, turn int64) LoadOptions {
 }
 
 const (
-	journalVersion = 1
+	journalVersion = 2       // 2: journalBase's slides; version 1 is read as well
 	maxRecord      = 1 << 30 // a length beyond this is a damaged journal, not a record
 )
 
@@ -291,7 +337,7 @@ func readJournal(f *os.File) (*runHeader, []runCall, error) {
 		data = data[8+n:]
 		if h == nil {
 			h = &runHeader{}
-			if err := json.Unmarshal(body, h); err != nil || h.V != journalVersion || h.ID <= 0 {
+			if err := json.Unmarshal(body, h); err != nil || h.V < 1 || h.V > journalVersion || h.ID <= 0 {
 				return nil, nil, fmt.Errorf("storage: turn journal %s: not a journal this program wrote (version %d): %w", f.Name(), h.V, ErrInvalid)
 			}
 			continue

@@ -101,6 +101,7 @@ func TestLiveTurnReadsWhole(t *testing.T) {
 		{name: "record mode calls", by: "store", drop: true},
 		{name: "record mode calls, next turn", by: "store", same: true, drop: true},
 		{name: "window", window: 35, by: "store"},
+		{name: "window, next turn of a sink", window: 35, by: "store", same: true},
 		{name: "resumed in place", by: "store", resume: true},
 		{name: "another process", by: "process"},
 		{name: "another process, record mode calls", by: "process", drop: true},
@@ -186,8 +187,13 @@ func TestLiveTurnReadsWhole(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if recs := journalRecords(t, s, br); !slices.ContainsFunc(recs, func(rc runCall) bool { return rc.Base != nil }) {
+			recs := journalRecords(t, s, br)
+			if !slices.ContainsFunc(recs, func(rc runCall) bool { return rc.Base != nil }) {
 				t.Fatal("no journal record holds only a continuation: the case tests nothing")
+			}
+			if slid := slices.ContainsFunc(recs, func(rc runCall) bool { return rc.Base != nil && rc.Base.MsgsLen > 0 && rc.Base.HistLen > 0 }); slid != (tc.window > 0 && tc.same) {
+				// a window slid on since the turn before, whose calls the recorder has
+				t.Errorf("a record takes a slide of its base's messages and history: %v; want %v", slid, !slid)
 			}
 
 			// What the engine sent, from every reader that gives calls.

@@ -178,7 +178,7 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}).from(0))
 		s.wc.keepEntries(key, entries, seen.entries[key])
 	}
-	return continuation(c, b.call, r.h.Parent, k, h)
+	return continuation(c, journalBase{Turn: r.h.Parent, Call: b.call, Msgs: k, Hist: h})
 }
 
 func deepest(ps []prefixHash) int {

@@ -1,0 +1,41 @@
+package storage
+
+import (
+	"strings"
+	"testing"
+)
+
+// slideOf finds where a list goes on with a later run of its base's elements, past what
+// they share: the run a sliding window keeps, within maxSlide of the shared prefix.
+func TestSlideOf(t *testing.T) {
+	cases := []struct {
+		name, list, base string // one letter an element
+		k, from, n       int
+	}{
+		{"a window slid by a turn", "Sbcdexy", "Sabcdez", 1, 2, 4},
+		{"slid by two turns", "Scdxy", "Sabcdz", 1, 3, 2},
+		{"nothing shared past the prefix", "Sxy", "Sabc", 1, 0, 0},
+		{"one element shared, not at the end", "Sbxy", "Sabc", 1, 0, 0},
+		{"one element shared, the base's last", "Scx", "Sabc", 1, 3, 1},
+		{"the list ends at the prefix", "Sa", "Sab", 2, 0, 0},
+		{"the base ends at the prefix", "Sabx", "Sab", 3, 0, 0},
+		{"no prefix", "bcx", "abcz", 0, 1, 2},
+		{"the run further than maxSlide", "S" + "yz", "S" + strings.Repeat("a", maxSlide+1) + "yz", 1, 0, 0},
+		{"the run at maxSlide", "S" + "yz", "S" + strings.Repeat("a", maxSlide) + "yz", 1, maxSlide + 1, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l, b := tc.list, tc.base
+			common := func(i, j int) int {
+				n := 0
+				for i+n < len(l) && j+n < len(b) && l[i+n] == b[j+n] {
+					n++
+				}
+				return n
+			}
+			if from, n := slideOf(len(l), len(b), tc.k, common); from != tc.from || n != tc.n {
+				t.Errorf("slideOf(%q, %q, %d) = %d, %d; want %d, %d", l, b, tc.k, from, n, tc.from, tc.n)
+			}
+		})
+	}
+}
