@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 func branchMap(t *testing.T, s *Store, conv string) map[string]*Branch {
@@ -281,5 +283,54 @@ func TestAncestorAtMatchesWalk(t *testing.T) {
 		if turnKey(id) != keys[d] {
 			t.Fatalf("ancestor at %d = %d, want %s", d, id, keys[d])
 		}
+	}
+}
+
+// A sink remembers its branch's id between turns; when the name comes to name another
+// branch (deleted and made again, its old id another branch's), the next turn goes to
+// the branch the name names, and a conversation
+// closed since takes no turn, its branch left free.
+func TestSinkFollowsItsBranchName(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	if _, err := s.CreateBranch(ctx, "c", "b"); err != nil {
+		t.Fatal(err)
+	}
+	sink := s.Sink("c", "b")
+	if _, err := runTurn(ctx, sink, fixtureTurn(0, 0, false)); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Branch(ctx, "c", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteBranch(ctx, "c", "b", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBranch(ctx, "c", "x"); err != nil { // takes the old id
+		t.Fatal(err)
+	}
+	again, err := s.CreateBranch(ctx, "c", "b")
+	if err != nil || again.ID == old.ID {
+		t.Fatalf("branch made again: %+v, %v (the old one was %d)", again, err, old.ID)
+	}
+	key, err := runTurn(ctx, sink, fixtureTurn(0, 0, false))
+	if err != nil {
+		t.Fatalf("a turn on the branch made again: %v", err)
+	}
+	if br, err := s.Branch(ctx, "c", "b"); err != nil || br.Tip != key || br.Length != 1 {
+		t.Fatalf("the branch made again: %+v, %v; want its first turn %s", br, err, key)
+	}
+
+	if err := s.SetStatus(ctx, "c", trace.StatusCompleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sink.BeginTurn(ctx, nil); !errors.Is(err, ErrClosedSession) {
+		t.Fatalf("a turn on a completed conversation: %v", err)
+	}
+	// refused, not busy: the refused turn let the branch go
+	if _, err := s.Sink("c", "b").BeginTurn(ctx, nil); !errors.Is(err, ErrClosedSession) {
+		t.Fatalf("another sink's turn on the completed conversation: %v", err)
 	}
 }

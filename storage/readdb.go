@@ -22,6 +22,8 @@ type readDB struct {
 	// routes counts the reads routed into a transaction (route) at the moment: reads
 	// look for a route in their context only then.
 	routes atomic.Int32
+	// ran counts the read statements run (Store.Reads).
+	ran atomic.Int64
 }
 
 // maxReadStmts bounds the prepared read statements (the store has a few dozen).
@@ -30,6 +32,7 @@ const maxReadStmts = 256
 func newReadDB(db *sql.DB) *readDB { return &readDB{DB: db, stmts: map[string]*sql.Stmt{}} }
 
 func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	r.ran.Add(1)
 	if rt := r.routed(ctx); rt != nil {
 		if st := rt.stmt(ctx, query); st != nil {
 			return st.QueryContext(ctx, args...)
@@ -43,6 +46,7 @@ func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (r *readDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	r.ran.Add(1)
 	if rt := r.routed(ctx); rt != nil {
 		if st := rt.stmt(ctx, query); st != nil {
 			return st.QueryRowContext(ctx, args...)

@@ -36,6 +36,10 @@ type BranchSink struct {
 	// turn following another journals them against that turn's stored calls: seededCall).
 	prev      int64
 	prevCalls map[string]*trace.Call
+	// branchID is the branch's id as BeginTurn last found it (0 before): the next turn
+	// locks that journal without looking the branch up first, and its header, read under
+	// the lock, finds out when the name has come to name another branch since.
+	branchID int64
 }
 
 // run is a turn this sink has in flight: its locked journal and what it recorded.
@@ -153,29 +157,46 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	if b.s.readOnly != "" {
 		return "", fmt.Errorf("storage: %s: %s; nothing was changed: %w", b.s.path, b.s.readOnly, ErrReadOnly)
 	}
-	br, err := b.openBranch(ctx)
-	if err != nil {
-		return "", err
-	}
-	f, holder, err := b.s.lockRun(ctx, br.ID)
-	if err != nil {
-		return "", err
-	}
-	if f == nil {
-		return "", runBusyError(br.Name, holder)
-	}
-	h, err := b.begin(ctx, f, br.ID, in.String, resume)
-	if err != nil {
-		f.Close()
-		return "", err
-	}
-	key := turnKey(h.ID)
-	b.s.holdRun(f)
 	b.mu.Lock()
-	b.runs[key], b.began = &run{f: f, h: h}, key
+	id := b.branchID
 	b.mu.Unlock()
-	return key, nil
+	for {
+		known := id != 0
+		if !known {
+			br, err := b.openBranch(ctx)
+			if err != nil {
+				return "", err
+			}
+			id = br.ID
+		}
+		f, holder, err := b.s.lockRun(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		if f == nil {
+			return "", runBusyError(b.branch, holder)
+		}
+		h, err := b.begin(ctx, f, id, in.String, resume)
+		if err != nil {
+			f.Close()
+			if known && errors.Is(err, errBranchReplaced) {
+				id = 0 // the name names another branch now: look it up
+				continue
+			}
+			return "", err
+		}
+		key := turnKey(h.ID)
+		b.s.holdRun(f)
+		b.mu.Lock()
+		b.runs[key], b.began, b.branchID = &run{f: f, h: h}, key, id
+		b.mu.Unlock()
+		return key, nil
+	}
 }
+
+// errBranchReplaced is header's when the branch it was given is no longer the one the
+// sink's branch name names.
+var errBranchReplaced = errors.New("the branch was replaced")
 
 // openBranch is the sink's branch, when its conversation takes turns.
 func (b *BranchSink) openBranch(ctx context.Context) (*Branch, error) {
@@ -217,12 +238,15 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 // unless it takes up turn resume in place), read from the database, and how many turns
 // left running or interrupted there the turn supersedes.
 func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume string) (*runHeader, int, error) {
-	br, err := branchByName(ctx, b.s.r, b.conv, b.branch)
+	br, st, err := branchWithStatus(ctx, b.s.r, b.conv, b.branch)
 	if err != nil {
 		return nil, 0, err
 	}
 	if br.ID != branchID {
-		return nil, 0, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w", b.branch, b.conv, ErrConflict)
+		return nil, 0, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w: %w", b.branch, b.conv, ErrConflict, errBranchReplaced)
+	}
+	if err := takesTurns(b.conv, st); err != nil {
+		return nil, 0, err
 	}
 	// The turns left running or interrupted on the branch, in one query: one stored
 	// running by a live process (an earlier version of this program kept turns in flight

@@ -12,22 +12,39 @@ import (
 // path read before still ends at the tip (a committed turn never changes, and its key
 // with its start time names it even if a deleted turn's id was reused).
 func (s *Store) BranchTip(ctx context.Context, convID, branch string) (*TurnNode, int, error) {
-	var tip sql.NullInt64
-	var depth sql.NullInt64
+	_, tip, total, err := s.branchHead(ctx, convID, branch, false)
+	return tip, total, err
+}
+
+// BranchHead is BranchTip with the agent of the branch's conversation, in the same read:
+// what a Send reads before its turn begins.
+func (s *Store) BranchHead(ctx context.Context, convID, branch string) (agent string, tip *TurnNode, total int, err error) {
+	return s.branchHead(ctx, convID, branch, true)
+}
+
+func (s *Store) branchHead(ctx context.Context, convID, branch string, withAgent bool) (string, *TurnNode, int, error) {
+	var tip, depth sql.NullInt64
 	var started sql.NullString
-	err := s.r.QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at FROM branches b LEFT JOIN turns t ON t.id = b.tip_id
-		WHERE b.conv_id = ? AND b.name = ?`, convID, branch).Scan(&tip, &depth, &started)
+	var agent string
+	cols, from := "", "branches b"
+	dest := []any{&tip, &depth, &started}
+	if withAgent {
+		cols, from = ", c.agent", "branches b JOIN conversations c ON c.id = b.conv_id"
+		dest = append(dest, &agent)
+	}
+	err := s.r.QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at`+cols+` FROM `+from+` LEFT JOIN turns t ON t.id = b.tip_id
+		WHERE b.conv_id = ? AND b.name = ?`, convID, branch).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// the same error as every other read of a missing branch or conversation
 		_, err = branchByName(ctx, s.r, convID, branch)
-		return nil, 0, err
+		return "", nil, 0, err
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("storage: tip of branch %q of %q: %w", branch, convID, err)
+		return "", nil, 0, fmt.Errorf("storage: tip of branch %q of %q: %w", branch, convID, err)
 	}
 	if !tip.Valid {
-		return nil, 0, nil
+		return agent, nil, 0, nil
 	}
 	n := &TurnNode{Key: turnKey(tip.Int64), Index: int(depth.Int64), Started: parseTime(started.String)}
-	return n, n.Index + 1, nil
+	return agent, n, n.Index + 1, nil
 }

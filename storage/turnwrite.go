@@ -21,6 +21,11 @@ func requireOpen(ctx context.Context, q querier, convID string) error {
 	if err != nil {
 		return err
 	}
+	return takesTurns(convID, st)
+}
+
+// takesTurns says why a conversation of status st takes no new turns, if it does not.
+func takesTurns(convID string, st trace.Status) error {
 	if st != trace.StatusInProgress {
 		return fmt.Errorf("storage: conversation %q is %s and takes no new turns: %w", convID, st, ErrClosedSession)
 	}

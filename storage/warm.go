@@ -302,6 +302,9 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if _, _, err := s.BranchTip(rctx, conv, MainBranch); err != nil {
 		return err
 	}
+	if _, _, _, err := s.BranchHead(rctx, conv, MainBranch); err != nil {
+		return err
+	}
 	if _, _, err := s.BranchPathTail(rctx, conv, MainBranch, 2); err != nil {
 		return err
 	}

@@ -180,14 +180,29 @@ func (a *Service) anyPath(ctx context.Context, conv, branch string) (*pathEntry,
 // otherwise loaded (the last want turns, or the whole path). The live session follows an
 // undo or a redo of its own turns; any other change drops it (caller holds st.mu).
 func (a *Service) check(ctx context.Context, st *branchState, conv, branch string, want int) error {
+	return a.checkAt(ctx, st, conv, branch, want, nil)
+}
+
+// branchTip is a branch's tip as BranchTip reads it.
+type branchTip struct {
+	node  *storage.TurnNode
+	total int
+}
+
+// checkAt is check given the branch's tip as just read (nil: check reads it).
+func (a *Service) checkAt(ctx context.Context, st *branchState, conv, branch string, want int, head *branchTip) error {
 	if st.path == nil {
 		// nothing cached (the first use in the process): the tip is whatever is read
 		return a.load(ctx, st, conv, branch, want, 0, false)
 	}
-	tip, total, err := a.store.BranchTip(ctx, conv, branch)
-	if err != nil {
-		return err
+	if head == nil {
+		tip, total, err := a.store.BranchTip(ctx, conv, branch)
+		if err != nil {
+			return err
+		}
+		head = &branchTip{tip, total}
 	}
+	tip, total := head.node, head.total
 	e := st.path
 	sameTip := false
 	switch {
@@ -296,7 +311,17 @@ func (a *Service) moveLive(st *branchState, e *pathEntry, n int, added []string)
 // caller alone (a turn is about to run on it) and must be given back with giveBack;
 // otherwise it is shared and only read.
 func (a *Service) liveState(ctx context.Context, conv, branch string, take, full bool) (*branchState, *pathEntry, *liveSession, error) {
-	ag, err := a.conversationAgent(ctx, conv, "")
+	st := a.cache.state(conv + "\x00" + branch)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// the conversation's agent and the branch's tip, in one read (under st.mu, as check
+	// reads the tip: what the read finds is compared with the cached path)
+	ref, tip, total, err := a.store.BranchHead(ctx, conv, branch)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	head := &branchTip{tip, total}
+	ag, err := a.agentOf(conv, ref)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -305,11 +330,10 @@ func (a *Service) liveState(ctx context.Context, conv, branch string, take, full
 	if !full {
 		want = a.tailLen(ag, key)
 	}
-	st := a.cache.state(conv + "\x00" + branch)
-	st.mu.Lock()
-	defer st.mu.Unlock()
 	for {
-		if err := a.check(ctx, st, conv, branch, want); err != nil {
+		err := a.checkAt(ctx, st, conv, branch, want, head)
+		head = nil // read again if the loop goes on
+		if err != nil {
 			return nil, nil, nil, err
 		}
 		l := st.live

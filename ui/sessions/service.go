@@ -217,6 +217,11 @@ func (a *Service) conversationAgent(ctx context.Context, conv, override string) 
 			return demo.Agent{}, err
 		}
 	}
+	return a.agentOf(conv, ref)
+}
+
+// agentOf is the agent ref names, for conversation conv.
+func (a *Service) agentOf(conv, ref string) (demo.Agent, error) {
 	if capture.Recorded(ref) {
 		return demo.Agent{}, fmt.Errorf("conversation %s was recorded by `sessionbench proxy` from a program that runs outside sessionbench: its calls can be inspected, previewed and exported, but it takes no turns here", conv)
 	}

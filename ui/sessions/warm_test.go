@@ -156,3 +156,39 @@ func TestFirstCallWarmsUp(t *testing.T) {
 		})
 	}
 }
+
+// A later Send on a branch reads before its turn begins only the branch's head (the
+// conversation's agent and the tip, in one read) and, under the journal's lock, the
+// branch with its conversation's status and the turns left open on it: its reads are
+// each tens of microseconds on this driver, so they are counted.
+func TestLaterSendReads(t *testing.T) {
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, agent := range []string{"SupportAgent", window} {
+		t.Run(filepath.Base(agent), func(t *testing.T) {
+			st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "reads.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			a := New(st, demoModel(0))
+			a.SetAgentDirs()
+			conv := mustConversation(t, a, agent)
+			for i := range 8 {
+				mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
+			}
+			// 6 before the branch's head was one read and the sink kept its branch's id
+			const maxReads = 3
+			for i := range 3 {
+				r0 := st.Reads()
+				mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("one more question (%d)", i)))
+				if n := st.Reads() - r0; n > maxReads {
+					t.Errorf("Send %d ran %d reads; want at most %d", i, n, maxReads)
+				}
+			}
+		})
+	}
+}
