@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // slideOf finds where a list goes on with a later run of its base's elements, past what
@@ -38,4 +41,46 @@ func TestSlideOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A turn whose process died with records that name slides of the turn before's calls (a
+// sliding window, recorded by the sink that committed that turn) is imported with every
+// call's request and history as the engine sent them.
+func TestSlidJournalImported(t *testing.T) {
+	ctx := context.Background()
+	const n, window = 12, 4
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	sink := s.Sink("S", MainBranch)
+	for i := range n {
+		if _, err := runTurn(ctx, sink, fixtureTurn(i, window, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	br, err := s.Branch(ctx, "S", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, sent, err := recordAsEngine(ctx, sink, fixtureTurn(n, window, true), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slid := 0
+	for _, rc := range journalRecords(t, s, br) {
+		if rc.Base != nil && rc.Base.MsgsLen > 0 && rc.Base.HistLen > 0 {
+			slid++
+		}
+	}
+	if slid != 3 {
+		t.Fatalf("%d of the 3 records name a slide of their base; the case tests nothing", slid)
+	}
+	crash(t, s, sink, key)
+	got, err := s.LoadTurn(ctx, key) // imported on the way
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != trace.StatusInterrupted {
+		t.Fatalf("the turn whose process died is %s, want interrupted", got.Status)
+	}
+	sameCalls(t, "imported", got.Calls, sent)
 }
