@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -375,7 +374,7 @@ func TestLeanReadsLeaveOutOnlyWhatTheySay(t *testing.T) {
 			for i := range keys {
 				want := full[i].Clone()
 				trace.WalkCalls(want.Calls, func(c *trace.Call, _ int) { tc.leave(c) })
-				if g, w := mustJSON(t, got[i]), mustJSON(t, want); g != w {
+				if g, w := toJSON(t, got[i]), toJSON(t, want); g != w {
 					t.Errorf("turn %d:\n got %s\nwant %s", i, g, w)
 				}
 				var ids []string
@@ -391,13 +390,4 @@ func TestLeanReadsLeaveOutOnlyWhatTheySay(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
