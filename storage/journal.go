@@ -178,7 +178,7 @@ func resolveBases(ctx context.Context, q querier, calls []runCall) error {
 // fits says whether base has what ref takes of it (a damaged journal may say otherwise).
 func (ref *journalBase) fits(base *trace.Call) bool {
 	fit := func(k, from, n, m int) bool {
-		return k >= 0 && from >= 0 && n >= 0 && k <= m && (n == 0 || from+n <= m && from+n >= from)
+		return k >= 0 && from >= 0 && n >= 0 && k <= m && from <= m && n <= m-from
 	}
 	return fit(ref.Msgs, ref.MsgsFrom, ref.MsgsLen, base.Messages.Len()) && fit(ref.Hist, ref.HistFrom, ref.HistLen, len(base.History.Messages))
 }

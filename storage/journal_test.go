@@ -84,3 +84,32 @@ func TestSlidJournalImported(t *testing.T) {
 	}
 	sameCalls(t, "imported", got.Calls, sent)
 }
+
+// A damaged journal's base that asks for more than the stored call has is refused, not
+// taken (nor a panic).
+func TestJournalBaseFits(t *testing.T) {
+	base := fixtureCall(3, 1, "agent.answer", 2, false) // 6 messages, 2 history entries
+	if base.Messages.Len() != 6 || len(base.History.Messages) != 2 {
+		t.Fatalf("fixture: %d messages, %d entries", base.Messages.Len(), len(base.History.Messages))
+	}
+	cases := []struct {
+		name string
+		ref  journalBase
+		fits bool
+	}{
+		{"prefix and slide", journalBase{Msgs: 1, MsgsFrom: 3, MsgsLen: 3, Hist: 0, HistFrom: 1, HistLen: 1}, true},
+		{"all of it", journalBase{Msgs: 6, Hist: 2}, true},
+		{"nothing", journalBase{}, true},
+		{"a prefix too long", journalBase{Msgs: 7}, false},
+		{"a slide past the end", journalBase{Msgs: 1, MsgsFrom: 4, MsgsLen: 3}, false},
+		{"an empty slide past the end", journalBase{MsgsFrom: 9}, false},
+		{"an empty history slide past the end", journalBase{HistFrom: 3}, false},
+		{"a negative length", journalBase{MsgsFrom: 2, MsgsLen: -1}, false},
+		{"a length that overflows", journalBase{MsgsFrom: 2, MsgsLen: int(^uint(0) >> 1)}, false},
+	}
+	for _, tc := range cases {
+		if got := tc.ref.fits(base); got != tc.fits {
+			t.Errorf("%s: fits = %v, want %v", tc.name, got, tc.fits)
+		}
+	}
+}
