@@ -356,7 +356,7 @@ func loadCalls(ctx context.Context, q querier, turnIDs []int64, o LoadOptions, d
 	}
 	// Ordered in Go (below), not by SQL: ORDER BY seq sorted whole rows in a temporary
 	// b-tree, a fifth of the query's time.
-	rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM calls WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY turn_id, seq", idsJSON(turnIDs))
+	rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM calls WHERE turn_id IN (SELECT value FROM json_each(?))", idsJSON(turnIDs))
 	if err != nil {
 		return nil, fmt.Errorf("storage: load calls: %w", err)
 	}
