@@ -72,3 +72,48 @@ func TestWindowedTurnStatements(t *testing.T) {
 		}
 	}
 }
+
+// Turns sent again after an undo of several turns, under a sliding window, find the
+// nodes their windows were stored with (the write cache keeps the run a little before the
+// last window), and come back as they were sent.
+func TestUndoneWindowsSentAgainShareNodes(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "x")
+	sink := s.Sink("x", MainBranch)
+	const window, n = 4, 16
+	for i := range n {
+		if _, err := runTurn(ctx, sink, fixtureTurn(i, window, false)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := func() (c int) {
+		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM list_nodes").Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, undo := range []int{1, 2, 3, 5, 8} { // the code before stored 0, 41, 48, 72 and 100 nodes again
+		before := nodes()
+		if _, err := s.Undo(ctx, "x", MainBranch, undo); err != nil {
+			t.Fatal(err)
+		}
+		for i := n - undo; i < n; i++ {
+			if _, err := runTurn(ctx, sink, fixtureTurn(i, window, false)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if added := nodes() - before; added != 0 {
+			t.Errorf("undo %d, the same turns sent again: %d list nodes stored again", undo, added)
+		}
+	}
+	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	if err != nil || len(turns) != n {
+		t.Fatal(len(turns), err)
+	}
+	for i, got := range turns {
+		if g, w := toJSON(t, got.Calls), toJSON(t, fixtureTurn(i, window, false).Calls); g != w {
+			t.Fatalf("turn %d comes back different:\n got %s\nwant %s", i, g, w)
+		}
+	}
+}

@@ -33,7 +33,7 @@ type writeCache struct {
 	// runs holds, by list key (a predictor's requests or histories), the nodes of the
 	// last run stored, oldest first (each the parent of the next): the next list under
 	// the key may continue it (see putList).
-	runs map[string][]nodeRef
+	runs map[string]nodeRun
 	// baseSets holds, by kind, the recent texts stored whole that a new text of the kind
 	// may be stored as a delta against (delta.go).
 	baseSets map[string][]baseRef
@@ -49,7 +49,7 @@ type writeCache struct {
 	// staged holds what the running transaction added.
 	stContents map[string]contentRef
 	stNodes    map[nodeKey]nodeRef
-	stRuns     map[string][]nodeRef
+	stRuns     map[string]nodeRun
 	stBases    map[string][]baseRef
 	stPaths    map[string]listPath
 
@@ -106,11 +106,11 @@ func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
 		return fmt.Errorf("storage: data version: %w", err)
 	}
 	if sw := sweeps.Load(); v != c.dataVersion || sw != c.sweeps || c.contents == nil || c.bytes > maxCachedTextBytes {
-		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}, 0
+		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string]nodeRun{}, 0
 		c.baseSets, c.paths = map[string][]baseRef{}, map[string]listPath{}
 		c.dataVersion, c.sweeps = v, sw
 	}
-	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
+	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string]nodeRun{}
 	c.stBases, c.stPaths = map[string][]baseRef{}, map[string]listPath{}
 	if c.entries == nil {
 		c.entries = map[string][]entryJSON{}
@@ -164,7 +164,7 @@ func (c *writeCache) path(key string) listPath {
 	return c.paths[key]
 }
 
-func (c *writeCache) run(key string) []nodeRef {
+func (c *writeCache) run(key string) nodeRun {
 	if r, ok := c.stRuns[key]; ok {
 		return r
 	}
@@ -310,7 +310,7 @@ func (c *writeCache) pendingCount() int {
 // forgetStaged forgets what the running transaction added so far (Warm: its next turn
 // finds the rows in the database, as a new process's first turn does).
 func (c *writeCache) forgetStaged() {
-	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string][]nodeRef{}
+	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string]nodeRun{}
 	c.stBases, c.stPaths = map[string][]baseRef{}, map[string]listPath{}
 }
 
