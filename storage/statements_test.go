@@ -24,12 +24,7 @@ func TestWindowedTurnStatements(t *testing.T) {
 	// reserves the next block of turn ids: 65-66 before lists were looked up once each
 	// and the turn's row read and updated once.
 	const maxStatements = 48
-	nodes := func() (c int) {
-		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM list_nodes").Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	nodes := func() int { return listNodes(t, s) }
 	for i := 0; i < n; i++ {
 		ran0 := s.wc.ran.Load()
 		if _, err := runTurn(ctx, sink, fixtureTurn(i, window, false)); err != nil {
@@ -62,15 +57,7 @@ func TestWindowedTurnStatements(t *testing.T) {
 	if after := nodes() - before; after != grown {
 		t.Errorf("sending the first last turn again stored %d list nodes more", after-grown)
 	}
-	turns, err := s.LoadBranch(ctx, "x", MainBranch)
-	if err != nil || len(turns) != n {
-		t.Fatal(len(turns), err)
-	}
-	for i, got := range turns {
-		if g, w := toJSON(t, got.Calls), toJSON(t, fixtureTurn(i, window, false).Calls); g != w {
-			t.Fatalf("turn %d comes back different:\n got %s\nwant %s", i, g, w)
-		}
-	}
+	sentAsFixture(t, s, "x", n, window)
 }
 
 // Turns sent again after an undo of several turns, under a sliding window, find the
@@ -87,12 +74,7 @@ func TestUndoneWindowsSentAgainShareNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nodes := func() (c int) {
-		if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM list_nodes").Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	nodes := func() int { return listNodes(t, s) }
 	for _, undo := range []int{1, 2, 3, 5, 8} { // the code before stored 0, 41, 48, 72 and 100 nodes again
 		before := nodes()
 		if _, err := s.Undo(ctx, "x", MainBranch, undo); err != nil {
@@ -107,7 +89,23 @@ func TestUndoneWindowsSentAgainShareNodes(t *testing.T) {
 			t.Errorf("undo %d, the same turns sent again: %d list nodes stored again", undo, added)
 		}
 	}
-	turns, err := s.LoadBranch(ctx, "x", MainBranch)
+	sentAsFixture(t, s, "x", n, window)
+}
+
+// listNodes is how many list nodes s holds.
+func listNodes(t *testing.T, s *Store) (c int) {
+	t.Helper()
+	if err := s.r.QueryRowContext(context.Background(), "SELECT count(*) FROM list_nodes").Scan(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sentAsFixture checks that the main branch of conv holds n turns, each's calls as
+// fixtureTurn(i, window) made them.
+func sentAsFixture(t *testing.T, s *Store, conv string, n, window int) {
+	t.Helper()
+	turns, err := s.LoadBranch(context.Background(), conv, MainBranch)
 	if err != nil || len(turns) != n {
 		t.Fatal(len(turns), err)
 	}
