@@ -28,7 +28,7 @@ func (l *deleteLocks) take(id int64, name string) error {
 	if l.files[id] != nil {
 		return nil // an earlier try of the same transaction took it
 	}
-	j, _, holder, err := l.s.tryMove(id)
+	j, _, holder, err := l.s.tryJournal(id)
 	if err != nil {
 		return err
 	}

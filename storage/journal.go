@@ -35,11 +35,11 @@ import (
 //   - The turn's id is taken from a block reserved in the database beforehand (nextTurnID),
 //     so its key is the same in flight, in the journal and once stored.
 //   - When the turn's transaction has committed, the journal is emptied while still
-//     locked (retire): an empty journal is no turn. Emptying, not removing: creating and
-//     removing a file cost a turn 0.3 ms of kernel time on ext4, an eighth of a first
-//     Send; the files go when the store closes (sweepJournals). A journal whose turn is
-//     already stored (the process died between the commit and the emptying) is only
-//     emptied.
+//     locked, beside the caller (retire.go): an empty journal is no turn. Emptying, not
+//     removing: creating and removing a file cost a turn 0.3 ms of kernel time on ext4,
+//     an eighth of a first Send; the files go when the store closes (sweepJournals). A
+//     journal whose turn is already stored (the process died between the commit and the
+//     emptying) is only emptied.
 
 // runHeader is a journal's first record: the turn being run.
 type runHeader struct {
@@ -253,17 +253,18 @@ func (w *waitHolder) again(ctx context.Context) (bool, error) {
 
 // lockRun opens branchID's journal and takes its exclusive lock. When another open file
 // holds it, it returns no file and what the journal says of the turn running (nil if its
-// header is still not written after holderWait). A file that has content once locked is
-// a turn whose process is gone, for the caller to import.
+// header is still not written after holderWait; a holder whose turn has ended, retiring
+// the journal, is waited for as long). A file that has content once locked is a turn
+// whose process is gone, for the caller to import.
 func (s *Store) lockRun(ctx context.Context, branchID int64) (*os.File, *runHeader, error) {
 	var w waitHolder
 	for {
-		f, h, err := s.tryRun(branchID)
-		if f != nil || h != nil || err != nil {
+		f, _, h, err := s.tryJournal(branchID)
+		if f != nil || err != nil || h != nil && !s.endedHolder(ctx, h) {
 			return f, h, err
 		}
 		if again, err := w.again(ctx); !again {
-			return nil, nil, err
+			return nil, h, err
 		}
 	}
 }
@@ -383,14 +384,6 @@ func stillAt(f *os.File, path string) bool {
 	fi, err1 := f.Stat()
 	pi, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(fi, pi)
-}
-
-// retire ends a journal whose turn is in the database, locked by this process: it is
-// emptied, then unlocked.
-func retire(f *os.File) error {
-	err := f.Truncate(0)
-	f.Close()
-	return err
 }
 
 // sweepJournals removes the empty journals no process holds, then the directory when

@@ -271,6 +271,7 @@ type liveRun struct {
 // imported on the way (when this store may write), so what a crash left is found by the
 // first reader after it.
 func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
+	s.awaitAllRetired() // this process's ended turns are in the database, not in flight
 	ents, err := os.ReadDir(s.runsDir())
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil, nil // none, or another user's, which this process could not import anyway

@@ -331,27 +331,35 @@ func (b *BranchSink) inFlight(ctx context.Context, key string) (*run, error) {
 
 // abandon lets go of turn key's journal without ending it, as a dying process would: the
 // next reader keeps the turn as interrupted.
-func (b *BranchSink) abandon(key string) { b.letGo(key, (*os.File).Close) }
+func (b *BranchSink) abandon(key string) {
+	if f, _ := b.letGo(key); f != nil {
+		b.s.releaseRun(f)
+		f.Close()
+	}
+}
 
-// end retires turn key's journal once its transaction has committed: the branch is free.
-func (b *BranchSink) end(key string) { b.letGo(key, retire) }
+// end retires turn key's journal once its transaction has committed: the branch is free
+// once it is emptied and unlocked, beside the caller (retireLater).
+func (b *BranchSink) end(key string) {
+	if f, branchID := b.letGo(key); f != nil {
+		b.s.retireLater(branchID, f)
+	}
+}
 
-// letGo forgets turn key and closes its journal with done (which unlocks it).
-func (b *BranchSink) letGo(key string, done func(*os.File) error) {
+// letGo forgets turn key, returning its journal (nil if it had none left) and branch.
+func (b *BranchSink) letGo(key string) (*os.File, int64) {
 	b.mu.Lock()
 	r := b.runs[key]
 	delete(b.runs, key)
 	b.mu.Unlock()
 	if r == nil {
-		return
+		return nil, 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.f != nil {
-		b.s.releaseRun(r.f)
-		done(r.f)
-		r.f = nil
-	}
+	f := r.f
+	r.f = nil
+	return f, r.h.BranchID
 }
 
 // RecordCall appends one finished inner call (with any children attached to it) to the

@@ -41,7 +41,10 @@ type Store struct {
 
 	runMu sync.Mutex
 	held  map[*os.File]bool  // journals of the turns in flight here, locked (journal.go)
-	idle  map[int64]*os.File // by branch: journals the last tip move left open, unlocked (undo.go)
+	idle  map[int64]*os.File // by branch: journals the last turn or tip move left open, unlocked (undo.go)
+	// retiring holds, by branch, the journals being emptied beside their committed turn's
+	// caller (retire.go), closed when done.
+	retiring map[int64]chan struct{}
 
 	readOnly string      // why the store is read-only (OpenRead); "" when it can write
 	wc       *writeCache // used only inside a write transaction (see writeCache)
@@ -268,6 +271,7 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		s.giveBackIDs()
 	}
+	s.awaitAllRetired()
 	s.runMu.Lock()
 	for f := range s.held {
 		f.Close()

@@ -311,6 +311,7 @@ func TestTurnInFlightLivesInItsJournal(t *testing.T) {
 	if _, err := runTurn(ctx, sink, tr); err != nil {
 		t.Fatal(err)
 	}
+	s.awaitAllRetired() // emptied beside the commit
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
 		t.Errorf("a committed turn's journal is not emptied: %v", err)
 	}

@@ -110,7 +110,7 @@ func (s *Store) moveTip(ctx context.Context, convID, branch, what string, move f
 				j = nil
 			}
 			if j == nil {
-				if j, size, holder, err = s.tryMove(b.ID); j == nil {
+				if j, size, holder, err = s.tryJournal(b.ID); j == nil {
 					held = err == nil
 					return cmp.Or(err, errHeld)
 				}
@@ -122,7 +122,7 @@ func (s *Store) moveTip(ctx context.Context, convID, branch, what string, move f
 			return move(tx, b)
 		})
 		switch {
-		case held && holder == nil:
+		case held && (holder == nil || s.endedHolder(ctx, holder)):
 			again, werr := w.again(ctx)
 			if werr != nil {
 				return werr
@@ -140,10 +140,12 @@ func (s *Store) moveTip(ctx context.Context, convID, branch, what string, move f
 	}
 }
 
-// tryMove is tryRun for a tip move, through the journal file the store's last move on the
-// branch left open when it is still the journal (opening and closing the file cost a
-// move more than locking it), with the journal's size.
-func (s *Store) tryMove(branchID int64) (*os.File, int64, *runHeader, error) {
+// tryJournal is tryRun through the journal file the store's last turn or tip move on the
+// branch left open, when it is still the journal (opening and closing the file cost more
+// than locking it), with the journal's size. It waits for this process's retiring of the
+// journal first.
+func (s *Store) tryJournal(branchID int64) (*os.File, int64, *runHeader, error) {
+	s.awaitRetired(branchID)
 	s.runMu.Lock()
 	f := s.idle[branchID]
 	delete(s.idle, branchID) // this move's while it runs: a lock is no lock to its own file
