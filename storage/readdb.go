@@ -85,13 +85,19 @@ func (r *readDB) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // Close closes the prepared statements and the pool.
 func (r *readDB) Close() error {
+	r.closeStmts()
+	return r.DB.Close()
+}
+
+// closeStmts closes the prepared statements, leaving the pool open (the writer's, for
+// hot reads: the store closes it).
+func (r *readDB) closeStmts() {
 	r.mu.Lock()
 	for _, st := range r.stmts {
 		st.Close()
 	}
 	clear(r.stmts)
 	r.mu.Unlock()
-	return r.DB.Close()
 }
 
 // readRoute runs the reads of one context in a write transaction instead (Warm: they
@@ -102,6 +108,7 @@ type readRoute struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt // prepared in tx, closed with it
 	texts []string             // in the order first run
+	hot   []string             // those run as hot reads (hotread.go)
 }
 
 type routeKey struct{}

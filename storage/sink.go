@@ -238,7 +238,8 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 // unless it takes up turn resume in place), read from the database, and how many turns
 // left running or interrupted there the turn supersedes.
 func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume string) (*runHeader, int, error) {
-	br, st, err := branchWithStatus(ctx, b.s.r, b.conv, b.branch)
+	hot := b.s.hotReads(ctx) // the branch as the last commit left it (hotread.go)
+	br, st, err := branchWithStatus(ctx, hot, b.conv, b.branch)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -251,7 +252,7 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 	// The turns left running or interrupted on the branch, in one query: one stored
 	// running by a live process (an earlier version of this program kept turns in flight
 	// in the database) makes the branch busy; the others the caller supersedes.
-	open, err := queryNodes(ctx, b.s.r, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
+	open, err := queryNodes(ctx, hot, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
 		b.conv, br.ID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("storage: running turns of %q: %w", br.Name, err)

@@ -36,6 +36,7 @@ type Store struct {
 	path string
 	w    *sql.DB // the one writer connection: every write is serialised through it
 	r    *readDB // readers; WAL lets them run beside the writer
+	hot  *readDB // the reads right before a turn, on the writer connection (hotread.go)
 
 	ids idBlock // turn ids reserved for the turns this store begins (runs.go)
 
@@ -120,6 +121,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	s.r = newReadDB(r)
+	s.hot = newReadDB(w)
 	s.wc = newWriteCache()
 	if err := s.countCommits(ctx); err != nil {
 		s.Close()
@@ -293,6 +295,9 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		if s.wc != nil {
 			s.wc.close()
+		}
+		if s.hot != nil {
+			s.hot.closeStmts()
 		}
 		errs = append(errs, s.w.Close())
 	}

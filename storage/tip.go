@@ -32,7 +32,7 @@ func (s *Store) branchHead(ctx context.Context, convID, branch string, withAgent
 		cols, from = ", c.agent", "branches b JOIN conversations c ON c.id = b.conv_id"
 		dest = append(dest, &agent)
 	}
-	err := s.r.QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at`+cols+` FROM `+from+` LEFT JOIN turns t ON t.id = b.tip_id
+	err := s.hotReads(ctx).QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at`+cols+` FROM `+from+` LEFT JOIN turns t ON t.id = b.tip_id
 		WHERE b.conv_id = ? AND b.name = ?`, convID, branch).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// the same error as every other read of a missing branch or conversation

@@ -187,6 +187,7 @@ func (s *Store) Warm(ctx context.Context) error {
 		}
 	}
 	s.r.prepare(ctx, reads)
+	s.prepareHot(ctx, reads)
 	if ctx.Err() != nil {
 		return fmt.Errorf("storage: warm up: %w", context.Cause(ctx))
 	}
