@@ -82,27 +82,32 @@ func ValidateBranchName(name string) error {
 
 // branchByName reads one branch row (without the computed fields).
 func branchByName(ctx context.Context, q querier, convID, name string) (*Branch, error) {
-	b, _, err := scanBranch(ctx, q, convID, name, false)
+	b, _, _, err := scanBranch(ctx, q, convID, name, false)
 	return b, err
 }
 
-// branchWithStatus is branchByName with its conversation's status, in the same query.
-func branchWithStatus(ctx context.Context, q querier, convID, name string) (*Branch, trace.Status, error) {
+// branchForTurn is branchByName with what a turn beginning on the branch needs to know
+// besides, in the same query: its conversation's status, and how many turns are left
+// running or interrupted on it.
+func branchForTurn(ctx context.Context, q querier, convID, name string) (*Branch, trace.Status, int, error) {
 	return scanBranch(ctx, q, convID, name, true)
 }
 
-// scanBranch reads branch name of convID, with its conversation's status when status
-// is set (a join more).
-func scanBranch(ctx context.Context, q querier, convID, name string, status bool) (*Branch, trace.Status, error) {
+// scanBranch reads branch name of convID, with branchForTurn's columns when forTurn is
+// set.
+func scanBranch(ctx context.Context, q querier, convID, name string, forTurn bool) (*Branch, trace.Status, int, error) {
 	b := &Branch{ConvID: convID, Name: name}
 	var forkIdx, forkTurn sql.NullInt64
 	var created, updated string
 	var st trace.Status
+	var open int
 	cols, from := "", "branches b"
 	dest := []any{&b.ID, &b.Description, &b.tipID, &b.parentID, &forkIdx, &forkTurn, &created, &updated, &b.Length}
-	if status {
-		cols, from = ", c.status", "branches b JOIN conversations c ON c.id = b.conv_id"
-		dest = append(dest, &st)
+	if forTurn {
+		cols = `, c.status, (SELECT count(*) FROM turns o WHERE o.conv_id = b.conv_id AND o.status IN ('running', 'interrupted')
+			AND o.branch_id = b.id)`
+		from = "branches b JOIN conversations c ON c.id = b.conv_id"
+		dest = append(dest, &st, &open)
 	}
 	err := q.QueryRowContext(ctx, `SELECT b.id, b.description, b.tip_id, b.forked_from, b.fork_index, b.fork_turn_id,
 			b.created_at, b.updated_at, coalesce(t.depth + 1, 0)`+cols+`
@@ -110,12 +115,12 @@ func scanBranch(ctx context.Context, q querier, convID, name string, status bool
 	if errors.Is(err, sql.ErrNoRows) {
 		var n int
 		if q.QueryRowContext(ctx, "SELECT count(*) FROM conversations WHERE id = ?", convID).Scan(&n); n == 0 {
-			return nil, "", fmt.Errorf("storage: conversation %q: %w", convID, ErrNotFound)
+			return nil, "", 0, fmt.Errorf("storage: conversation %q: %w", convID, ErrNotFound)
 		}
-		return nil, "", fmt.Errorf("storage: branch %q not found in conversation %q: %w", name, convID, ErrNotFound)
+		return nil, "", 0, fmt.Errorf("storage: branch %q not found in conversation %q: %w", name, convID, ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("storage: branch %q of %q: %w", name, convID, err)
+		return nil, "", 0, fmt.Errorf("storage: branch %q of %q: %w", name, convID, err)
 	}
 	b.Tip = nullKey(b.tipID)
 	b.ForkTurn = nullKey(forkTurn)
@@ -124,7 +129,7 @@ func scanBranch(ctx context.Context, q querier, convID, name string, status bool
 		b.ForkIndex = &i
 	}
 	b.CreatedAt, b.UpdatedAt = parseTime(created), parseTime(updated)
-	return b, st, nil
+	return b, st, open, nil
 }
 
 // turnPos is a turn's place in the tree.

@@ -239,7 +239,7 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 // left running or interrupted there the turn supersedes.
 func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume string) (*runHeader, int, error) {
 	hot := b.s.hotReads(ctx) // the branch as the last commit left it (hotread.go)
-	br, st, err := branchWithStatus(ctx, hot, b.conv, b.branch)
+	br, st, nLeft, err := branchForTurn(ctx, hot, b.conv, b.branch)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -249,13 +249,17 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 	if err := takesTurns(b.conv, st); err != nil {
 		return nil, 0, err
 	}
-	// The turns left running or interrupted on the branch, in one query: one stored
-	// running by a live process (an earlier version of this program kept turns in flight
-	// in the database) makes the branch busy; the others the caller supersedes.
-	open, err := queryNodes(ctx, hot, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
-		b.conv, br.ID)
-	if err != nil {
-		return nil, 0, fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
+	// The turns left running or interrupted on the branch (rarely any: read only then):
+	// one stored running by a live process (an earlier version of this program kept
+	// turns in flight in the database) makes the branch busy; the others the caller
+	// supersedes.
+	var open []*TurnNode
+	if nLeft > 0 {
+		open, err = queryNodes(ctx, hot, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
+			b.conv, br.ID)
+		if err != nil {
+			return nil, 0, fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
+		}
 	}
 	for _, n := range open {
 		if n.Status == trace.StatusRunning && n.Owner != nil && n.Owner.Alive {
