@@ -449,20 +449,16 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 // commit is CommitTurn's transaction but for reserving turn ids (topUp): it stores the
 // turn r ran, ended as t, at the tip of the branch.
 func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn) error {
-	br, err := branchByName(ctx, tx, b.conv, b.branch)
-	if err != nil {
-		return err
-	}
-	if br.tipID.Int64 != r.h.Parent {
-		return fmt.Errorf("storage: branch %q moved while turn %s was in flight (tip is now %s): %w",
-			br.Name, turnKey(r.h.ID), nullKey(br.tipID), ErrConflict)
-	}
+	// the branch as the turn found it (its header): commitTurn moves its tip only if it
+	// is still there
+	br := &Branch{ID: r.h.BranchID, ConvID: b.conv, Name: b.branch, tipID: sql.NullInt64{Int64: r.h.Parent, Valid: r.h.Parent != 0}}
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 		return err
 	}
 	p := turnPos{id: r.h.ID, parent: r.h.Parent, conv: r.h.Conv} // as storeRun inserted it
 	if r.h.InPlace {
 		// taken up where it was: its place is as stored
+		var err error
 		if p, err = readPos(ctx, tx, r.h.ID); err != nil {
 			return err
 		}

@@ -45,7 +45,8 @@ func insertTurn(ctx context.Context, tx *wtx, convID string, br *Branch, inputs 
 }
 
 // commitTurn completes the running turn at p (its id, parent and conversation: what
-// insertTurn was given, or readPos) as t, at the tip of branch br, in tx.
+// insertTurn was given, or readPos) as t, at the tip of branch br, in tx, when the tip is
+// still br.tipID (advanceTip).
 func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, p turnPos, t *trace.Turn) error {
 	id := p.id
 	if p.parent != br.tipID.Int64 {
@@ -102,7 +103,7 @@ func commitTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, p turn
 	if _, err := tx.ExecContext(ctx, "DELETE FROM redo WHERE branch_id = ?", br.ID); err != nil {
 		return err
 	}
-	return setTip(ctx, tx, br.ID, sql.NullInt64{Int64: id, Valid: true})
+	return advanceTip(ctx, tx, br, id)
 }
 
 // AppendTurn stores a complete turn (with its calls) at the tip of branch in one

@@ -227,7 +227,32 @@ func setTip(ctx context.Context, tx *wtx, branchID int64, tip sql.NullInt64) err
 	if err != nil {
 		return fmt.Errorf("storage: move branch tip: %w", err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = (SELECT conv_id FROM branches WHERE id = ?)`,
+	return touchConversation(ctx, tx, branchID)
+}
+
+// advanceTip moves branch br's tip to turn id, which follows br.tipID, when the tip is
+// still there: one statement does the check and the move, where reading the branch
+// first took one more. A branch moved since (or deleted) is ErrConflict.
+func advanceTip(ctx context.Context, tx *wtx, br *Branch, id int64) error {
+	res, err := tx.ExecContext(ctx, `UPDATE branches SET tip_id = ?, updated_at = ? WHERE id = ? AND tip_id IS ?`,
+		id, fmtTime(now()), br.ID, br.tipID)
+	if err != nil {
+		return fmt.Errorf("storage: move branch tip: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		var tip sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT tip_id FROM branches WHERE id = ?", br.ID).Scan(&tip); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("storage: branch %q was deleted while turn %d was in flight: %w", br.Name, id, ErrConflict)
+		}
+		return fmt.Errorf("storage: branch %q moved while turn %d was in flight (tip is now %s): %w",
+			br.Name, id, nullKey(tip), ErrConflict)
+	}
+	return touchConversation(ctx, tx, br.ID)
+}
+
+// touchConversation marks the conversation of branch branchID as updated now.
+func touchConversation(ctx context.Context, tx *wtx, branchID int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = (SELECT conv_id FROM branches WHERE id = ?)`,
 		fmtTime(now()), branchID)
 	return err
 }
