@@ -132,19 +132,12 @@ type turnRow struct {
 
 // insertTurnAt inserts a running turn after r.parent.
 func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
-	var parent, jump sql.NullInt64
-	depth, jumpDepth := 0, 0
-	if r.parent != 0 {
-		p, j, jd, err := childPos(ctx, tx, r.parent)
-		if err != nil {
-			return err
-		}
-		parent = sql.NullInt64{Int64: p.id, Valid: true}
-		jump = sql.NullInt64{Int64: j, Valid: true}
-		depth, jumpDepth = p.depth+1, jd
+	parent, jump, depth, jumpDepth, err := placeAfter(ctx, tx, r.parent)
+	if err != nil {
+		return err
 	}
 	pid, host, oid, lease := ownerValues(r.owner)
-	_, err := tx.ExecContext(ctx, `INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
+	_, err = tx.ExecContext(ctx, `INSERT INTO turns(id, conv_id, parent_id, jump_id, jump_depth, depth, branch_id, status, inputs,
 			input_preview, started_at, owner_pid, owner_host, owner_id, lease_until, retry_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?)`, r.id, r.conv, parent, jump, jumpDepth, depth, r.branchID, r.inputs,
 		preview(sql.NullString{String: r.inputs, Valid: true}), fmtTime(r.started), pid, host, oid, lease,
@@ -152,11 +145,21 @@ func insertTurnAt(ctx context.Context, tx *wtx, r turnRow) error {
 	if err != nil {
 		return fmt.Errorf("storage: store turn %d: %w", r.id, err)
 	}
-	if tx.fresh == nil {
-		tx.fresh = map[int64]*freshCalls{}
-	}
-	tx.fresh[r.id] = &freshCalls{keys: map[string]bool{}}
+	newFresh(tx, r.id)
 	return nil
+}
+
+// placeAfter is the place of a new turn after turn parent (0: a branch's first turn):
+// its row's parent_id, jump_id, depth and jump_depth.
+func placeAfter(ctx context.Context, tx *wtx, parent int64) (parentID, jump sql.NullInt64, depth, jumpDepth int, err error) {
+	if parent == 0 {
+		return
+	}
+	p, j, jd, err := childPos(ctx, tx, parent)
+	if err != nil {
+		return
+	}
+	return sql.NullInt64{Int64: p.id, Valid: true}, sql.NullInt64{Int64: j, Valid: true}, p.depth + 1, jd, nil
 }
 
 // ownerValues are o's owner columns (scanOwner's order); all NULL for no owner.

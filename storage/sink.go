@@ -452,6 +452,9 @@ func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn)
 	// the branch as the turn found it (its header): commitTurn moves its tip only if it
 	// is still there
 	br := &Branch{ID: r.h.BranchID, ConvID: b.conv, Name: b.branch, tipID: sql.NullInt64{Int64: r.h.Parent, Valid: r.h.Parent != 0}}
+	if !r.h.InPlace {
+		return commitNewTurn(ctx, b.s.wc, tx, br, r.h, r.recorded(), t)
+	}
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 		return err
 	}

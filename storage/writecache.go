@@ -201,6 +201,14 @@ type freshCalls struct {
 	keys map[string]bool // call keys stored
 }
 
+// newFresh notes turn id as inserted in t, with no calls yet.
+func newFresh(t *wtx, id int64) {
+	if t.fresh == nil {
+		t.fresh = map[int64]*freshCalls{}
+	}
+	t.fresh[id] = &freshCalls{keys: map[string]bool{}}
+}
+
 func (t *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
