@@ -23,8 +23,9 @@ func TestWindowedTurnStatements(t *testing.T) {
 	// Steady state for fixtureTurn's three calls (six lists), one more on a turn that
 	// reserves the next block of turn ids: 65-66 before lists were looked up once each
 	// and the turn's row read and updated once, 48 before the tip's move checked the
-	// branch itself (advanceTip).
-	const maxStatements = 47
+	// branch itself (advanceTip), 47 before the turn's row was written once
+	// (commitNewTurn).
+	const maxStatements = 46
 	nodes := func() int { return listNodes(t, s) }
 	for i := 0; i < n; i++ {
 		ran0 := s.wc.ran.Load()
