@@ -72,18 +72,7 @@ func (rt *readRoute) noteHot(query string) {
 
 // prepareHot prepares the hot reads Warm's routed reads ran on the writer connection.
 func (s *Store) prepareHot(ctx context.Context, rt *readRoute) {
-	if s.hot == nil {
-		return
-	}
-	rt.mu.Lock()
-	texts := rt.hot
-	rt.mu.Unlock()
-	for _, q := range texts {
-		if ctx.Err() != nil {
-			return
-		}
-		done := s.warm.wantWriter()
-		s.hot.stmt(ctx, q)
-		done()
+	if s.hot != nil {
+		s.hot.prepare(ctx, rt.ran(true))
 	}
 }

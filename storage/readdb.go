@@ -111,6 +111,16 @@ type readRoute struct {
 	hot   []string             // those run as hot reads (hotread.go)
 }
 
+// ran is the statements run in the route, all of them or only the hot reads.
+func (rt *readRoute) ran(hot bool) []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if hot {
+		return rt.hot
+	}
+	return rt.texts
+}
+
 type routeKey struct{}
 
 // route makes the reads under the returned context run in tx (unprepared: tx is not
@@ -145,13 +155,10 @@ func (rt *readRoute) stmt(ctx context.Context, query string) *sql.Stmt {
 	return st
 }
 
-// prepare prepares the statements the routed reads ran on the readers, one after the
-// other, so they are on the connection the next reads take (the pool hands out the
+// prepare prepares texts (the statements routed reads ran: readRoute.ran), one after
+// the other, so they are on the connection the next reads take (the pool hands out the
 // connection used last).
-func (r *readDB) prepare(ctx context.Context, rt *readRoute) {
-	rt.mu.Lock()
-	texts := rt.texts
-	rt.mu.Unlock()
+func (r *readDB) prepare(ctx context.Context, texts []string) {
 	for _, q := range texts {
 		if ctx.Err() != nil {
 			return

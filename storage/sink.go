@@ -455,16 +455,13 @@ func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn)
 	if !r.h.InPlace {
 		return commitNewTurn(ctx, b.s.wc, tx, br, r.h, r.recorded(), t)
 	}
+	// taken up where it was (an interrupted turn resumed): its row is there already
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 		return err
 	}
-	p := turnPos{id: r.h.ID, parent: r.h.Parent, conv: r.h.Conv} // as storeRun inserted it
-	if r.h.InPlace {
-		// taken up where it was: its place is as stored
-		var err error
-		if p, err = readPos(ctx, tx, r.h.ID); err != nil {
-			return err
-		}
+	p, err := readPos(ctx, tx, r.h.ID)
+	if err != nil {
+		return err
 	}
 	return commitTurn(ctx, b.s.wc, tx, br, p, t)
 }

@@ -186,7 +186,7 @@ func (s *Store) Warm(ctx context.Context) error {
 			return fmt.Errorf("storage: warm up: %w", err)
 		}
 	}
-	s.r.prepare(ctx, reads)
+	s.r.prepare(ctx, reads.ran(false))
 	s.prepareHot(ctx, reads)
 	if ctx.Err() != nil {
 		return fmt.Errorf("storage: warm up: %w", context.Cause(ctx))
