@@ -65,12 +65,12 @@ func TestRetiredBesideTheCommit(t *testing.T) {
 	}
 	f := holding(br.tipID.Int64)
 	released := make(chan time.Time, 1)
-	go func() {
+	go func(f *os.File) {
 		time.Sleep(30 * time.Millisecond)
 		f.Truncate(0)
 		released <- time.Now()
 		f.Close()
-	}()
+	}(f)
 	osink := other.Sink("x", MainBranch)
 	key, err := osink.BeginTurn(ctx, sig.NewMap("question", "next"))
 	began := time.Now()
@@ -86,8 +86,8 @@ func TestRetiredBesideTheCommit(t *testing.T) {
 	other.awaitAllRetired()
 
 	// A holder whose turn is in flight (not in the database) is busy at once.
-	f = holding(1 << 40)
-	defer f.Close()
+	inFlight := holding(1 << 40)
+	defer inFlight.Close()
 	t0 := time.Now()
 	if _, err := other.Sink("x", MainBranch).BeginTurn(ctx, sig.NewMap("question", "busy")); !errors.Is(err, ErrBusy) {
 		t.Fatalf("a turn in flight elsewhere: %v", err)
