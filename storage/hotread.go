@@ -10,8 +10,8 @@ import (
 // connection, not on a reader. SQLite empties a connection's page cache when it begins a
 // read and finds the log changed since its last one, so after every commit a reader
 // fetches each page again from the log or the file; the writer made that commit and keeps
-// its pages. On this driver the same read costs half as much there (39 µs against
-// 105 µs warm, BenchmarkBeyondModel's later Send), and a Send makes three.
+// its pages. On this driver the same read costs a third as much there (39 µs against
+// 105 µs warm, BenchmarkBeyondModel's later Send), and a Send makes two.
 //
 // A hot read waits for a write in progress (Warm's, which it makes yield at once, as a
 // write does), so it must never run inside a write transaction, which would wait for
