@@ -21,11 +21,11 @@ import (
 // (keepOpen): a turn costs a truncate, not an open, a stat and a close besides.
 
 // retireLater empties and unlocks f, branchID's journal, whose turn is in the database,
-// beside the caller. f is held (holdRun) until then.
+// beside the caller. f is held (holdRun) until then. One journal of a branch at most is
+// retiring: the branch's next turn waits for it before it locks the journal.
 func (s *Store) retireLater(branchID int64, f *os.File) {
 	done := make(chan struct{})
 	s.runMu.Lock()
-	prev := s.retiring[branchID]
 	if s.retiring == nil {
 		s.retiring = map[int64]chan struct{}{}
 	}
@@ -33,15 +33,10 @@ func (s *Store) retireLater(branchID int64, f *os.File) {
 	s.runMu.Unlock()
 	go func() {
 		defer close(done)
-		if prev != nil {
-			<-prev
-		}
 		err := f.Truncate(0)
 		s.runMu.Lock()
 		delete(s.held, f)
-		if s.retiring[branchID] == done {
-			delete(s.retiring, branchID)
-		}
+		delete(s.retiring, branchID)
 		s.runMu.Unlock()
 		if err != nil || unlock(f) != nil {
 			f.Close() // closing unlocks; the next locker empties what is left (importRun)

@@ -105,10 +105,6 @@ const cumFromCalls = `(cum_prompt_tokens, cum_completion_tokens, cum_cached_toke
 // usage totals are summed from the calls it is about to store (callsUsage), not from
 // their rows: TestNewTurnRowAsStoredRunning holds the two ways to the same row.
 func commitNewTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, h *runHeader, calls []runCall, t *trace.Turn) error {
-	if h.Parent != br.tipID.Int64 {
-		return fmt.Errorf("storage: branch %q moved while turn %d was in flight (tip is now %s): %w",
-			br.Name, h.ID, nullKey(br.tipID), ErrConflict)
-	}
 	parent, jump, depth, jumpDepth, err := placeAfter(ctx, tx, h.Parent)
 	if err != nil {
 		return err
