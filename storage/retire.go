@@ -2,8 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"os"
 )
 
@@ -32,11 +30,17 @@ func (s *Store) retireLater(branchID int64, f *os.File) {
 	s.retiring[branchID] = done
 	s.runMu.Unlock()
 	go func() {
-		defer close(done)
+		defer func() {
+			// only once the file is unlocked (and kept open): a turn beginning here
+			// meanwhile waits for done instead of finding the journal still locked
+			s.runMu.Lock()
+			delete(s.retiring, branchID)
+			s.runMu.Unlock()
+			close(done)
+		}()
 		err := f.Truncate(0)
 		s.runMu.Lock()
 		delete(s.held, f)
-		delete(s.retiring, branchID)
 		s.runMu.Unlock()
 		if err != nil || unlock(f) != nil {
 			f.Close() // closing unlocks; the next locker empties what is left (importRun)
@@ -79,7 +83,7 @@ func (s *Store) endedHolder(ctx context.Context, h *runHeader) bool {
 	}
 	var st string
 	err := s.r.QueryRowContext(ctx, "SELECT status FROM turns WHERE id = ?", h.ID).Scan(&st)
-	if errors.Is(err, sql.ErrNoRows) || err != nil {
+	if err != nil { // not stored (sql.ErrNoRows): in flight
 		return false
 	}
 	return st != "running" && st != "interrupted"
