@@ -14,22 +14,20 @@ import (
 // values, not the requests the calls sent. These reads cost what they return (plus
 // O(log n) jump-pointer steps), so they stay flat as a branch grows.
 
-// pathCTE walks up from turn ?1 to depth ?2, carrying the columns so each turn is read
-// once and the rows come out tip first (callers reverse them; no sort). A path holds
-// completed turns only, which have no owner; their conversation is the caller's.
-const pathCTE = `WITH RECURSIVE p(id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at,
-		error, snapshot_node, branch_id, input_preview, output_preview, retry_of) AS (
-	SELECT id, parent_id, depth, status, inputs, outputs, score, explicit, started_at, ended_at, error, snapshot_node, branch_id,
-		input_preview, output_preview, retry_of
-		FROM turns WHERE id = ?1
+// pathCTE walks up from turn ?1 to depth ?2, then reads each turn's columns once; the
+// rows come out tip first (callers reverse them; no sort): the CROSS JOIN keeps the
+// walk as the outer loop. The walk carries ids only: a recursive CTE copies every
+// column it carries through its queue, which made carrying them all cost twice the
+// read. A path holds completed turns only, which have no owner; their conversation is
+// the caller's.
+const pathCTE = `WITH RECURSIVE p(id, parent_id) AS (
+	SELECT id, parent_id FROM turns WHERE id = ?1
 	UNION ALL
-	SELECT t.id, t.parent_id, t.depth, t.status, t.inputs, t.outputs, t.score, t.explicit, t.started_at, t.ended_at,
-		t.error, t.snapshot_node, t.branch_id, t.input_preview, t.output_preview, t.retry_of
-		FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
-SELECT p.id, p.parent_id, p.depth, p.status, p.inputs, p.outputs, p.score, p.explicit,
-	(SELECT count(*) FROM calls c WHERE c.turn_id = p.id), p.started_at, p.ended_at, p.error, p.snapshot_node, p.branch_id,
-	p.input_preview, p.output_preview, '', NULL, NULL, NULL, NULL, p.retry_of
-FROM p`
+	SELECT t.id, t.parent_id FROM turns t JOIN p ON t.id = p.parent_id WHERE t.depth >= ?2)
+SELECT t.id, t.parent_id, t.depth, t.status, t.inputs, t.outputs, t.score, t.explicit,
+	(SELECT count(*) FROM calls c WHERE c.turn_id = t.id), t.started_at, t.ended_at, t.error, t.snapshot_node, t.branch_id,
+	t.input_preview, t.output_preview, '', NULL, NULL, NULL, NULL, t.retry_of
+FROM p CROSS JOIN turns t ON t.id = p.id`
 
 // pathUp returns the turns from top (a turn at depth >= from) up to depth from, root first.
 func pathUp(ctx context.Context, q querier, top int64, from int) ([]*TurnNode, error) {
