@@ -144,6 +144,16 @@ func TestCallValuesRoundTrip(t *testing.T) {
 	if err := s.r.QueryRow("SELECT count(*) FROM calls WHERE io_id IS NOT NULL AND inputs IS NULL AND outputs IS NULL").Scan(&joined); err != nil || joined != 2 {
 		t.Fatalf("%d calls store their values joined (%v), want 2", joined, err)
 	}
+	// a damaged split is reported, naming the call, by every read of the values
+	if _, err := s.w.ExecContext(ctx, "UPDATE calls SET io_split = 1 WHERE call_key = 'e'"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []LoadOptions{{}, {ValuesOnly: true}} {
+		_, err := s.LoadBranchRangeWith(ctx, "x", MainBranch, 0, 0, o)
+		if err == nil || !strings.Contains(err.Error(), "call e of turn") || !strings.Contains(err.Error(), "are corrupt") {
+			t.Errorf("a damaged split of %+v: %v, want it reported as corrupt, naming the call", o, err)
+		}
+	}
 }
 
 // A database at schema version 7 or 8 (testdata/README.md; 8 with deltas and extra

@@ -47,23 +47,30 @@ type querier interface {
 // delta against a recent content of the same kind (see delta.go) when that is much
 // smaller; kind "" stores it whole.
 func putContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string) (contentRef, error) {
+	r, _, err := storeContent(ctx, wc, tx, kind, body)
+	return r, err
+}
+
+// storeContent is putContent, also saying whether it inserted the content (then no list
+// node refers to it yet).
+func storeContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string) (contentRef, bool, error) {
 	if r, ok := wc.content(body); ok {
-		return r, nil
+		return r, false, nil
 	}
 	r := contentRef{hash: contentHash(body)}
 	id, ok, err := findContent(ctx, tx, r.hash, body)
 	if err != nil {
-		return r, fmt.Errorf("look up content: %w", err)
+		return r, false, fmt.Errorf("look up content: %w", err)
 	}
 	if !ok {
 		base, stored := wc.delta(kind, body)
 		res, err := tx.ExecContext(ctx, "INSERT INTO contents(hash, body, base_id) VALUES (?, ?, ?)",
 			r.hash.short(), stored, sql.NullInt64{Int64: base, Valid: base != 0})
 		if err != nil {
-			return r, fmt.Errorf("store content: %w", err)
+			return r, false, fmt.Errorf("store content: %w", err)
 		}
 		if id, err = res.LastInsertId(); err != nil {
-			return r, err
+			return r, false, err
 		}
 		if base == 0 {
 			wc.addBase(kind, id, body)
@@ -71,7 +78,7 @@ func putContent(ctx context.Context, wc *writeCache, tx *wtx, kind, body string)
 	}
 	r.id = id
 	wc.stContents[body] = r
-	return r, nil
+	return r, !ok, nil
 }
 
 // findContent looks body up by its hash, comparing the texts found under it.
@@ -323,13 +330,14 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 // appendNodes stores items as a chain below parent (found in the cache or the table when
 // already there) and returns the last node and the chain. key is the list's (putList),
 // which with the role is the kind of its new contents. Below a node it has just
-// inserted it inserts without looking: a new node has no children (parent_id is a
-// foreign key, so no node outlives its parent to be taken for a child of a reused id).
+// inserted, or for a text it has just stored, it inserts without looking: a new node has
+// no children and a new text no nodes (parent_id and content_id are foreign keys, so no
+// node outlives what it refers to, to be taken for a node of a reused id).
 func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, parent nodeRef, items []listItem) (nodeRef, []nodeRef, error) {
 	nodes := make([]nodeRef, 0, len(items))
 	fresh := false // parent was inserted here
 	for i, it := range items {
-		c, err := putContent(ctx, wc, tx, key+"\x00"+it.Role, it.Body)
+		c, newText, err := storeContent(ctx, wc, tx, key+"\x00"+it.Role, it.Body)
 		if err != nil {
 			return parent, nil, err
 		}
@@ -343,7 +351,7 @@ func appendNodes(ctx context.Context, wc *writeCache, tx *wtx, key string, paren
 		pid, extra := sql.NullInt64{Int64: parent.id, Valid: parent.id != 0}, sql.NullString{String: it.Extra, Valid: it.Extra != ""}
 		var id int64
 		ok := false
-		if !fresh {
+		if !fresh && !newText {
 			if id, ok, err = lookupID(tx.QueryRowContext(ctx,
 				"SELECT id FROM list_nodes WHERE hash = ? AND parent_id IS ? AND role = ? AND content_id = ? AND extra IS ?",
 				chain.short(), pid, it.Role, c.id, extra)); err != nil {

@@ -24,8 +24,8 @@ func TestWindowedTurnStatements(t *testing.T) {
 	// reserves the next block of turn ids: 65-66 before lists were looked up once each
 	// and the turn's row read and updated once, 48 before the tip's move checked the
 	// branch itself (advanceTip), 47 before the turn's row was written once
-	// (commitNewTurn).
-	const maxStatements = 46
+	// (commitNewTurn), 46 before the node of a text just stored was no longer looked up.
+	const maxStatements = 44
 	nodes := func() int { return listNodes(t, s) }
 	for i := 0; i < n; i++ {
 		ran0 := s.wc.ran.Load()
