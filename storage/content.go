@@ -435,19 +435,8 @@ func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items [
 	if len(path) != n {
 		return nodeRef{}, 0, nil
 	}
-	cids := make([]int64, len(path))
 	for i, nd := range path {
-		if nd.depth != n-i || nd.role != items[nd.depth-1].Role || nd.extra != items[nd.depth-1].Extra {
-			return nodeRef{}, 0, nil
-		}
-		cids[i] = nd.content
-	}
-	bodies, err := loadContents(ctx, tx, cids)
-	if err != nil {
-		return nodeRef{}, 0, err
-	}
-	for _, nd := range path {
-		if b, ok := bodies[nd.content]; !ok || b != items[nd.depth-1].Body {
+		if it := items[nd.depth-1]; nd.depth != n-i || nd.role != it.Role || nd.extra != it.Extra || nd.body != it.Body {
 			return nodeRef{}, 0, nil
 		}
 	}
@@ -459,22 +448,27 @@ func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items [
 	return nodeRef{id: last, hash: chain[n-1], depth: n, role: items[n-1].key()}, n, nil
 }
 
-// storedNode is a list node as stored: parent is 0 for a list's first element, hash the
-// stored (short) chain hash.
+// storedNode is a list node as stored, with its text: parent is 0 for a list's first
+// element, hash the stored (short) chain hash.
 type storedNode struct {
 	id, parent, content int64
 	depth               int
-	role, extra         string
+	role, extra, body   string
 	hash                []byte
 }
 
-// walkUp reads the path ending at node last, from last up to the list's first element
-// (one query).
+// walkUp reads the path ending at node last, from last up to the list's first element,
+// with the elements' texts (one query). The walk carries ids only (a recursive CTE
+// copies what it carries through its queue); each node and its text are read once,
+// after it, the walk's order kept by the CROSS JOINs.
 func walkUp(ctx context.Context, tx *wtx, last int64) ([]storedNode, error) {
-	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id, content_id, depth, role, extra, hash) AS (
-			SELECT id, parent_id, content_id, depth, role, extra, hash FROM list_nodes WHERE id = ?
-			UNION ALL SELECT l.id, l.parent_id, l.content_id, l.depth, l.role, l.extra, l.hash FROM list_nodes l JOIN up ON l.id = up.parent_id)
-		SELECT id, coalesce(parent_id, 0), content_id, depth, role, coalesce(extra, ''), hash FROM up`, last)
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE up(id, parent_id) AS (
+			SELECT id, parent_id FROM list_nodes WHERE id = ?
+			UNION ALL SELECT l.id, l.parent_id FROM list_nodes l JOIN up ON l.id = up.parent_id)
+		SELECT l.id, coalesce(l.parent_id, 0), l.content_id, l.depth, l.role, coalesce(l.extra, ''), l.hash,
+			c.body, c.base_id IS NOT NULL, b.body
+		FROM up CROSS JOIN list_nodes l ON l.id = up.id CROSS JOIN contents c ON c.id = l.content_id
+			LEFT JOIN contents b ON b.id = c.base_id`, last)
 	if err != nil {
 		return nil, fmt.Errorf("look up list: %w", err)
 	}
@@ -482,8 +476,16 @@ func walkUp(ctx context.Context, tx *wtx, last int64) ([]storedNode, error) {
 	var path []storedNode
 	for rows.Next() {
 		var nd storedNode
-		if err := rows.Scan(&nd.id, &nd.parent, &nd.content, &nd.depth, &nd.role, &nd.extra, &nd.hash); err != nil {
+		var delta bool
+		var body, base sql.RawBytes
+		if err := rows.Scan(&nd.id, &nd.parent, &nd.content, &nd.depth, &nd.role, &nd.extra, &nd.hash, &body, &delta, &base); err != nil {
 			return nil, fmt.Errorf("look up list: %w", err)
+		}
+		nd.body = string(body)
+		if delta {
+			if nd.body, err = undelta(base, body); err != nil {
+				return nil, fmt.Errorf("look up list: content %d: %w", nd.content, err)
+			}
 		}
 		path = append(path, nd)
 	}

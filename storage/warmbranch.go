@@ -90,23 +90,15 @@ func cacheStoredList(ctx context.Context, wc *writeCache, tx *wtx, key string, l
 	if err != nil || len(up) == 0 {
 		return err
 	}
-	ids := make([]int64, len(up))
-	for i, nd := range up {
-		ids[i] = nd.content
-	}
-	bodies, err := loadContents(ctx, tx, ids)
-	if err != nil {
-		return err
-	}
 	n := len(up)
 	items, nodes := make([]listItem, 0, n), make([]nodeRef, 0, n)
 	parent := nodeRef{}
 	for i := n - 1; i >= 0; i-- { // from the root
 		nd := up[i]
-		body, ok := bodies[nd.content]
-		if !ok || nd.depth != parent.depth+1 || nd.parent != parent.id {
+		if nd.depth != parent.depth+1 || nd.parent != parent.id {
 			return nil
 		}
+		body := nd.body
 		it := listItem{Role: nd.role, Body: body, Extra: nd.extra}
 		ch := contentHash(body)
 		chain := chainHash(parent.hash, it.key(), ch)
