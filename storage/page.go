@@ -17,9 +17,8 @@ import (
 // pathCTE walks up from turn ?1 to depth ?2, then reads each turn's columns once; the
 // rows come out tip first (callers reverse them; no sort): the CROSS JOIN keeps the
 // walk as the outer loop. The walk carries ids only: a recursive CTE copies every
-// column it carries through its queue, which made carrying them all cost twice the
-// read. A path holds completed turns only, which have no owner; their conversation is
-// the caller's.
+// column it carries through its queue (the texts too). A path holds completed turns
+// only, which have no owner; their conversation is the caller's.
 const pathCTE = `WITH RECURSIVE p(id, parent_id) AS (
 	SELECT id, parent_id FROM turns WHERE id = ?1
 	UNION ALL
