@@ -15,7 +15,9 @@ import (
 // of its directories and agent files named by path. It is the one lookup the service and
 // the headless commands share. A listing of the directories is reloaded only when the set
 // of files or one's size or modification time changes, so it can be asked per frame
-// without re-reading TOML. It is safe for concurrent use.
+// without re-reading TOML; an agent file resolved by its path (every Send of a file
+// agent) is checked alone, without listing the directories. It is safe for concurrent
+// use.
 type Catalog struct {
 	mu     sync.Mutex
 	dirs   []string
@@ -27,6 +29,9 @@ type Catalog struct {
 	// it was read: a file edited since is read again. They are listed next to the found
 	// ones.
 	byPath map[string]pathAgent
+	// listed holds the agents of the last listing by absolute path, with their file's
+	// stamp then: resolving one whose file is unchanged needs no new listing (listedFile).
+	listed map[string]pathAgent
 }
 
 // pathAgent is an agent loaded from an explicit path and the file's stamp then.
@@ -81,12 +86,14 @@ func (c *Catalog) Files() []demo.Agent {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var b strings.Builder
+	stamps := map[string]string{}
 	for _, d := range c.dirs {
 		names, _ := filepath.Glob(filepath.Join(d, "*.toml"))
 		sort.Strings(names)
 		for _, n := range names {
-			if st, err := os.Stat(n); err == nil {
-				fmt.Fprintf(&b, "%s\x00%d\x00%d\n", n, st.Size(), st.ModTime().UnixNano())
+			if st := fileStamp(n); st != "" {
+				stamps[absPath(n)] = st
+				fmt.Fprintf(&b, "%s\x00%s\n", n, st)
 			}
 		}
 	}
@@ -96,6 +103,11 @@ func (c *Catalog) Files() []demo.Agent {
 			c.agents = []demo.Agent{}
 		}
 		c.stamp = s
+		c.listed = map[string]pathAgent{}
+		for _, ag := range c.agents {
+			abs := absPath(ag.Source)
+			c.listed[abs] = pathAgent{agent: ag, stamp: stamps[abs]}
+		}
 	}
 	out := append([]demo.Agent(nil), c.agents...)
 	for _, p := range c.byPath {
@@ -104,6 +116,19 @@ func (c *Catalog) Files() []demo.Agent {
 		}
 	}
 	return out
+}
+
+// listedFile is the agent of the directories' last listing whose file is at abs, when the
+// file is as that listing read it: one stat, where found lists the directories again
+// (every Send of a file agent resolves it).
+func (c *Catalog) listedFile(abs string) (demo.Agent, bool) {
+	c.mu.Lock()
+	l, ok := c.listed[abs]
+	c.mu.Unlock()
+	if !ok || l.stamp == "" || fileStamp(abs) != l.stamp {
+		return demo.Agent{}, false
+	}
+	return l.agent, true
 }
 
 // found is the agent of the directories' listing whose file is at abs.
@@ -179,6 +204,9 @@ func (c *Catalog) Resolve(ref string) (demo.Agent, error) {
 		// no built-in name is a path (Lookup builds every built-in agent: every Send of
 		// a file agent resolves it)
 		abs := absPath(ref)
+		if ag, ok := c.listedFile(abs); ok {
+			return ag, nil
+		}
 		if ag, ok := c.found(abs); ok {
 			return ag, nil
 		}

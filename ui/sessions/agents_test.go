@@ -96,6 +96,44 @@ func TestAgentFiles(t *testing.T) {
 	}
 }
 
+// An agent file of the directories is resolved by its path from the last listing while
+// the file is unchanged, and read again once it changes or goes.
+func TestResolveListedAgentFile(t *testing.T) {
+	dir := t.TempDir()
+	path := writeAgent(t, dir, "support.toml", "support.toml", nil)
+	c := NewCatalog(dir)
+	steps := []struct {
+		name string
+		edit func() // before resolving
+		want string // the agent's name; "" for an error
+	}{
+		{"listed", nil, "support"},
+		{"unchanged", nil, "support"},
+		{"edited", func() {
+			writeAgent(t, dir, "support.toml", "support.toml", func(s string) string {
+				return strings.Replace(s, `name = "support"`, `name = "helpdesk"`, 1)
+			})
+		}, "helpdesk"},
+		{"removed", func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	}
+	for _, st := range steps {
+		if st.edit != nil {
+			st.edit()
+		}
+		ag, err := c.Resolve(path)
+		switch {
+		case st.want == "" && err == nil:
+			t.Errorf("%s: resolved %q, want an error", st.name, ag.Name)
+		case st.want != "" && (err != nil || ag.Name != st.want):
+			t.Errorf("%s: resolved %q (%v), want %q", st.name, ag.Name, err, st.want)
+		}
+	}
+}
+
 func TestAgentByPath(t *testing.T) {
 	ctx := context.Background()
 	a, _, _, _ := newWorkbench(t)
