@@ -92,7 +92,7 @@ func (c *Catalog) Files() []demo.Agent {
 		sort.Strings(names)
 		for _, n := range names {
 			if st := fileStamp(n); st != "" {
-				stamps[absPath(n)] = st
+				stamps[n] = st
 				fmt.Fprintf(&b, "%s\x00%s\n", n, st)
 			}
 		}
@@ -103,10 +103,14 @@ func (c *Catalog) Files() []demo.Agent {
 			c.agents = []demo.Agent{}
 		}
 		c.stamp = s
+		byAbs := make(map[string]string, len(stamps)) // made on a reload only: per frame, a stat a file
+		for n, st := range stamps {
+			byAbs[absPath(n)] = st
+		}
 		c.listed = map[string]pathAgent{}
 		for _, ag := range c.agents {
 			abs := absPath(ag.Source)
-			c.listed[abs] = pathAgent{agent: ag, stamp: stamps[abs]}
+			c.listed[abs] = pathAgent{agent: ag, stamp: byAbs[abs]}
 		}
 	}
 	out := append([]demo.Agent(nil), c.agents...)
