@@ -103,7 +103,10 @@ func (c *Catalog) Files() []demo.Agent {
 			c.agents = []demo.Agent{}
 		}
 		c.stamp = s
-		byAbs := make(map[string]string, len(stamps)) // made on a reload only: per frame, a stat a file
+		// by absolute path (a Getwd each for a relative directory): on a reload only, not
+		// on every check; the stamps are those taken before the files were read, so a file
+		// changed meanwhile is read again at its next use
+		byAbs := make(map[string]string, len(stamps))
 		for n, st := range stamps {
 			byAbs[absPath(n)] = st
 		}
