@@ -59,6 +59,8 @@ type Store struct {
 	wParses, rParses atomic.Int64
 
 	warm warmState // Warm's (warm.go)
+	// packs are the path packs waiting for their branch's WarmBranch (pathvalues.go).
+	packs packQueue
 }
 
 // dsn builds the connection string. The settings, and why:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -16,7 +17,8 @@ import (
 // unwindowed branch). The workbench calls it (through Prefetch) while the user types,
 // and a Service as a turn's first model call begins (`run`, `session retry`). It reads
 // the stored lists as they are, their nodes and texts (a history's entries are decoded,
-// for the render cache), and writes nothing. A list stored as a run (a sliding window's)
+// for the render cache), and writes nothing but the branch's path pack when a restore
+// made one (pathvalues.go). A list stored as a run (a sliding window's)
 // is left out: it is short, and the commit looks its elements up.
 func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 	if s.readOnly != "" || s.wc == nil {
@@ -27,12 +29,15 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 		return nil
 	}
 	defer leave()
+	// the path pack the branch's restore made, first: the next process's restore waits
+	// for it, this turn's commit does not
+	perr := s.writePack(ctx, convID, branch)
 	// a write transaction, for the write cache (see writeCache), rolled back: nothing
 	// to commit
 	defer s.warm.wantWriter()()
 	err := s.trial(ctx, true, func(tx *wtx) error { return warmBranch(ctx, s.wc, tx, convID, branch) })
 	s.wc.prepare(ctx, s.w) // the connection is free again
-	return err
+	return errors.Join(perr, err)
 }
 
 // warmBranch is WarmBranch's work in tx (Warm runs it too, to prepare its statements).

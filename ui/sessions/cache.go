@@ -255,19 +255,28 @@ func (a *Service) checkAt(ctx context.Context, st *branchState, conv, branch str
 // sameTip says the cached path ended at the tip of total turns, so its live session
 // stays when the path read ends there too (caller holds st.mu).
 func (a *Service) load(ctx context.Context, st *branchState, conv, branch string, want, total int, sameTip bool) error {
-	from, limit := 0, 0
+	var ne *pathEntry
+	var read int
 	if want > 0 {
-		from, limit = -want, want // the whole path when it is shorter
+		p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, -want, want, sessionRead) // the whole path when it is shorter
+		if err != nil {
+			return err
+		}
+		ne = &pathEntry{base: p.From, keys: p.Keys, turns: p.Turns, started: make([]time.Time, len(p.Nodes))}
+		for i, n := range p.Nodes {
+			ne.started[i] = n.Started
+		}
+		read = p.Total
+	} else {
+		// the whole path: from the branch's pack where it has one (storage/pathvalues.go)
+		p, err := a.store.LoadPathValues(ctx, conv, branch)
+		if err != nil {
+			return err
+		}
+		ne = &pathEntry{keys: p.Keys, turns: p.Turns, started: p.Started}
+		read = p.Total
 	}
-	p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, from, limit, sessionRead)
-	if err != nil {
-		return err
-	}
-	ne := &pathEntry{base: p.From, keys: p.Keys, turns: p.Turns, started: make([]time.Time, len(p.Nodes))}
-	for i, n := range p.Nodes {
-		ne.started[i] = n.Started
-	}
-	if !sameTip || p.Total != total || len(p.Keys) == 0 || ne.keys[len(ne.keys)-1] != st.path.keys[len(st.path.keys)-1] {
+	if !sameTip || read != total || len(ne.keys) == 0 || ne.keys[len(ne.keys)-1] != st.path.keys[len(st.path.keys)-1] {
 		st.live = nil // the session kept was of another path
 	}
 	st.path = ne

@@ -1,0 +1,601 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/limits"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A path pack is a branch's path as a session restores it (LoadOptions.ValuesOnly: each
+// turn's values with its calls' values, its id and start time) in one value, written
+// beside the rows it copies (pathvalues.go says when, and how it is kept exact). A new
+// process restoring a long unwindowed branch otherwise reads every turn's and every
+// call's row: at 1,000 turns most of a `sessionbench run`'s wait, and the cost is the
+// rows times their columns, each column fetched through the driver. A pack is one
+// row, decoded here without JSON.
+//
+// Layout: packMagic, the format, the number of turns, each turn, and a CRC-32C of all
+// that. Integers are
+// varints; a string is uvarint 0 and its bytes (length first) the first time it
+// appears, and uvarint i+1 for the i-th string the pack introduced after that (a
+// turn's question reappears in its calls' inputs, every call names the same
+// predictors). A list or a map has its length plus one, 0 for nil (a load tells nil
+// from empty and the pack gives back what the load gave). Decoded strings share the
+// pack's one string: restoring allocates the values' structures only.
+const (
+	packMagic  = "SBPK"
+	packFormat = 1
+)
+
+// value tags
+const (
+	vNil byte = iota
+	vFalse
+	vTrue
+	vString
+	vInt
+	vFloat
+	vNumber // json.Number: an integer beyond int64, kept as its text
+	vList
+	vMap
+	vHistory
+)
+
+// castagnoli is the pack's checksum polynomial (CRC-32C, hardware on amd64 and arm64):
+// a pack damaged in any byte is read from the rows instead.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errPackCorrupt marks a pack that cannot be decoded; the caller reads the rows instead.
+var errPackCorrupt = errors.New("path pack is corrupt")
+
+// packWriter encodes a pack.
+type packWriter struct {
+	buf  []byte
+	strs map[string]uint64
+}
+
+// encodePack packs turns (ids and turns in path order, as a ValuesOnly read gives them).
+// A turn carrying more than a ValuesOnly read gives (a request, a history, usage) is
+// refused: a pack holds only what it can give back exactly.
+func encodePack(ids []int64, turns []*trace.Turn) ([]byte, error) {
+	if len(ids) != len(turns) {
+		return nil, fmt.Errorf("storage: pack %d ids for %d turns: %w", len(ids), len(turns), ErrInvalid)
+	}
+	w := &packWriter{buf: make([]byte, 0, 256*len(turns)+16), strs: map[string]uint64{}}
+	w.buf = append(w.buf, packMagic...)
+	w.uint(packFormat)
+	w.uint(uint64(len(turns)))
+	for i, t := range turns {
+		if err := w.turn(ids[i], t); err != nil {
+			return nil, fmt.Errorf("storage: pack turn %d: %w", ids[i], err)
+		}
+	}
+	return binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf, castagnoli)), nil
+}
+
+func (w *packWriter) uint(v uint64) { w.buf = binary.AppendUvarint(w.buf, v) }
+func (w *packWriter) int(v int64)   { w.buf = binary.AppendVarint(w.buf, v) }
+
+func (w *packWriter) str(s string) {
+	if i, ok := w.strs[s]; ok {
+		w.uint(i + 1)
+		return
+	}
+	w.strs[s] = uint64(len(w.strs))
+	w.uint(0)
+	w.uint(uint64(len(s)))
+	w.buf = append(w.buf, s...)
+}
+
+func (w *packWriter) bool(b bool) {
+	if b {
+		w.buf = append(w.buf, 1)
+	} else {
+		w.buf = append(w.buf, 0)
+	}
+}
+
+// length writes n, or nil's mark.
+func (w *packWriter) length(n int, isNil bool) {
+	if isNil {
+		w.uint(0)
+	} else {
+		w.uint(uint64(n) + 1)
+	}
+}
+
+func (w *packWriter) time(t time.Time) error {
+	if t.IsZero() {
+		w.uint(0)
+		return nil
+	}
+	n := t.UnixNano()
+	if !time.Unix(0, n).Equal(t) {
+		return fmt.Errorf("time %v is out of a pack's range", t)
+	}
+	w.uint(1)
+	w.int(n)
+	return nil
+}
+
+func (w *packWriter) float(f float64) {
+	w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(f))
+}
+
+func (w *packWriter) turn(id int64, t *trace.Turn) error {
+	if t == nil {
+		return errors.New("nil turn")
+	}
+	w.int(id)
+	w.int(int64(t.Index))
+	if err := w.time(t.Started); err != nil {
+		return err
+	}
+	if err := w.time(t.Ended); err != nil {
+		return err
+	}
+	w.str(string(t.Status))
+	w.str(t.Error)
+	w.bool(t.Explicit)
+	w.bool(t.Score != nil)
+	if t.Score != nil {
+		w.float(*t.Score)
+	}
+	if err := w.value(t.Inputs, 0); err != nil {
+		return err
+	}
+	if err := w.value(t.Outputs, 0); err != nil {
+		return err
+	}
+	if err := w.maps(t.History.Messages); err != nil {
+		return err
+	}
+	w.length(len(t.Calls), t.Calls == nil)
+	for _, c := range t.Calls {
+		if err := w.call(c, 0); err != nil {
+			return err
+		}
+	}
+	w.length(len(t.Attempts), t.Attempts == nil)
+	for _, a := range t.Attempts {
+		if err := w.attempt(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *packWriter) maps(ms []*sig.Map) error {
+	w.length(len(ms), ms == nil)
+	for _, m := range ms {
+		if err := w.value(m, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *packWriter) call(c *trace.Call, depth int) error {
+	if c == nil {
+		return errors.New("nil call")
+	}
+	if depth > limits.Depth {
+		return fmt.Errorf("call %s is nested deeper than %d", c.ID, limits.Depth)
+	}
+	if c.Messages.Len() > 0 || c.History.Messages != nil || c.Completion != "" || c.RawRequest != "" ||
+		c.RawResponse != "" || c.Tries != nil || c.Score != nil || !reflect.ValueOf(c.Params).IsZero() ||
+		!reflect.ValueOf(c.Usage).IsZero() {
+		return fmt.Errorf("call %s carries more than its values: %w", c.ID, ErrInvalid)
+	}
+	for _, s := range []string{c.ID, c.Path, c.PredictorType, c.Adapter, c.Model} {
+		w.str(s)
+	}
+	if err := w.value(c.Inputs, 0); err != nil {
+		return err
+	}
+	if err := w.value(c.Outputs, 0); err != nil {
+		return err
+	}
+	if err := w.time(c.Started); err != nil {
+		return err
+	}
+	w.int(int64(c.Latency))
+	w.str(c.Error)
+	w.str(c.Recovered)
+	w.length(len(c.Children), c.Children == nil)
+	for _, ch := range c.Children {
+		if err := w.call(ch, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *packWriter) attempt(a *trace.Attempt) error {
+	if a == nil {
+		return errors.New("nil attempt")
+	}
+	w.str(a.Step)
+	w.int(int64(a.N))
+	w.float(a.Score)
+	if err := w.time(a.Time); err != nil {
+		return err
+	}
+	w.str(a.Summary)
+	if err := w.value(a.Details, 0); err != nil {
+		return err
+	}
+	w.bool(a.Best)
+	w.str(a.Error)
+	w.length(len(a.Calls), a.Calls == nil)
+	for _, s := range a.Calls {
+		w.str(s)
+	}
+	return nil
+}
+
+// value writes one value of sig's canonical set (sig.Normalize); any other kind is
+// refused.
+func (w *packWriter) value(v any, depth int) error {
+	if depth > limits.Depth {
+		return fmt.Errorf("a value is nested deeper than %d", limits.Depth)
+	}
+	switch t := v.(type) {
+	case nil:
+		w.buf = append(w.buf, vNil)
+	case bool:
+		if t {
+			w.buf = append(w.buf, vTrue)
+		} else {
+			w.buf = append(w.buf, vFalse)
+		}
+	case string:
+		w.buf = append(w.buf, vString)
+		w.str(t)
+	case int64:
+		w.buf = append(w.buf, vInt)
+		w.int(t)
+	case float64:
+		w.buf = append(w.buf, vFloat)
+		w.float(t)
+	case json.Number:
+		w.buf = append(w.buf, vNumber)
+		w.str(string(t))
+	case []any:
+		w.buf = append(w.buf, vList)
+		w.length(len(t), t == nil)
+		for _, e := range t {
+			if err := w.value(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case *sig.Map:
+		if t == nil {
+			w.buf = append(w.buf, vNil)
+			return nil
+		}
+		w.buf = append(w.buf, vMap)
+		w.uint(uint64(t.Len()))
+		for i := range t.Len() { // the keys first: the reader sizes the map with them
+			k, _ := t.Entry(i)
+			w.str(k)
+		}
+		for i := range t.Len() {
+			_, e := t.Entry(i)
+			if err := w.value(e, depth+1); err != nil {
+				return err
+			}
+		}
+	case sig.History:
+		w.buf = append(w.buf, vHistory)
+		w.length(len(t.Messages), t.Messages == nil)
+		for _, m := range t.Messages {
+			if err := w.value(m, depth+1); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("a value of type %T cannot be packed: %w", v, ErrInvalid)
+	}
+	return nil
+}
+
+// packReader decodes a pack. The first error sticks: later reads return zero values,
+// and the caller checks err once per turn.
+type packReader struct {
+	data string // the pack; decoded strings are its substrings
+	pos  int
+	strs []string
+	err  error
+}
+
+// newPackReader checks a pack's checksum and reads its header: how many turns it holds.
+func newPackReader(pack []byte) (*packReader, int, error) {
+	if len(pack) < len(packMagic)+4 || string(pack[:len(packMagic)]) != packMagic {
+		return nil, 0, errPackCorrupt
+	}
+	body := pack[:len(pack)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(pack[len(body):]) {
+		return nil, 0, fmt.Errorf("%w: its checksum does not match", errPackCorrupt)
+	}
+	data := string(body) // one copy, which every decoded string shares
+	r := &packReader{data: data}
+	r.pos = len(packMagic)
+	if f := r.uint(); f != packFormat {
+		return nil, 0, fmt.Errorf("%w: format %d, want %d", errPackCorrupt, f, packFormat)
+	}
+	n := r.uint()
+	if r.err != nil || n > uint64(len(data)) {
+		return nil, 0, errPackCorrupt
+	}
+	return r, int(n), nil
+}
+
+func (r *packReader) fail() {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w at byte %d", errPackCorrupt, r.pos)
+	}
+}
+
+func (r *packReader) uint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	var v uint64
+	var s uint
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		if r.pos >= len(r.data) {
+			break
+		}
+		b := r.data[r.pos]
+		r.pos++
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break
+			}
+			return v | uint64(b)<<s
+		}
+		v |= uint64(b&0x7f) << s
+		s += 7
+	}
+	r.fail()
+	return 0
+}
+
+func (r *packReader) int() int64 {
+	u := r.uint()
+	x := int64(u >> 1)
+	if u&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *packReader) byte() byte {
+	if r.err != nil || r.pos >= len(r.data) {
+		r.fail()
+		return 0
+	}
+	b := r.data[r.pos]
+	r.pos++
+	return b
+}
+
+func (r *packReader) bool() bool { return r.byte() != 0 }
+
+func (r *packReader) str() string {
+	i := r.uint()
+	if i > 0 {
+		if i > uint64(len(r.strs)) {
+			r.fail()
+			return ""
+		}
+		return r.strs[i-1]
+	}
+	n := r.uint()
+	if r.err != nil || n > uint64(len(r.data)-r.pos) {
+		r.fail()
+		return ""
+	}
+	s := r.data[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	r.strs = append(r.strs, s)
+	return s
+}
+
+// length reads a length written by packWriter.length: n, and whether it was nil. A
+// length no pack of this size could hold is corruption.
+func (r *packReader) length() (int, bool) {
+	n := r.uint()
+	if n == 0 {
+		return 0, true
+	}
+	if n-1 > uint64(len(r.data)-r.pos) {
+		r.fail()
+		return 0, true
+	}
+	return int(n - 1), false
+}
+
+func (r *packReader) time() time.Time {
+	switch r.uint() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return time.Unix(0, r.int()).UTC()
+	}
+	r.fail()
+	return time.Time{}
+}
+
+func (r *packReader) float() float64 {
+	if r.err != nil || len(r.data)-r.pos < 8 {
+		r.fail()
+		return 0
+	}
+	b := r.data[r.pos : r.pos+8]
+	r.pos += 8
+	return math.Float64frombits(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56)
+}
+
+// turn reads the next turn and its id.
+func (r *packReader) turn() (int64, *trace.Turn, error) {
+	id := r.int()
+	t := &trace.Turn{Index: int(r.int()), Started: r.time(), Ended: r.time(), Status: trace.Status(r.str()), Error: r.str(),
+		Explicit: r.bool()}
+	if r.bool() {
+		f := r.float()
+		t.Score = &f
+	}
+	t.Inputs = r.mapValue()
+	t.Outputs = r.mapValue()
+	t.History.Messages = r.maps()
+	if n, isNil := r.length(); !isNil {
+		t.Calls = make([]*trace.Call, n)
+		for i := range t.Calls {
+			t.Calls[i] = r.call(0)
+		}
+	}
+	if n, isNil := r.length(); !isNil {
+		t.Attempts = make([]*trace.Attempt, n)
+		for i := range t.Attempts {
+			t.Attempts[i] = r.attempt()
+		}
+	}
+	if r.err != nil {
+		return 0, nil, r.err
+	}
+	return id, t, nil
+}
+
+func (r *packReader) maps() []*sig.Map {
+	n, isNil := r.length()
+	if isNil {
+		return nil
+	}
+	out := make([]*sig.Map, n)
+	for i := range out {
+		out[i] = r.mapValue()
+	}
+	return out
+}
+
+// mapValue reads a value that must be a map or nil.
+func (r *packReader) mapValue() *sig.Map {
+	v := r.value(0)
+	m, ok := v.(*sig.Map)
+	if !ok && v != nil {
+		r.fail()
+	}
+	return m
+}
+
+func (r *packReader) call(depth int) *trace.Call {
+	if depth > limits.Depth {
+		r.fail()
+	}
+	if r.err != nil {
+		return nil
+	}
+	c := &trace.Call{ID: r.str(), Path: r.str(), PredictorType: r.str(), Adapter: r.str(), Model: r.str()}
+	c.Inputs = r.mapValue()
+	c.Outputs = r.mapValue()
+	c.Started = r.time()
+	c.Latency = time.Duration(r.int())
+	c.Error = r.str()
+	c.Recovered = r.str()
+	c.Messages = joinMessages(nil, tailRef{}, nil) // what a ValuesOnly read leaves there
+	if n, isNil := r.length(); !isNil {
+		c.Children = make([]*trace.Call, n)
+		for i := range c.Children {
+			c.Children[i] = r.call(depth + 1)
+		}
+	}
+	return c
+}
+
+func (r *packReader) attempt() *trace.Attempt {
+	a := &trace.Attempt{Step: r.str(), N: int(r.int()), Score: r.float(), Time: r.time(), Summary: r.str()}
+	a.Details = r.mapValue()
+	a.Best = r.bool()
+	a.Error = r.str()
+	if n, isNil := r.length(); !isNil {
+		a.Calls = make([]string, n)
+		for i := range a.Calls {
+			a.Calls[i] = r.str()
+		}
+	}
+	return a
+}
+
+func (r *packReader) value(depth int) any {
+	if depth > limits.Depth {
+		r.fail()
+	}
+	switch r.byte() {
+	case vNil:
+		return nil
+	case vFalse:
+		return false
+	case vTrue:
+		return true
+	case vString:
+		return r.str()
+	case vInt:
+		return r.int()
+	case vFloat:
+		return r.float()
+	case vNumber:
+		return json.Number(r.str())
+	case vList:
+		n, isNil := r.length()
+		if isNil {
+			return []any(nil)
+		}
+		out := make([]any, n)
+		for i := range out {
+			out[i] = r.value(depth + 1)
+		}
+		return out
+	case vMap:
+		n := r.uint()
+		if r.err != nil || n > uint64(len(r.data)-r.pos) {
+			r.fail()
+			return nil
+		}
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = r.str()
+			if r.err != nil {
+				return nil
+			}
+		}
+		m, vals := sig.MakeMap(keys)
+		for i := range vals {
+			vals[i] = r.value(depth + 1)
+		}
+		return m
+	case vHistory:
+		n, isNil := r.length()
+		h := sig.History{}
+		if !isNil {
+			h.Messages = make([]*sig.Map, n)
+			for i := range h.Messages {
+				h.Messages[i] = r.mapValue()
+			}
+		}
+		return h
+	}
+	r.fail()
+	return nil
+}

@@ -1,0 +1,295 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// packedTurn is fixture turn i with what a pack must give back besides: attempts, an
+// explicit history, a failed call, values of every kind.
+func packedTurn(i int) *trace.Turn {
+	t := fixtureTurn(i, 0, false)
+	t.Inputs.Set("tags", []any{"a", int64(i), 1.5, nil, true, sig.NewMap("deep", []any{})})
+	t.Inputs.Set("big", json.Number("123456789012345678901234567890"))
+	t.Calls[1].Error = "boom"
+	t.Calls[1].Outputs = nil
+	t.Calls[1].Recovered = trace.RecoveredInexact
+	if i%3 == 0 {
+		t.Explicit = true
+		t.History = sig.History{Messages: []*sig.Map{sig.NewMap("question", "given", "answer", "by hand")}}
+	}
+	if i%4 == 0 {
+		t.Attempts = []*trace.Attempt{
+			{Step: "answer", N: 1, Score: 0.25, Time: fixtureEpoch, Summary: "first", Details: sig.NewMap("answer", "x"), Calls: []string{"t1.c1"}},
+			{Step: "answer", N: 2, Score: 0.75, Time: fixtureEpoch.Add(time.Second), Best: true, Error: "", Calls: []string{}},
+		}
+	}
+	return t
+}
+
+// rowsRead is the path as the rows give it, what every pack read is compared with.
+func rowsRead(t *testing.T, s *Store, conv, branch string) *BranchPage {
+	t.Helper()
+	p, err := s.LoadBranchRangeWith(context.Background(), conv, branch, 0, 0, LoadOptions{ValuesOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// samePath fails unless pv is the path p read from the rows, turn for turn.
+func samePath(t *testing.T, pv *PathValues, p *BranchPage) {
+	t.Helper()
+	if pv.Total != p.Total || !reflect.DeepEqual(pv.Keys, p.Keys) || len(pv.Turns) != len(p.Turns) {
+		t.Fatalf("path of %d turns (%d keys, %d turns), want %d (%d keys)", pv.Total, len(pv.Keys), len(pv.Turns), p.Total, len(p.Keys))
+	}
+	for i := range p.Turns {
+		if !pv.Started[i].Equal(p.Nodes[i].Started) {
+			t.Fatalf("turn %d started %v, want %v", i, pv.Started[i], p.Nodes[i].Started)
+		}
+		if !reflect.DeepEqual(pv.Turns[i], p.Turns[i]) {
+			t.Fatalf("turn %d differs from its rows:\n got %s\nwant %s", i, toJSON(t, pv.Turns[i]), toJSON(t, p.Turns[i]))
+		}
+	}
+}
+
+func TestPathPackRoundTrip(t *testing.T) {
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	bulkAppend(t, s, "c", MainBranch, 40, 40, packedTurn)
+	p := rowsRead(t, s, "c", MainBranch)
+	ids := make([]int64, len(p.Nodes))
+	for i, n := range p.Nodes {
+		ids[i] = n.id.Int64
+	}
+	body, err := encodePack(ids, p.Turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, n, err := newPackReader(body)
+	if err != nil || n != len(ids) {
+		t.Fatalf("header: %d turns, %v", n, err)
+	}
+	for i := range n {
+		id, turn, err := r.turn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != ids[i] || !reflect.DeepEqual(turn, p.Turns[i]) {
+			t.Fatalf("turn %d (id %d) differs:\n got %s\nwant %s", i, id, toJSON(t, turn), toJSON(t, p.Turns[i]))
+		}
+	}
+	// values the database turns into others (a History becomes an object) come back as
+	// they went in
+	v := sig.NewMap("h", sig.History{Messages: []*sig.Map{sig.NewMap("q", "a")}}, "none", sig.History{},
+		"n", json.Number("1e999"), "list", []any(nil), "empty", []any{}, "f", -0.0)
+	in := &trace.Turn{Inputs: v, Calls: []*trace.Call{}, Attempts: []*trace.Attempt{}}
+	body, err = encodePack([]int64{7}, []*trace.Turn{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err = newPackReader(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, out, err := r.turn()
+	if err != nil || !reflect.DeepEqual(out.Inputs, v) || out.Calls == nil || out.Attempts == nil {
+		t.Fatalf("values: %v\n got %#v\nwant %#v", err, out.Inputs, v)
+	}
+}
+
+func TestPathPackRefuses(t *testing.T) {
+	full := fixtureTurn(0, 0, false) // with its requests: more than a pack gives back
+	if _, err := encodePack([]int64{1}, []*trace.Turn{full}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a turn with requests: %v, want it refused", err)
+	}
+	odd := &trace.Turn{Inputs: sig.NewMap("x", struct{}{})}
+	if _, err := encodePack([]int64{1}, []*trace.Turn{odd}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a value outside sig's set: %v, want it refused", err)
+	}
+	body, err := encodePack([]int64{1}, []*trace.Turn{packedTurnValues(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		pack []byte
+	}{
+		{"empty", nil},
+		{"truncated", body[:len(body)/2]},
+		{"a byte changed", func() []byte { b := append([]byte{}, body...); b[len(b)/2] ^= 1; return b }()},
+		{"another magic", append([]byte("XXXX"), body[4:]...)},
+	} {
+		if _, _, err := newPackReader(c.pack); !errors.Is(err, errPackCorrupt) {
+			t.Errorf("%s: %v, want errPackCorrupt", c.name, err)
+		}
+	}
+}
+
+// packedTurnValues is packedTurn 0 as a ValuesOnly read gives it.
+func packedTurnValues(t *testing.T) *trace.Turn {
+	s := openTemp(t)
+	mustConv(t, s, "v")
+	bulkAppend(t, s, "v", MainBranch, 1, 1, packedTurn)
+	return rowsRead(t, s, "v", MainBranch).Turns[0]
+}
+
+// loadValues is LoadPathValues, compared with the rows; it returns how many turns came
+// from the pack.
+func loadValues(t *testing.T, s *Store, conv, branch string) int {
+	t.Helper()
+	pv, err := s.LoadPathValues(context.Background(), conv, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePath(t, pv, rowsRead(t, s, conv, branch))
+	return pv.Packed
+}
+
+func warmPack(t *testing.T, s *Store, conv, branch string) {
+	t.Helper()
+	if err := s.WarmBranch(context.Background(), conv, branch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func packRow(t *testing.T, s *Store, conv, branch string) (tip int64, turns int) {
+	t.Helper()
+	err := s.w.QueryRow(`SELECT p.tip_id, p.turns FROM path_packs p JOIN branches b ON b.id = p.branch_id
+		WHERE b.conv_id = ? AND b.name = ?`, conv, branch).Scan(&tip, &turns)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tip, turns
+}
+
+// TestLoadPathValues follows a long branch's pack through what moves the branch: each
+// read gives the rows' path exactly, from the pack where the pack is on the path.
+func TestLoadPathValues(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	const n = packMinTurns + 20
+	bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
+
+	if got := loadValues(t, s, "c", MainBranch); got != 0 {
+		t.Fatalf("first read: %d turns packed, want none (no pack yet)", got)
+	}
+	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+		t.Fatalf("a pack of %d turns written by the read; WarmBranch writes it", c)
+	}
+	warmPack(t, s, "c", MainBranch)
+	if _, c := packRow(t, s, "c", MainBranch); c != n {
+		t.Fatalf("pack of %d turns after WarmBranch, want %d", c, n)
+	}
+	if got := loadValues(t, s, "c", MainBranch); got != n {
+		t.Fatalf("second read: %d turns packed, want %d", got, n)
+	}
+
+	// turns after the pack come from their rows
+	bulkAppend(t, s, "c", MainBranch, 5, 5, packedTurn)
+	if got := loadValues(t, s, "c", MainBranch); got != n {
+		t.Fatalf("after 5 more turns: %d packed, want %d", got, n)
+	}
+	// an undo into the pack: its first turns
+	if _, err := s.Undo(ctx, "c", MainBranch, 15); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadValues(t, s, "c", MainBranch); got != n-10 {
+		t.Fatalf("after undoing 15: %d packed, want %d", got, n-10)
+	}
+	// new turns from there: the pack's last turns are off the path, whether the new
+	// line is shorter than the pack, as long or longer
+	for _, more := range []int{5, 5, 2} {
+		bulkAppend(t, s, "c", MainBranch, more, more, func(i int) *trace.Turn {
+			tr := packedTurn(i)
+			tr.Inputs.Set("question", fmt.Sprintf("another question %d", i))
+			return tr
+		})
+		if got := loadValues(t, s, "c", MainBranch); got != 0 {
+			t.Fatalf("after a new line of turns: %d packed, want none", got)
+		}
+	}
+	warmPack(t, s, "c", MainBranch)
+	if got := loadValues(t, s, "c", MainBranch); got != n+2 {
+		t.Fatalf("repacked: %d packed, want %d", got, n+2)
+	}
+
+	// a pack far behind its tip is written again
+	bulkAppend(t, s, "c", MainBranch, packLagTurns, packLagTurns, packedTurn)
+	if got := loadValues(t, s, "c", MainBranch); got != n+2 {
+		t.Fatalf("lagging: %d packed, want %d", got, n+2)
+	}
+	warmPack(t, s, "c", MainBranch)
+	if _, c := packRow(t, s, "c", MainBranch); c != n+2+packLagTurns {
+		t.Fatalf("pack of %d turns after a lag of %d, want it repacked", c, packLagTurns)
+	}
+
+	// a damaged pack is not used, and is written again
+	if _, err := s.w.Exec(`UPDATE path_packs SET body = substr(body, 1, 100) || x'00' || substr(body, 102)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadValues(t, s, "c", MainBranch); got != 0 {
+		t.Fatalf("damaged pack: %d packed, want none", got)
+	}
+	warmPack(t, s, "c", MainBranch)
+	if got := loadValues(t, s, "c", MainBranch); got != n+2+packLagTurns {
+		t.Fatalf("after the damaged pack was rewritten: %d packed", got)
+	}
+}
+
+// TestPathPacksKept: a conversation keeps the packs of its last few branches packed, a
+// deleted branch takes its pack along, and a short path gets none.
+func TestPathPacksKept(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	bulkAppend(t, s, "c", MainBranch, packMinTurns, 100, lightTurn)
+	names := []string{MainBranch}
+	for i := range packsPerConversation {
+		name := fmt.Sprintf("b%d", i)
+		if _, err := s.Fork(ctx, "c", MainBranch, name, packMinTurns-1); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		loadValues(t, s, "c", name)
+		warmPack(t, s, "c", name)
+		time.Sleep(2 * time.Millisecond) // written_at orders them
+	}
+	var count int
+	if err := s.w.QueryRow(`SELECT count(*) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation {
+		t.Fatalf("%d packs (%v), want the last %d", count, err, packsPerConversation)
+	}
+	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+		t.Fatalf("the first branch packed keeps its pack of %d turns", c)
+	}
+	last := names[len(names)-1]
+	if _, err := s.DeleteBranch(ctx, "c", last, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.QueryRow(`SELECT count(*) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation-1 {
+		t.Fatalf("%d packs after deleting a branch (%v), want %d", count, err, packsPerConversation-1)
+	}
+
+	mustConv(t, s, "short")
+	bulkAppend(t, s, "short", MainBranch, packMinTurns-1, 100, lightTurn)
+	loadValues(t, s, "short", MainBranch)
+	warmPack(t, s, "short", MainBranch)
+	if _, c := packRow(t, s, "short", MainBranch); c != 0 {
+		t.Fatalf("a path of %d turns packed", c)
+	}
+}

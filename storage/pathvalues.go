@@ -1,0 +1,226 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// Packs (pathpack.go) are kept exact without being kept up to date. A committed turn
+// never changes and turn ids are never reused, so a pack ending at turn T holds exactly
+// the first turns of every path through T: LoadPathValues uses a branch's pack when T is
+// still on the branch's path (the tip moved on from T: the turns after it are read
+// from their rows; an undo moved it back: the pack's first turns are used) and reads
+// every row otherwise (a fork, an edit). A read that found its pack missing or far
+// behind the tip packs the whole path, and the branch's next WarmBranch writes it: in
+// the background while the turn's model thinks, one commit per pack, not per turn.
+
+const (
+	// packMinTurns is the shortest path packed: a shorter one reads its rows in a few
+	// milliseconds.
+	packMinTurns = 256
+	// packLagTurns is how far behind its branch's tip a pack may fall before the next
+	// read packs the path again; a long path lets its pack lag by packLagShare of its
+	// length too, so what repacking writes per turn stays bounded by a few turns' values
+	// (a pack of n turns every n/16 turns), not the branch's length.
+	packLagTurns = 64
+	packLagShare = 16
+	// packsPerConversation is how many of a conversation's branches keep a pack, those
+	// packed last: a pack copies its branch's values, and a user works on a few branches
+	// at a time.
+	packsPerConversation = 3
+)
+
+// PathValues is a branch's whole path as a session is restored from it: each turn's
+// key and start time, and the turn with its calls' values (what a LoadOptions.ValuesOnly
+// read gives), root first.
+type PathValues struct {
+	Total   int
+	Keys    []string
+	Started []time.Time
+	Turns   []*trace.Turn
+	// Packed is how many of the first turns came from the branch's pack, the rest from
+	// their rows.
+	Packed int
+}
+
+// pendingPack is a pack LoadPathValues made, for WarmBranch to write.
+type pendingPack struct {
+	branchID, tip int64
+	turns         int
+	body          []byte
+}
+
+// packQueue holds the packs waiting for their branch's WarmBranch, by conversation and
+// branch name; a newer pack of the same branch replaces one waiting.
+type packQueue struct {
+	mu      sync.Mutex
+	pending map[string]*pendingPack
+}
+
+func (q *packQueue) put(key string, p *pendingPack) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pending == nil {
+		q.pending = map[string]*pendingPack{}
+	}
+	q.pending[key] = p
+}
+
+func (q *packQueue) take(key string) *pendingPack {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	p := q.pending[key]
+	delete(q.pending, key)
+	return p
+}
+
+// LoadPathValues reads a branch's whole path for restoring a session: from the branch's
+// pack and the rows of the turns after it when the pack is on the path, from every row
+// otherwise. What it returns is what LoadBranchRangeWith(ctx, convID, branch, 0, 0,
+// LoadOptions{ValuesOnly: true}) returns, turn for turn.
+func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*PathValues, error) {
+	b, err := branchByName(ctx, s.r, convID, branch)
+	if err != nil {
+		return nil, err
+	}
+	n := b.Length
+	if n < packMinTurns {
+		return s.pathValuesOfRows(ctx, convID, branch, b.ID, false)
+	}
+	ids, turns, err := s.packedPrefix(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if turns == nil {
+		return s.pathValuesOfRows(ctx, convID, branch, b.ID, true)
+	}
+	pv := &PathValues{Total: n, Packed: len(turns)}
+	if len(turns) < n {
+		// the turns after the pack: read from the pack's last turn on, which must be
+		// the pack's own (it is on the path)
+		p := len(turns)
+		nodes, err := pathWindow(ctx, s.r, b.tipID, n, p-1, 0)
+		if err != nil {
+			return nil, err
+		}
+		if len(nodes) != n-p+1 || nodes[0].id.Int64 != ids[p-1] {
+			return s.pathValuesOfRows(ctx, convID, branch, b.ID, true) // not on the path after all
+		}
+		nodes = nodes[1:]
+		rest, err := s.turnsOf(ctx, nodes, LoadOptions{ValuesOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		for _, nd := range nodes {
+			ids = append(ids, nd.id.Int64)
+		}
+		turns = append(turns, rest...)
+		if lag := n - p; lag >= max(packLagTurns, p/packLagShare) {
+			s.queuePack(convID, branch, b.ID, ids, turns)
+		}
+	}
+	pv.Turns = turns
+	pv.Keys = make([]string, n)
+	pv.Started = make([]time.Time, n)
+	for i, t := range turns {
+		pv.Keys[i], pv.Started[i] = turnKey(ids[i]), t.Started
+	}
+	return pv, nil
+}
+
+// pathValuesOfRows is LoadPathValues from every row; with pack set, the path read is
+// packed for WarmBranch to write.
+func (s *Store) pathValuesOfRows(ctx context.Context, convID, branch string, branchID int64, pack bool) (*PathValues, error) {
+	p, err := s.LoadBranchRangeWith(ctx, convID, branch, 0, 0, LoadOptions{ValuesOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	pv := &PathValues{Total: p.Total, Keys: p.Keys, Turns: p.Turns, Started: make([]time.Time, len(p.Nodes))}
+	ids := make([]int64, len(p.Nodes))
+	for i, nd := range p.Nodes {
+		pv.Started[i], ids[i] = nd.Started, nd.id.Int64
+	}
+	if pack && len(p.Turns) >= packMinTurns {
+		s.queuePack(convID, branch, branchID, ids, p.Turns)
+	}
+	return pv, nil
+}
+
+// packedPrefix is the first turns of branch b's path from its pack, with their ids,
+// when the pack is on the path: all the pack holds when the path goes on from its last
+// turn (the caller checks that, reading the turns after it), the first b.Length when
+// an undo moved the tip back into it. turns is nil when there is no pack or it is of
+// another path; a pack that cannot be read is not used either (its rows are all there).
+func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns []*trace.Turn, err error) {
+	var tip int64
+	var count int
+	var body []byte
+	err = s.r.QueryRowContext(ctx, `SELECT tip_id, turns, body FROM path_packs WHERE branch_id = ?`, b.ID).Scan(&tip, &count, &body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: read the path pack of branch %q: %w", b.Name, err)
+	}
+	n := b.Length
+	if count <= 0 || !b.tipID.Valid || count == n && tip != b.tipID.Int64 {
+		return nil, nil, nil
+	}
+	r, held, err := newPackReader(body)
+	if err != nil || held != count {
+		return nil, nil, nil
+	}
+	want := min(count, n)
+	ids = make([]int64, want)
+	turns = make([]*trace.Turn, want)
+	for i := range want {
+		if ids[i], turns[i], err = r.turn(); err != nil {
+			return nil, nil, nil
+		}
+	}
+	if want < count && ids[want-1] != b.tipID.Int64 {
+		return nil, nil, nil // the tip moved back, but not along the pack
+	}
+	return ids, turns, nil
+}
+
+// queuePack packs a path read whole for the branch's next WarmBranch. A path that
+// cannot be packed (a value outside sig's canonical set) is left to its rows.
+func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn) {
+	if s.readOnly != "" || len(turns) == 0 {
+		return
+	}
+	body, err := encodePack(ids, turns)
+	if err != nil {
+		return
+	}
+	s.packs.put(convID+"\x00"+branch, &pendingPack{branchID: branchID, tip: ids[len(ids)-1], turns: len(turns), body: body})
+}
+
+// writePack writes the pack waiting for the branch, if one is, and drops the packs of
+// the conversation's other branches beyond the last few written. A branch deleted
+// meanwhile takes its pack with it (the insert fails on its key and nothing is
+// written).
+func (s *Store) writePack(ctx context.Context, convID, branch string) error {
+	p := s.packs.take(convID + "\x00" + branch)
+	if p == nil {
+		return nil
+	}
+	return s.writeLight(ctx, func(tx *wtx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO path_packs(branch_id, conv_id, tip_id, turns, written_at, body)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(branch_id) DO UPDATE SET conv_id = excluded.conv_id,
+			tip_id = excluded.tip_id, turns = excluded.turns, written_at = excluded.written_at, body = excluded.body`,
+			p.branchID, convID, p.tip, p.turns, fmtTime(now()), p.body); err != nil {
+			return fmt.Errorf("storage: write the path pack of branch %q: %w", branch, err)
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?1 AND branch_id NOT IN
+			(SELECT branch_id FROM path_packs WHERE conv_id = ?1 ORDER BY written_at DESC LIMIT ?2)`, convID, packsPerConversation)
+		return err
+	})
+}
