@@ -315,7 +315,34 @@ type packReader struct {
 	data string // the pack; decoded strings are its substrings
 	pos  int
 	strs []string
-	err  error
+	// boxed holds each string of strs as a value once boxed (a string in an any is an
+	// allocation of its own, and a turn's question reappears in its calls' inputs)
+	boxed []any
+	keys  []string // a map's keys, read before the map is made (MakeMap copies them)
+	// turns and calls are allocated in slabs, not one by one: a restore decodes
+	// thousands, and the slabs live as long as the path they hold does
+	turnSlab []trace.Turn
+	callSlab []trace.Call
+	err      error
+}
+
+// newTurn and newCall hand out the next turn or call of their slab.
+func (r *packReader) newTurn() *trace.Turn {
+	if len(r.turnSlab) == 0 {
+		r.turnSlab = make([]trace.Turn, 64)
+	}
+	t := &r.turnSlab[0]
+	r.turnSlab = r.turnSlab[1:]
+	return t
+}
+
+func (r *packReader) newCall() *trace.Call {
+	if len(r.callSlab) == 0 {
+		r.callSlab = make([]trace.Call, 128)
+	}
+	c := &r.callSlab[0]
+	r.callSlab = r.callSlab[1:]
+	return c
 }
 
 // newPackReader checks a pack's checksum and reads its header: how many turns it holds.
@@ -393,23 +420,44 @@ func (r *packReader) byte() byte {
 func (r *packReader) bool() bool { return r.byte() != 0 }
 
 func (r *packReader) str() string {
+	s, _ := r.strIndex()
+	return s
+}
+
+// strIndex reads a string and its place in strs (-1 when there is none: a corrupt pack).
+func (r *packReader) strIndex() (string, int) {
 	i := r.uint()
 	if i > 0 {
 		if i > uint64(len(r.strs)) {
 			r.fail()
-			return ""
+			return "", -1
 		}
-		return r.strs[i-1]
+		return r.strs[i-1], int(i - 1)
 	}
 	n := r.uint()
 	if r.err != nil || n > uint64(len(r.data)-r.pos) {
 		r.fail()
-		return ""
+		return "", -1
 	}
 	s := r.data[r.pos : r.pos+int(n)]
 	r.pos += int(n)
 	r.strs = append(r.strs, s)
-	return s
+	return s, len(r.strs) - 1
+}
+
+// boxedStr reads a string as a value, boxed once per distinct string.
+func (r *packReader) boxedStr() any {
+	s, i := r.strIndex()
+	if i < 0 {
+		return s
+	}
+	for len(r.boxed) <= i {
+		r.boxed = append(r.boxed, nil)
+	}
+	if r.boxed[i] == nil {
+		r.boxed[i] = s
+	}
+	return r.boxed[i]
 }
 
 // length reads a length written by packWriter.length: n, and whether it was nil. A
@@ -451,7 +499,8 @@ func (r *packReader) float() float64 {
 // turn reads the next turn and its id.
 func (r *packReader) turn() (int64, *trace.Turn, error) {
 	id := r.int()
-	t := &trace.Turn{Index: int(r.int()), Started: r.time(), Ended: r.time(), Status: trace.Status(r.str()), Error: r.str(),
+	t := r.newTurn()
+	*t = trace.Turn{Index: int(r.int()), Started: r.time(), Ended: r.time(), Status: trace.Status(r.str()), Error: r.str(),
 		Explicit: r.bool()}
 	if r.bool() {
 		f := r.float()
@@ -507,7 +556,8 @@ func (r *packReader) call(depth int) *trace.Call {
 	if r.err != nil {
 		return nil
 	}
-	c := &trace.Call{ID: r.str(), Path: r.str(), PredictorType: r.str(), Adapter: r.str(), Model: r.str()}
+	c := r.newCall()
+	*c = trace.Call{ID: r.str(), Path: r.str(), PredictorType: r.str(), Adapter: r.str(), Model: r.str()}
 	c.Inputs = r.mapValue()
 	c.Outputs = r.mapValue()
 	c.Started = r.time()
@@ -550,7 +600,7 @@ func (r *packReader) value(depth int) any {
 	case vTrue:
 		return true
 	case vString:
-		return r.str()
+		return r.boxedStr()
 	case vInt:
 		return r.int()
 	case vFloat:
@@ -573,14 +623,15 @@ func (r *packReader) value(depth int) any {
 			r.fail()
 			return nil
 		}
-		keys := make([]string, n)
-		for i := range keys {
-			keys[i] = r.str()
+		keys := r.keys[:0]
+		for range n {
+			keys = append(keys, r.str())
 			if r.err != nil {
 				return nil
 			}
 		}
 		m, vals := sig.MakeMap(keys)
+		r.keys = keys[:0] // nested maps below reuse it: MakeMap has copied the keys
 		for i := range vals {
 			vals[i] = r.value(depth + 1)
 		}

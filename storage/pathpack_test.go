@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestPathPackRoundTrip(t *testing.T) {
 	// values the database turns into others (a History becomes an object) come back as
 	// they went in
 	v := sig.NewMap("h", sig.History{Messages: []*sig.Map{sig.NewMap("q", "a")}}, "none", sig.History{},
-		"n", json.Number("1e999"), "list", []any(nil), "empty", []any{}, "f", -0.0)
+		"n", json.Number("1e999"), "list", []any(nil), "empty", []any{}, "f", math.Copysign(0, -1))
 	in := &trace.Turn{Inputs: v, Calls: []*trace.Call{}, Attempts: []*trace.Attempt{}}
 	body, err = encodePack([]int64{7}, []*trace.Turn{in})
 	if err != nil {
