@@ -145,7 +145,7 @@ func sendFixture(b *testing.B, n int) (*storage.Store, string) {
 }
 
 // sendFixtureOf is sendFixture for another agent with SupportAgent's fields.
-func sendFixtureOf(b *testing.B, agent string, n int) (*storage.Store, string) {
+func sendFixtureOf(b testing.TB, agent string, n int) (*storage.Store, string) {
 	ctx := context.Background()
 	st, err := storage.Open(ctx, filepath.Join(b.TempDir(), "send.db"))
 	if err != nil {

@@ -1,0 +1,109 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/storage"
+)
+
+// requestsLM answers as the demo model does and keeps every request it is sent, in order.
+type requestsLM struct {
+	lm.LM
+	mu   sync.Mutex
+	sent [][]lm.Message
+}
+
+func (r *requestsLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
+	r.mu.Lock()
+	r.sent = append(r.sent, append([]lm.Message(nil), req.Messages...))
+	r.mu.Unlock()
+	return r.LM.Call(ctx, req)
+}
+
+// copyFile copies a closed database.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRestoreFromPathPack: a new process that restores a long branch from its path pack
+// (storage/pathvalues.go) sends exactly the requests one restoring it from the rows
+// sends, and stores the same turn.
+func TestRestoreFromPathPack(t *testing.T) {
+	ctx := context.Background()
+	st, conv := sendFixtureOf(t, "SupportAgent", 300)
+	path := st.Path()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rowsDB, packDB := filepath.Join(dir, "rows.db"), filepath.Join(dir, "pack.db")
+	copyFile(t, path, rowsDB)
+
+	// the workbench's prefetch restores the branch from its rows, and writes its pack
+	st, err := storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	New(st, demoModel(0)).Prefetch(ctx, conv, storage.MainBranch)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, path, packDB)
+
+	send := func(db string, wantPacked bool) ([][]lm.Message, *TurnPage) {
+		st, err := storage.Open(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		pv, err := st.LoadPathValues(ctx, conv, storage.MainBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if packed := pv.Packed == pv.Total; packed != wantPacked || pv.Total < 300 {
+			t.Fatalf("%s: %d of %d turns from a pack, want all: %v", filepath.Base(db), pv.Packed, pv.Total, wantPacked)
+		}
+		model := &requestsLM{LM: demoModel(0)}
+		a := New(st, model)
+		if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := pageOf(t, a, conv, storage.MainBranch)
+		return model.sent, &p
+	}
+	rowsSent, rowsPage := send(rowsDB, false)
+	packSent, packPage := send(packDB, true)
+	if len(rowsSent) != 2 || !reflect.DeepEqual(packSent, rowsSent) {
+		t.Fatalf("restored from the pack, the Send sent %d requests unlike the %d sent restored from the rows", len(packSent), len(rowsSent))
+	}
+	a, b := rowsPage.Turns[len(rowsPage.Turns)-1], packPage.Turns[len(packPage.Turns)-1]
+	a.Started, a.Ended = b.Started, b.Ended
+	if len(a.Calls) != len(b.Calls) {
+		t.Fatalf("%d calls stored, %d restored from the rows", len(b.Calls), len(a.Calls))
+	}
+	for i := range a.Calls {
+		a.Calls[i].Started, a.Calls[i].Latency = b.Calls[i].Started, b.Calls[i].Latency
+		for j := range a.Calls[i].Tries {
+			a.Calls[i].Tries[j].Latency = b.Calls[i].Tries[j].Latency // the time each took
+		}
+	}
+	if !reflect.DeepEqual(a.Calls, b.Calls) || !reflect.DeepEqual(a.Outputs, b.Outputs) {
+		ja, _ := json.MarshalIndent(a, "", " ")
+		jb, _ := json.MarshalIndent(b, "", " ")
+		t.Fatalf("the turn stored differs:\nrows %s\npack %s", ja, jb)
+	}
+}
