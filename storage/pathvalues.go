@@ -49,11 +49,13 @@ type PathValues struct {
 	Packed int
 }
 
-// pendingPack is a pack LoadPathValues made, for WarmBranch to write.
+// pendingPack is a path LoadPathValues read, for WarmBranch to pack and write. Its
+// turns are shared with the caller, who does not change them (LoadPathValues' contract,
+// as core.Restore's): encoding them later, in the background, only reads them too.
 type pendingPack struct {
-	branchID, tip int64
-	turns         int
-	body          []byte
+	branchID int64
+	ids      []int64
+	turns    []*trace.Turn
 }
 
 // packQueue holds the packs waiting for their branch's WarmBranch, by conversation and
@@ -83,7 +85,9 @@ func (q *packQueue) take(key string) *pendingPack {
 // LoadPathValues reads a branch's whole path for restoring a session: from the branch's
 // pack and the rows of the turns after it when the pack is on the path, from every row
 // otherwise. What it returns is what LoadBranchRangeWith(ctx, convID, branch, 0, 0,
-// LoadOptions{ValuesOnly: true}) returns, turn for turn.
+// LoadOptions{ValuesOnly: true}) returns, turn for turn. The turns are shared with the
+// store until the branch's WarmBranch has packed them: the caller must not change them
+// (core.Restore does not).
 func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*PathValues, error) {
 	b, err := branchByName(ctx, s.r, convID, branch)
 	if err != nil {
@@ -190,33 +194,33 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns
 	return ids, turns, nil
 }
 
-// queuePack packs a path read whole for the branch's next WarmBranch. A path that
-// cannot be packed (a value outside sig's canonical set) is left to its rows.
+// queuePack keeps a path read whole for the branch's next WarmBranch to pack.
 func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn) {
 	if s.readOnly != "" || len(turns) == 0 {
 		return
 	}
-	body, err := encodePack(ids, turns)
-	if err != nil {
-		return
-	}
-	s.packs.put(convID+"\x00"+branch, &pendingPack{branchID: branchID, tip: ids[len(ids)-1], turns: len(turns), body: body})
+	s.packs.put(convID+"\x00"+branch, &pendingPack{branchID: branchID, ids: ids, turns: turns})
 }
 
-// writePack writes the pack waiting for the branch, if one is, and drops the packs of
-// the conversation's other branches beyond the last few written. A branch deleted
-// meanwhile takes its pack with it (the insert fails on its key and nothing is
+// writePack packs and writes the path waiting for the branch, if one is, and drops the
+// packs of the conversation's other branches beyond the last few written. A path that
+// cannot be packed (a value outside sig's canonical set) is left to its rows. A branch
+// deleted meanwhile takes its pack with it (the insert fails on its key and nothing is
 // written).
 func (s *Store) writePack(ctx context.Context, convID, branch string) error {
 	p := s.packs.take(convID + "\x00" + branch)
 	if p == nil {
 		return nil
 	}
+	body, err := encodePack(p.ids, p.turns)
+	if err != nil {
+		return nil
+	}
 	return s.writeLight(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO path_packs(branch_id, conv_id, tip_id, turns, written_at, body)
 			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(branch_id) DO UPDATE SET conv_id = excluded.conv_id,
 			tip_id = excluded.tip_id, turns = excluded.turns, written_at = excluded.written_at, body = excluded.body`,
-			p.branchID, convID, p.tip, p.turns, fmtTime(now()), p.body); err != nil {
+			p.branchID, convID, p.ids[len(p.ids)-1], len(p.ids), fmtTime(now()), body); err != nil {
 			return fmt.Errorf("storage: write the path pack of branch %q: %w", branch, err)
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?1 AND branch_id NOT IN
