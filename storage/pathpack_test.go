@@ -294,3 +294,28 @@ func TestPathPacksKept(t *testing.T) {
 		t.Fatalf("a path of %d turns packed", c)
 	}
 }
+
+func TestPackQueueBounded(t *testing.T) {
+	var q packQueue
+	for i := range maxPendingPacks + 2 {
+		q.put(fmt.Sprint(i), &pendingPack{branchID: int64(i)})
+	}
+	q.put("3", &pendingPack{branchID: 33}) // queued again: the newest
+	if len(q.pending) != maxPendingPacks || len(q.order) != maxPendingPacks {
+		t.Fatalf("%d paths held (%d in order), want %d", len(q.pending), len(q.order), maxPendingPacks)
+	}
+	for _, c := range []struct {
+		key  string
+		want int64
+	}{{"0", -1}, {"1", -1}, {"2", 2}, {"3", 33}, {"5", 5}, {"3", -1}} {
+		p := q.take(c.key)
+		if got := int64(-1); p != nil {
+			got = p.branchID
+			if got != c.want {
+				t.Errorf("take %s: branch %d, want %d", c.key, got, c.want)
+			}
+		} else if c.want != -1 {
+			t.Errorf("take %s: nothing, want branch %d", c.key, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,12 +59,18 @@ type pendingPack struct {
 	turns    []*trace.Turn
 }
 
-// packQueue holds the packs waiting for their branch's WarmBranch, by conversation and
-// branch name; a newer pack of the same branch replaces one waiting.
+// packQueue holds the paths waiting for their branch's WarmBranch, by conversation and
+// branch name, the last few queued (a path read by a preview alone may wait for a
+// WarmBranch that never comes, holding its turns); a newer path of the same branch
+// replaces one waiting.
 type packQueue struct {
 	mu      sync.Mutex
 	pending map[string]*pendingPack
+	order   []string // oldest first
 }
+
+// maxPendingPacks bounds the paths held for packing.
+const maxPendingPacks = 4
 
 func (q *packQueue) put(key string, p *pendingPack) {
 	q.mu.Lock()
@@ -71,15 +78,26 @@ func (q *packQueue) put(key string, p *pendingPack) {
 	if q.pending == nil {
 		q.pending = map[string]*pendingPack{}
 	}
+	q.drop(key)
 	q.pending[key] = p
+	q.order = append(q.order, key)
+	if len(q.order) > maxPendingPacks {
+		q.drop(q.order[0])
+	}
 }
 
 func (q *packQueue) take(key string) *pendingPack {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	p := q.pending[key]
-	delete(q.pending, key)
+	q.drop(key)
 	return p
+}
+
+// drop forgets key's path (q.mu held).
+func (q *packQueue) drop(key string) {
+	delete(q.pending, key)
+	q.order = slices.DeleteFunc(q.order, func(k string) bool { return k == key })
 }
 
 // LoadPathValues reads a branch's whole path for restoring a session: from the branch's
