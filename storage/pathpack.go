@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"math"
 	"reflect"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/limits"
@@ -23,17 +25,20 @@ import (
 // rows times their columns, each column fetched through the driver. A pack is one
 // row, decoded here without JSON.
 //
-// Layout: packMagic, the format, the number of turns, each turn, and a CRC-32C of all
-// that. Integers are
-// varints; a string is uvarint 0 and its bytes (length first) the first time it
-// appears, and uvarint i+1 for the i-th string the pack introduced after that (a
-// turn's question reappears in its calls' inputs, every call names the same
-// predictors). A list or a map has its length plus one, 0 for nil (a load tells nil
+// Layout: packMagic, the format, the number of turns and of segments, each segment's
+// number of turns and bytes, the segments (their turns in order), and a CRC-32C of all
+// that. Integers are varints; a string is uvarint 0 and its bytes (length first) the
+// first time its segment has it, and uvarint i+1 for the i-th string the segment
+// introduced after that (a turn's question reappears in its calls' inputs, every call
+// names the same predictors). A list or a map has its length plus one, 0 for nil (a load tells nil
 // from empty and the pack gives back what the load gave). Decoded strings share the
 // pack's one string: restoring allocates the values' structures only.
 const (
 	packMagic  = "SBPK"
-	packFormat = 1
+	packFormat = 2
+	// packSegmentTurns is how many turns a segment holds: segments are decoded at once,
+	// each with strings of its own.
+	packSegmentTurns = 256
 )
 
 // value tags
@@ -70,14 +75,27 @@ func encodePack(ids []int64, turns []*trace.Turn) ([]byte, error) {
 	if len(ids) != len(turns) {
 		return nil, fmt.Errorf("storage: pack %d ids for %d turns: %w", len(ids), len(turns), ErrInvalid)
 	}
-	w := &packWriter{buf: make([]byte, 0, 256*len(turns)+16), strs: map[string]uint64{}}
+	var segs [][]byte
+	for lo := 0; lo < len(turns); lo += packSegmentTurns {
+		w := &packWriter{buf: make([]byte, 0, 256*packSegmentTurns), strs: map[string]uint64{}}
+		for i := lo; i < min(lo+packSegmentTurns, len(turns)); i++ {
+			if err := w.turn(ids[i], turns[i]); err != nil {
+				return nil, fmt.Errorf("storage: pack turn %d: %w", ids[i], err)
+			}
+		}
+		segs = append(segs, w.buf)
+	}
+	w := &packWriter{buf: make([]byte, 0, 32+8*len(segs))}
 	w.buf = append(w.buf, packMagic...)
 	w.uint(packFormat)
 	w.uint(uint64(len(turns)))
-	for i, t := range turns {
-		if err := w.turn(ids[i], t); err != nil {
-			return nil, fmt.Errorf("storage: pack turn %d: %w", ids[i], err)
-		}
+	w.uint(uint64(len(segs)))
+	for i, seg := range segs {
+		w.uint(uint64(min(packSegmentTurns, len(turns)-i*packSegmentTurns)))
+		w.uint(uint64(len(seg)))
+	}
+	for _, seg := range segs {
+		w.buf = append(w.buf, seg...)
 	}
 	return binary.LittleEndian.AppendUint32(w.buf, crc32.Checksum(w.buf, castagnoli)), nil
 }
@@ -345,26 +363,79 @@ func (r *packReader) newCall() *trace.Call {
 	return c
 }
 
-// newPackReader checks a pack's checksum and reads its header: how many turns it holds.
-func newPackReader(pack []byte) (*packReader, int, error) {
+// decodePack decodes the first want turns of a pack (all it holds when want is larger)
+// with their ids, and says how many it holds. Its segments are decoded at once, one
+// per core up to four: decoding is allocating, one core's work.
+func decodePack(pack []byte, want int) (ids []int64, turns []*trace.Turn, held int, err error) {
 	if len(pack) < len(packMagic)+4 || string(pack[:len(packMagic)]) != packMagic {
-		return nil, 0, errPackCorrupt
+		return nil, nil, 0, errPackCorrupt
 	}
 	body := pack[:len(pack)-4]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(pack[len(body):]) {
-		return nil, 0, fmt.Errorf("%w: its checksum does not match", errPackCorrupt)
+		return nil, nil, 0, fmt.Errorf("%w: its checksum does not match", errPackCorrupt)
 	}
 	data := string(body) // one copy, which every decoded string shares
-	r := &packReader{data: data}
-	r.pos = len(packMagic)
-	if f := r.uint(); f != packFormat {
-		return nil, 0, fmt.Errorf("%w: format %d, want %d", errPackCorrupt, f, packFormat)
+	h := &packReader{data: data, pos: len(packMagic)}
+	if f := h.uint(); f != packFormat {
+		return nil, nil, 0, fmt.Errorf("%w: format %d, want %d", errPackCorrupt, f, packFormat)
 	}
-	n := r.uint()
-	if r.err != nil || n > uint64(len(data)) {
-		return nil, 0, errPackCorrupt
+	total, nseg := h.uint(), h.uint()
+	if h.err != nil || total > uint64(len(data)) || nseg > uint64(len(data)) {
+		return nil, nil, 0, errPackCorrupt
 	}
-	return r, int(n), nil
+	type segment struct{ first, turns, off, end int }
+	segs := make([]segment, nseg)
+	first := 0
+	for i := range segs {
+		n, size := h.uint(), h.uint()
+		if h.err != nil || n > total || size > uint64(len(data)) {
+			return nil, nil, 0, errPackCorrupt
+		}
+		segs[i] = segment{first: first, turns: int(n), end: int(size)}
+		first += int(n)
+	}
+	off := h.pos
+	for i := range segs {
+		segs[i].off, segs[i].end = off, off+segs[i].end
+		off = segs[i].end
+	}
+	if first != int(total) || off != len(data) {
+		return nil, nil, 0, errPackCorrupt
+	}
+	held = int(total)
+	want = min(want, held)
+	ids, turns = make([]int64, want), make([]*trace.Turn, want)
+	for len(segs) > 0 && segs[len(segs)-1].first >= want {
+		segs = segs[:len(segs)-1]
+	}
+	workers := min(len(segs), runtime.GOMAXPROCS(0), maxChunks)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(segs); i += workers {
+				sg := segs[i]
+				r := &packReader{data: data[:sg.end], pos: sg.off}
+				n := min(sg.turns, want-sg.first)
+				for j := sg.first; j < sg.first+n; j++ {
+					if ids[j], turns[j], errs[w] = r.turn(); errs[w] != nil {
+						return
+					}
+				}
+				if n == sg.turns && r.pos != sg.end {
+					errs[w] = fmt.Errorf("%w: segment %d ends at byte %d, not %d", errPackCorrupt, i, r.pos, sg.end)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, 0, err
+	}
+	return ids, turns, held, nil
 }
 
 func (r *packReader) fail() {

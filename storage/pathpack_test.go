@@ -3,9 +3,11 @@ package storage
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"reflect"
 	"testing"
@@ -66,7 +68,7 @@ func samePath(t *testing.T, pv *PathValues, p *BranchPage) {
 func TestPathPackRoundTrip(t *testing.T) {
 	s := openTemp(t)
 	mustConv(t, s, "c")
-	bulkAppend(t, s, "c", MainBranch, 40, 40, packedTurn)
+	bulkAppend(t, s, "c", MainBranch, packSegmentTurns+40, 100, packedTurn) // two segments
 	p := rowsRead(t, s, "c", MainBranch)
 	ids := make([]int64, len(p.Nodes))
 	for i, n := range p.Nodes {
@@ -76,17 +78,15 @@ func TestPathPackRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, n, err := newPackReader(body)
-	if err != nil || n != len(ids) {
-		t.Fatalf("header: %d turns, %v", n, err)
-	}
-	for i := range n {
-		id, turn, err := r.turn()
-		if err != nil {
-			t.Fatal(err)
+	for _, want := range []int{len(ids), len(ids) + 5, 17, 1} {
+		gotIDs, turns, held, err := decodePack(body, want)
+		if err != nil || held != len(ids) || len(turns) != min(want, len(ids)) {
+			t.Fatalf("decoding %d: %d of %d turns, %v", want, len(turns), held, err)
 		}
-		if id != ids[i] || !reflect.DeepEqual(turn, p.Turns[i]) {
-			t.Fatalf("turn %d (id %d) differs:\n got %s\nwant %s", i, id, toJSON(t, turn), toJSON(t, p.Turns[i]))
+		for i, turn := range turns {
+			if gotIDs[i] != ids[i] || !reflect.DeepEqual(turn, p.Turns[i]) {
+				t.Fatalf("turn %d (id %d) differs:\n got %s\nwant %s", i, gotIDs[i], toJSON(t, turn), toJSON(t, p.Turns[i]))
+			}
 		}
 	}
 	// values the database turns into others (a History becomes an object) come back as
@@ -98,13 +98,12 @@ func TestPathPackRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err = newPackReader(body)
+	_, outs, _, err := decodePack(body, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, out, err := r.turn()
-	if err != nil || !reflect.DeepEqual(out.Inputs, v) || out.Calls == nil || out.Attempts == nil {
-		t.Fatalf("values: %v\n got %#v\nwant %#v", err, out.Inputs, v)
+	if out := outs[0]; !reflect.DeepEqual(out.Inputs, v) || out.Calls == nil || out.Attempts == nil {
+		t.Fatalf("values:\n got %#v\nwant %#v", out.Inputs, v)
 	}
 }
 
@@ -129,11 +128,26 @@ func TestPathPackRefuses(t *testing.T) {
 		{"truncated", body[:len(body)/2]},
 		{"a byte changed", func() []byte { b := append([]byte{}, body...); b[len(b)/2] ^= 1; return b }()},
 		{"another magic", append([]byte("XXXX"), body[4:]...)},
+		// damage the checksum does not catch (as a bug writing packs would make)
+		{"a segment cut short", withCRC(body[:len(body)-14])},
+		{"a segment's turns miscounted", withCRC(func() []byte { b := append([]byte{}, body[:len(body)-4]...); b[7]++; return b }())},
+		{"turns beyond their segment", withCRC(func() []byte {
+			b := append([]byte{}, body[:len(body)-4]...)
+			b[5]++ // two turns...
+			b[7]++ // ...in the one segment, which holds one
+			return b
+		}())},
 	} {
-		if _, _, err := newPackReader(c.pack); !errors.Is(err, errPackCorrupt) {
+		if _, _, _, err := decodePack(c.pack, 100); !errors.Is(err, errPackCorrupt) {
 			t.Errorf("%s: %v, want errPackCorrupt", c.name, err)
 		}
 	}
+}
+
+// withCRC is a pack's bytes but its checksum, checksummed.
+func withCRC(b []byte) []byte {
+	b = append([]byte{}, b...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // packedTurnValues is packedTurn 0 as a ValuesOnly read gives it.

@@ -194,17 +194,10 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns
 	if count <= 0 || !b.tipID.Valid || count == n && tip != b.tipID.Int64 {
 		return nil, nil, nil
 	}
-	r, held, err := newPackReader(body)
+	want := min(count, n)
+	ids, turns, held, err := decodePack(body, want)
 	if err != nil || held != count {
 		return nil, nil, nil
-	}
-	want := min(count, n)
-	ids = make([]int64, want)
-	turns = make([]*trace.Turn, want)
-	for i := range want {
-		if ids[i], turns[i], err = r.turn(); err != nil {
-			return nil, nil, nil
-		}
 	}
 	if want < count && ids[want-1] != b.tipID.Int64 {
 		return nil, nil, nil // the tip moved back, but not along the pack
