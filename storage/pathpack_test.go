@@ -333,3 +333,31 @@ func TestPackQueueBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPathPackPruned: deleting a branch deletes the turns only it reached, and a pack of
+// another branch that still copies them (they left its path by an undo) goes too.
+func TestPathPackPruned(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	bulkAppend(t, s, "c", MainBranch, packMinTurns+10, 100, lightTurn)
+	loadValues(t, s, "c", MainBranch)
+	warmPack(t, s, "c", MainBranch)
+	if _, err := s.Fork(ctx, "c", MainBranch, "b", packMinTurns+9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Undo(ctx, "c", MainBranch, 10); err != nil {
+		t.Fatal(err)
+	}
+	bulkAppend(t, s, "c", MainBranch, 1, 1, lightTurn) // main's last ten turns are b's alone
+	if _, c := packRow(t, s, "c", MainBranch); c != packMinTurns+10 {
+		t.Fatalf("main's pack holds %d turns, want %d", c, packMinTurns+10)
+	}
+	if _, err := s.DeleteBranch(ctx, "c", "b", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+		t.Fatalf("main's pack of %d turns outlives the turns deleted with b", c)
+	}
+	loadValues(t, s, "c", MainBranch)
+}

@@ -68,6 +68,11 @@ func prune(ctx context.Context, tx *wtx, convID string, r reach) (int64, error) 
 	if err := sweepContent(ctx, tx); err != nil {
 		return 0, err
 	}
+	// a remaining branch's pack may still copy a deleted turn (one an undo took off its
+	// path): packs are a cache, and what a user deletes goes from it too
+	if _, err := tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?`, convID); err != nil {
+		return 0, fmt.Errorf("storage: delete path packs: %w", err)
+	}
 	return n, moveBestAttempt(ctx, tx, convID)
 }
 
