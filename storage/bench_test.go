@@ -123,7 +123,8 @@ func loopCPU(b *testing.B, f func() error) {
 // BenchmarkOpenBranch10k is opening a 10,000-turn branch (issue 6), each turn a planner
 // call with a nested tool call and an answer call over a 4-turn window, in the ways the
 // workbench can: everything (LoadBranch, what export needs), what restoring a session
-// needs (the calls' values, read as ui/sessions reads them), the last page of 50 turns with calls (the first frame), and that
+// needs (the calls' values, read as ui/sessions reads them: from the branch's path pack,
+// and from the rows for a branch that has none), the last page of 50 turns with calls (the first frame), and that
 // page the way ui/app loads it today (the whole path, then one LoadTurn per turn).
 func BenchmarkOpenBranch10k(b *testing.B) {
 	ctx := context.Background()
@@ -141,10 +142,30 @@ func BenchmarkOpenBranch10k(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		loopCPU(b, func() error { return count(10000)(s.LoadBranch(ctx, "S", MainBranch)) })
 	})
+	b.Run("restore-rows", func(b *testing.B) {
+		loopCPU(b, func() error {
+			// what restoring a session reads of a branch with no path pack
+			p, err := s.LoadBranchRangeWith(ctx, "S", MainBranch, 0, 0, warmRestore)
+			if err != nil {
+				return err
+			}
+			return count(10000)(p.Turns, nil)
+		})
+	})
+	// as ui/sessions reads a branch to restore its session, once its path pack is
+	// written (the first restore's WarmBranch writes it)
+	if _, err := s.LoadPathValues(ctx, "S", MainBranch); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.WarmBranch(ctx, "S", MainBranch); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("restore", func(b *testing.B) {
 		loopCPU(b, func() error {
-			// as ui/sessions reads a branch to restore its session (sessionRead)
-			p, err := s.LoadBranchRangeWith(ctx, "S", MainBranch, 0, 0, warmRestore)
+			p, err := s.LoadPathValues(ctx, "S", MainBranch)
+			if err == nil && p.Packed != 10000 {
+				err = fmt.Errorf("%d turns from the pack, want all", p.Packed)
+			}
 			if err != nil {
 				return err
 			}
