@@ -18,8 +18,9 @@ import (
 // still on the branch's path (the tip moved on from T: the turns after it are read
 // from their rows; an undo moved it back: the pack's first turns are used) and reads
 // every row otherwise (a fork, an edit). A read that found its pack missing or far
-// behind the tip packs the whole path, and the branch's next WarmBranch writes it: in
-// the background while the turn's model thinks, one commit per pack, not per turn.
+// behind the tip keeps the path it read, and the branch's next WarmBranch packs and
+// writes it: in the background while the turn's model thinks, one commit per pack, not
+// per turn.
 
 const (
 	// packMinTurns is the shortest path packed: a shorter one reads its rows in a few
@@ -157,7 +158,7 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 }
 
 // pathValuesOfRows is LoadPathValues from every row; with pack set, the path read is
-// packed for WarmBranch to write.
+// kept for WarmBranch to pack.
 func (s *Store) pathValuesOfRows(ctx context.Context, convID, branch string, branchID int64, pack bool) (*PathValues, error) {
 	p, err := s.LoadBranchRangeWith(ctx, convID, branch, 0, 0, LoadOptions{ValuesOnly: true})
 	if err != nil {
