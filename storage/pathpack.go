@@ -28,9 +28,9 @@ import (
 // that. Integers are varints; a string is uvarint 0 and its bytes (length first) the
 // first time its segment has it, and uvarint i+1 for the i-th string the segment
 // introduced after that (a turn's question reappears in its calls' inputs, every call
-// names the same predictors). A list or a map has its length plus one, 0 for nil (a load tells nil
-// from empty and the pack gives back what the load gave). Decoded strings share the
-// pack's one string: restoring allocates the values' structures only.
+// names the same predictors). A list or a map has its length plus one, 0 for nil (a
+// load tells nil from empty and the pack gives back what the load gave). Decoded
+// strings share the pack's one string: restoring allocates the values' structures only.
 const (
 	packMagic  = "SBPK"
 	packFormat = 2
@@ -47,7 +47,7 @@ const (
 	vString
 	vInt
 	vFloat
-	vNumber // json.Number: an integer beyond int64, kept as its text
+	vNumber // json.Number: a number beyond int64 or float64, kept as its text
 	vList
 	vMap
 	vHistory
