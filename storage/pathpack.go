@@ -64,6 +64,7 @@ var errPackCorrupt = errors.New("path pack is corrupt")
 type packWriter struct {
 	buf  []byte
 	strs map[string]uint64
+	err  error // the first thing refused (fail)
 }
 
 // encodePack packs turns (ids and turns in path order, as a ValuesOnly read gives them).
@@ -77,8 +78,8 @@ func encodePack(ids []int64, turns []*trace.Turn) ([]byte, error) {
 	for lo := 0; lo < len(turns); lo += packSegmentTurns {
 		w := &packWriter{buf: make([]byte, 0, 256*packSegmentTurns), strs: map[string]uint64{}}
 		for i := lo; i < min(lo+packSegmentTurns, len(turns)); i++ {
-			if err := w.turn(ids[i], turns[i]); err != nil {
-				return nil, fmt.Errorf("storage: pack turn %d: %w", ids[i], err)
+			if w.turn(ids[i], turns[i]); w.err != nil {
+				return nil, fmt.Errorf("storage: pack turn %d: %w", ids[i], w.err)
 			}
 		}
 		segs = append(segs, w.buf)
@@ -129,36 +130,41 @@ func (w *packWriter) length(n int, isNil bool) {
 	}
 }
 
-func (w *packWriter) time(t time.Time) error {
+func (w *packWriter) time(t time.Time) {
 	if t.IsZero() {
 		w.uint(0)
-		return nil
+		return
 	}
 	n := t.UnixNano()
 	if !time.Unix(0, n).Equal(t) {
-		return fmt.Errorf("time %v is out of a pack's range", t)
+		w.fail(fmt.Errorf("time %v is out of a pack's range: %w", t, ErrInvalid))
+		return
 	}
 	w.uint(1)
 	w.int(n)
-	return nil
 }
 
 func (w *packWriter) float(f float64) {
 	w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(f))
 }
 
-func (w *packWriter) turn(id int64, t *trace.Turn) error {
+// fail keeps the first error; the writer goes on writing, and encodePack checks it
+// once a turn.
+func (w *packWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *packWriter) turn(id int64, t *trace.Turn) {
 	if t == nil {
-		return errors.New("nil turn")
+		w.fail(fmt.Errorf("a nil turn: %w", ErrInvalid))
+		return
 	}
 	w.int(id)
 	w.int(int64(t.Index))
-	if err := w.time(t.Started); err != nil {
-		return err
-	}
-	if err := w.time(t.Ended); err != nil {
-		return err
-	}
+	w.time(t.Started)
+	w.time(t.Ended)
 	w.str(string(t.Status))
 	w.str(t.Error)
 	w.bool(t.Explicit)
@@ -166,104 +172,76 @@ func (w *packWriter) turn(id int64, t *trace.Turn) error {
 	if t.Score != nil {
 		w.float(*t.Score)
 	}
-	if err := w.value(t.Inputs, 0); err != nil {
-		return err
-	}
-	if err := w.value(t.Outputs, 0); err != nil {
-		return err
-	}
-	if err := w.maps(t.History.Messages); err != nil {
-		return err
+	w.value(t.Inputs, 0)
+	w.value(t.Outputs, 0)
+	w.length(len(t.History.Messages), t.History.Messages == nil)
+	for _, m := range t.History.Messages {
+		w.value(m, 0)
 	}
 	w.length(len(t.Calls), t.Calls == nil)
 	for _, c := range t.Calls {
-		if err := w.call(c, 0); err != nil {
-			return err
-		}
+		w.call(c, 0)
 	}
 	w.length(len(t.Attempts), t.Attempts == nil)
 	for _, a := range t.Attempts {
-		if err := w.attempt(a); err != nil {
-			return err
-		}
+		w.attempt(a)
 	}
-	return nil
 }
 
-func (w *packWriter) maps(ms []*sig.Map) error {
-	w.length(len(ms), ms == nil)
-	for _, m := range ms {
-		if err := w.value(m, 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (w *packWriter) call(c *trace.Call, depth int) error {
-	if c == nil {
-		return errors.New("nil call")
-	}
-	if depth > limits.Depth {
-		return fmt.Errorf("call %s is nested deeper than %d", c.ID, limits.Depth)
-	}
-	if c.Messages.Len() > 0 || c.History.Messages != nil || c.Completion != "" || c.RawRequest != "" ||
+func (w *packWriter) call(c *trace.Call, depth int) {
+	switch {
+	case c == nil:
+		w.fail(fmt.Errorf("a nil call: %w", ErrInvalid))
+		return
+	case depth > limits.Depth:
+		w.fail(fmt.Errorf("call %s is nested deeper than %d: %w", c.ID, limits.Depth, ErrInvalid))
+		return
+	case c.Messages.Len() > 0 || c.History.Messages != nil || c.Completion != "" || c.RawRequest != "" ||
 		c.RawResponse != "" || c.Tries != nil || c.Score != nil || !reflect.ValueOf(c.Params).IsZero() ||
-		!reflect.ValueOf(c.Usage).IsZero() {
-		return fmt.Errorf("call %s carries more than its values: %w", c.ID, ErrInvalid)
+		!reflect.ValueOf(c.Usage).IsZero():
+		w.fail(fmt.Errorf("call %s carries more than its values: %w", c.ID, ErrInvalid))
+		return
 	}
 	for _, s := range []string{c.ID, c.Path, c.PredictorType, c.Adapter, c.Model} {
 		w.str(s)
 	}
-	if err := w.value(c.Inputs, 0); err != nil {
-		return err
-	}
-	if err := w.value(c.Outputs, 0); err != nil {
-		return err
-	}
-	if err := w.time(c.Started); err != nil {
-		return err
-	}
+	w.value(c.Inputs, 0)
+	w.value(c.Outputs, 0)
+	w.time(c.Started)
 	w.int(int64(c.Latency))
 	w.str(c.Error)
 	w.str(c.Recovered)
 	w.length(len(c.Children), c.Children == nil)
 	for _, ch := range c.Children {
-		if err := w.call(ch, depth+1); err != nil {
-			return err
-		}
+		w.call(ch, depth+1)
 	}
-	return nil
 }
 
-func (w *packWriter) attempt(a *trace.Attempt) error {
+func (w *packWriter) attempt(a *trace.Attempt) {
 	if a == nil {
-		return errors.New("nil attempt")
+		w.fail(fmt.Errorf("a nil attempt: %w", ErrInvalid))
+		return
 	}
 	w.str(a.Step)
 	w.int(int64(a.N))
 	w.float(a.Score)
-	if err := w.time(a.Time); err != nil {
-		return err
-	}
+	w.time(a.Time)
 	w.str(a.Summary)
-	if err := w.value(a.Details, 0); err != nil {
-		return err
-	}
+	w.value(a.Details, 0)
 	w.bool(a.Best)
 	w.str(a.Error)
 	w.length(len(a.Calls), a.Calls == nil)
 	for _, s := range a.Calls {
 		w.str(s)
 	}
-	return nil
 }
 
 // value writes one value of sig's canonical set (sig.Normalize); any other kind is
 // refused.
-func (w *packWriter) value(v any, depth int) error {
+func (w *packWriter) value(v any, depth int) {
 	if depth > limits.Depth {
-		return fmt.Errorf("a value is nested deeper than %d", limits.Depth)
+		w.fail(fmt.Errorf("a value is nested deeper than %d: %w", limits.Depth, ErrInvalid))
+		return
 	}
 	switch t := v.(type) {
 	case nil:
@@ -290,14 +268,12 @@ func (w *packWriter) value(v any, depth int) error {
 		w.buf = append(w.buf, vList)
 		w.length(len(t), t == nil)
 		for _, e := range t {
-			if err := w.value(e, depth+1); err != nil {
-				return err
-			}
+			w.value(e, depth+1)
 		}
 	case *sig.Map:
 		if t == nil {
 			w.buf = append(w.buf, vNil)
-			return nil
+			return
 		}
 		w.buf = append(w.buf, vMap)
 		w.uint(uint64(t.Len()))
@@ -307,20 +283,15 @@ func (w *packWriter) value(v any, depth int) error {
 		}
 		for i := range t.Len() {
 			_, e := t.Entry(i)
-			if err := w.value(e, depth+1); err != nil {
-				return err
-			}
+			w.value(e, depth+1)
 		}
 	case sig.History:
 		w.buf = append(w.buf, vHistory)
 		w.length(len(t.Messages), t.Messages == nil)
 		for _, m := range t.Messages {
-			if err := w.value(m, depth+1); err != nil {
-				return err
-			}
+			w.value(m, depth+1)
 		}
 	default:
-		return fmt.Errorf("a value of type %T cannot be packed: %w", v, ErrInvalid)
+		w.fail(fmt.Errorf("a value of type %T cannot be packed: %w", v, ErrInvalid))
 	}
-	return nil
 }

@@ -35,23 +35,14 @@ type packReader struct {
 	err      error
 }
 
-// newTurn and newCall hand out the next turn or call of their slab.
-func (r *packReader) newTurn() *trace.Turn {
-	if len(r.turnSlab) == 0 {
-		r.turnSlab = make([]trace.Turn, 64)
+// fromSlab hands out the next element of slab, a new slab of n when it is used up.
+func fromSlab[T any](slab *[]T, n int) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, n)
 	}
-	t := &r.turnSlab[0]
-	r.turnSlab = r.turnSlab[1:]
-	return t
-}
-
-func (r *packReader) newCall() *trace.Call {
-	if len(r.callSlab) == 0 {
-		r.callSlab = make([]trace.Call, 128)
-	}
-	c := &r.callSlab[0]
-	r.callSlab = r.callSlab[1:]
-	return c
+	e := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return e
 }
 
 // decodePack decodes the first want turns of a pack (all it holds when want is larger)
@@ -261,7 +252,7 @@ func (r *packReader) float() float64 {
 // turn reads the next turn and its id.
 func (r *packReader) turn() (int64, *trace.Turn, error) {
 	id := r.int()
-	t := r.newTurn()
+	t := fromSlab(&r.turnSlab, 64)
 	*t = trace.Turn{Index: int(r.int()), Started: r.time(), Ended: r.time(), Status: trace.Status(r.str()), Error: r.str(),
 		Explicit: r.bool()}
 	if r.bool() {
@@ -318,7 +309,7 @@ func (r *packReader) call(depth int) *trace.Call {
 	if r.err != nil {
 		return nil
 	}
-	c := r.newCall()
+	c := fromSlab(&r.callSlab, 128)
 	*c = trace.Call{ID: r.str(), Path: r.str(), PredictorType: r.str(), Adapter: r.str(), Model: r.str()}
 	c.Inputs = r.mapValue()
 	c.Outputs = r.mapValue()

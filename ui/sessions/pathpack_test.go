@@ -6,26 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"sync"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/storage"
 )
-
-// requestsLM answers as the demo model does and keeps every request it is sent, in order.
-type requestsLM struct {
-	lm.LM
-	mu   sync.Mutex
-	sent [][]lm.Message
-}
-
-func (r *requestsLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
-	r.mu.Lock()
-	r.sent = append(r.sent, append([]lm.Message(nil), req.Messages...))
-	r.mu.Unlock()
-	return r.LM.Call(ctx, req)
-}
 
 // copyFile copies a closed database.
 func copyFile(t *testing.T, from, to string) {
@@ -77,13 +62,13 @@ func TestRestoreFromPathPack(t *testing.T) {
 		if packed := pv.Packed == pv.Total; packed != wantPacked || pv.Total < 300 {
 			t.Fatalf("%s: %d of %d turns from a pack, want all: %v", filepath.Base(db), pv.Packed, pv.Total, wantPacked)
 		}
-		model := &requestsLM{LM: demoModel(0)}
+		model := &requestLog{LM: demoModel(0)}
 		a := New(st, model)
 		if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil); err != nil {
 			t.Fatal(err)
 		}
 		p := pageOf(t, a, conv, storage.MainBranch)
-		return model.sent, &p
+		return model.reqs, &p
 	}
 	rowsSent, rowsPage := send(rowsDB, false)
 	packSent, packPage := send(packDB, true)
