@@ -206,6 +206,29 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns
 	return ids, turns, nil
 }
 
+// PathPackPending reports whether a path read for the branch waits to be packed: its
+// WarmBranch had run before the read (a preview's restore after the prefetch), and
+// WritePathPack writes it.
+func (s *Store) PathPackPending(convID, branch string) bool {
+	s.packs.mu.Lock()
+	defer s.packs.mu.Unlock()
+	return s.packs.pending[convID+"\x00"+branch] != nil
+}
+
+// WritePathPack packs and writes the path waiting for the branch, if one is (WarmBranch
+// does it first thing); Close waits for it.
+func (s *Store) WritePathPack(ctx context.Context, convID, branch string) error {
+	if s.readOnly != "" {
+		return nil
+	}
+	leave, ok := s.warm.join()
+	if !ok {
+		return nil
+	}
+	defer leave()
+	return s.writePack(ctx, convID, branch)
+}
+
 // queuePack keeps a path read whole for the branch's next WarmBranch to pack.
 func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn) {
 	if s.readOnly != "" || len(turns) == 0 {

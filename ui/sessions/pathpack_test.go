@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -90,5 +91,56 @@ func TestRestoreFromPathPack(t *testing.T) {
 		ja, _ := json.MarshalIndent(a, "", " ")
 		jb, _ := json.MarshalIndent(b, "", " ")
 		t.Fatalf("the turn stored differs:\nrows %s\npack %s", ja, jb)
+	}
+}
+
+// TestPathPackAfterWarmUp: a branch's path read whole after its warm-up (here: another
+// process undid turns and sent a new one, so the path kept no longer matches) is
+// packed at the next turn's model call, not left to be read from the rows again by
+// every new process.
+func TestPathPackAfterWarmUp(t *testing.T) {
+	ctx := context.Background()
+	st, conv := sendFixtureOf(t, "SupportAgent", 300)
+	a := New(st, demoModel(0))
+	a.Prefetch(ctx, conv, storage.MainBranch) // restores from the rows and writes the pack
+	packed := func() (int, int) {
+		pv, err := st.LoadPathValues(ctx, conv, storage.MainBranch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pv.Packed, pv.Total
+	}
+	if p, n := packed(); p < n-1 || p == 0 { // the fixture's last Send may have come after it
+		t.Fatalf("after the prefetch %d of %d turns packed", p, n)
+	}
+	// another writer takes the last turns back and goes on from there
+	if _, err := st.Undo(ctx, conv, storage.MainBranch, 5); err != nil {
+		t.Fatal(err)
+	}
+	tip, err := st.LoadBranchRange(ctx, conv, storage.MainBranch, -1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := tip.Turns[0].Clone()
+	other.Inputs.Set("question", "a question from another process")
+	if _, err := st.AppendTurns(ctx, conv, storage.MainBranch, []*trace.Turn{other}); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := packed(); p != 0 {
+		t.Fatalf("%d turns from a pack off the branch's path", p)
+	}
+	if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("and now?")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil { // waits for the pack's write
+		t.Fatal(err)
+	}
+	st, err = storage.Open(ctx, st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if p, n := packed(); p < n-1 || p == 0 {
+		t.Fatalf("after the Send %d of %d turns packed, want all but the Send's", p, n)
 	}
 }

@@ -40,15 +40,22 @@ func (w *warmed) branch(conv, branch string) bool {
 
 // warmAtCall starts, in the background, the warm-ups that a turn's call on the branch
 // finds not done yet: the store's (once a Service) and the branch's (once a branch,
-// unless Prefetch did it). It is called as each call begins; after the first it only
+// unless Prefetch did it), and the branch's path pack when a later restore made one
+// (storage/pathvalues.go). It is called as each call begins; after the first it only
 // looks the branch up.
 func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 	ctx = context.WithoutCancel(ctx) // the store's Close stops them; a turn's end does not
 	if a.warm.store.CompareAndSwap(false, true) {
 		go a.store.Warm(ctx)
 	}
-	if conv != "" && a.warm.branch(conv, branch) {
-		go a.store.WarmBranch(ctx, conv, branch)
+	switch {
+	case conv == "":
+	case a.warm.branch(conv, branch):
+		go a.store.WarmBranch(ctx, conv, branch) // writes the branch's path pack first
+	case a.store.PathPackPending(conv, branch):
+		// a restore after the branch's warm-up (a preview's) read it whole: its pack
+		// is written now, while the model thinks
+		go a.store.WritePathPack(ctx, conv, branch)
 	}
 }
 
