@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -35,12 +36,21 @@ func TestRestoreFromPathPack(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// no pack at all (the fixture's own last Send may have packed what it read)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM path_packs"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 	dir := t.TempDir()
 	rowsDB, packDB := filepath.Join(dir, "rows.db"), filepath.Join(dir, "pack.db")
 	copyFile(t, path, rowsDB)
 
 	// the workbench's prefetch restores the branch from its rows, and writes its pack
-	st, err := storage.Open(ctx, path)
+	st, err = storage.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
