@@ -29,15 +29,15 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 		return nil
 	}
 	defer leave()
-	// the path pack the branch's restore made, first: the next process's restore waits
-	// for it, this turn's commit does not
-	perr := s.writePack(ctx, convID, branch)
 	// a write transaction, for the write cache (see writeCache), rolled back: nothing
 	// to commit
-	defer s.warm.wantWriter()()
+	release := s.warm.wantWriter()
 	err := s.trial(ctx, true, func(tx *wtx) error { return warmBranch(ctx, s.wc, tx, convID, branch) })
 	s.wc.prepare(ctx, s.w) // the connection is free again
-	return errors.Join(perr, err)
+	release()
+	// then the path pack the branch's restore made: this turn's records and commit
+	// wait for the cache, the next process's restore for the pack
+	return errors.Join(err, s.writePack(ctx, convID, branch))
 }
 
 // warmBranch is WarmBranch's work in tx (Warm runs it too, to prepare its statements).
