@@ -216,7 +216,7 @@ func (s *Store) PathPackPending(convID, branch string) bool {
 }
 
 // WritePathPack packs and writes the path waiting for the branch, if one is (WarmBranch
-// does it first thing); Close waits for it.
+// does it too, once the write cache is warm); Close waits for it.
 func (s *Store) WritePathPack(ctx context.Context, convID, branch string) error {
 	if s.readOnly != "" {
 		return nil

@@ -51,7 +51,7 @@ func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 	switch {
 	case conv == "":
 	case a.warm.branch(conv, branch):
-		go a.store.WarmBranch(ctx, conv, branch) // writes the branch's path pack first
+		go a.store.WarmBranch(ctx, conv, branch) // and writes the branch's path pack
 	case a.store.PathPackPending(conv, branch):
 		// a restore after the branch's warm-up (a preview's) read it whole: its pack
 		// is written now, while the model thinks
