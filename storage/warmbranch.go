@@ -29,10 +29,24 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 		return nil
 	}
 	defer leave()
-	// a write transaction, for the write cache (see writeCache), rolled back: nothing
-	// to commit
+	// write transactions, for the write cache (see writeCache), rolled back: nothing to
+	// commit. One a list, each list cached as soon as it is read: a transaction holds
+	// the writer connection and the cache, so the turn that started the warm-up can
+	// commit between two lists rather than after all of them, and a call it records
+	// between two lists finds those cached so far (one recorded while a list is read
+	// finds the cache busy and hashes its request and history itself, as before).
 	release := s.warm.wantWriter()
-	err := s.trial(ctx, true, func(tx *wtx) error { return warmBranch(ctx, s.wc, tx, convID, branch) })
+	var lists []warmList
+	err := s.trial(ctx, true, func(tx *wtx) (err error) {
+		lists, err = branchLists(ctx, tx, convID, branch)
+		return err
+	})
+	for _, l := range lists {
+		if err != nil {
+			break
+		}
+		err = s.trial(ctx, true, func(tx *wtx) error { return cacheWarmList(ctx, s.wc, tx, l) })
+	}
 	s.wc.prepare(ctx, s.w) // the connection is free again
 	release()
 	// then the path pack the branch's restore made: this turn's records and commit
@@ -40,48 +54,68 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 	return errors.Join(err, s.writePack(ctx, convID, branch))
 }
 
-// warmBranch is WarmBranch's work in tx (Warm runs it too, to prepare its statements).
+// warmBranch is WarmBranch's work in one transaction (Warm runs it, to prepare its
+// statements).
 func warmBranch(ctx context.Context, wc *writeCache, tx *wtx, convID, branch string) error {
+	lists, err := branchLists(ctx, tx, convID, branch)
+	for _, l := range lists {
+		if err != nil {
+			break
+		}
+		err = cacheWarmList(ctx, wc, tx, l)
+	}
+	return err
+}
+
+// warmList is a stored list WarmBranch caches: the last node of a call's request or
+// history, and the write cache's key for it.
+type warmList struct {
+	key  string
+	last int64
+}
+
+// branchLists are the stored lists of the calls of the branch's tip turn, in the order
+// the calls were recorded (a list stored as a run is left out).
+func branchLists(ctx context.Context, tx *wtx, convID, branch string) ([]warmList, error) {
 	br, err := branchByName(ctx, tx, convID, branch)
 	if err != nil || !br.tipID.Valid {
-		return err
+		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT path, history_node, history_tail_len, messages_node, messages_tail_len
 		FROM calls WHERE turn_id = ?`, br.tipID.Int64)
 	if err != nil {
-		return fmt.Errorf("storage: warm branch: %w", err)
+		return nil, fmt.Errorf("storage: warm branch: %w", err)
 	}
-	type list struct {
-		key  string
-		last int64
-	}
-	var lists []list
+	defer rows.Close()
+	var lists []warmList
 	for rows.Next() {
 		var path string
 		var hist, msgs sql.NullInt64
 		var histTail, msgsTail int
 		if err := rows.Scan(&path, &hist, &histTail, &msgs, &msgsTail); err != nil {
-			rows.Close()
-			return fmt.Errorf("storage: warm branch: %w", err)
+			return nil, fmt.Errorf("storage: warm branch: %w", err)
 		}
 		if hist.Valid && histTail == 0 {
-			lists = append(lists, list{"h\x00" + path, hist.Int64})
+			lists = append(lists, warmList{"h\x00" + path, hist.Int64})
 		}
 		if msgs.Valid && msgsTail == 0 {
-			lists = append(lists, list{"m\x00" + path, msgs.Int64})
+			lists = append(lists, warmList{"m\x00" + path, msgs.Int64})
 		}
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("storage: warm branch: %w", err)
+		return nil, fmt.Errorf("storage: warm branch: %w", err)
 	}
-	for _, l := range lists {
-		if wc.path(l.key).l.Len() > 0 {
-			continue // this process has it already
-		}
-		if err := cacheStoredList(ctx, wc, tx, l.key, l.last); err != nil {
-			return fmt.Errorf("storage: warm branch: %w", err)
-		}
+	return lists, nil
+}
+
+// cacheWarmList caches list l, unless this process has a list under its key already (it
+// stored one since: a newer one than the tip's when its turn committed meanwhile).
+func cacheWarmList(ctx context.Context, wc *writeCache, tx *wtx, l warmList) error {
+	if wc.path(l.key).l.Len() > 0 {
+		return nil
+	}
+	if err := cacheStoredList(ctx, wc, tx, l.key, l.last); err != nil {
+		return fmt.Errorf("storage: warm branch: %w", err)
 	}
 	return nil
 }
