@@ -151,6 +151,12 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	if err != nil {
 		return nil, err
 	}
+	return s.branchRange(ctx, b, from, limit, o)
+}
+
+// branchRange is LoadBranchRangeWith on branch b as read.
+func (s *Store) branchRange(ctx context.Context, b *Branch, from, limit int, o LoadOptions) (*BranchPage, error) {
+	var err error
 	var nodes []*TurnNode
 	var turns []*trace.Turn
 	start, end := windowBounds(from, limit, b.Length)

@@ -87,6 +87,15 @@ func (q *packQueue) put(key string, p *pendingPack) {
 	}
 }
 
+// packKey is the queue's key of a conversation's branch.
+func packKey(convID, branch string) string { return convID + "\x00" + branch }
+
+func (q *packQueue) has(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.pending[key] != nil
+}
+
 func (q *packQueue) take(key string) *pendingPack {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -114,14 +123,14 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	}
 	n := b.Length
 	if n < packMinTurns {
-		return s.pathValuesOfRows(ctx, convID, branch, b.ID, false)
+		return s.pathValuesOfRows(ctx, b, false)
 	}
 	ids, turns, err := s.packedPrefix(ctx, b)
 	if err != nil {
 		return nil, err
 	}
 	if turns == nil {
-		return s.pathValuesOfRows(ctx, convID, branch, b.ID, true)
+		return s.pathValuesOfRows(ctx, b, true)
 	}
 	pv := &PathValues{Total: n, Packed: len(turns)}
 	if len(turns) < n {
@@ -133,7 +142,7 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 			return nil, err
 		}
 		if len(nodes) != n-p+1 || nodes[0].id.Int64 != ids[p-1] {
-			return s.pathValuesOfRows(ctx, convID, branch, b.ID, true) // not on the path after all
+			return s.pathValuesOfRows(ctx, b, true) // not on the path after all
 		}
 		nodes = nodes[1:]
 		rest, err := s.turnsOf(ctx, nodes, LoadOptions{ValuesOnly: true})
@@ -157,10 +166,10 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	return pv, nil
 }
 
-// pathValuesOfRows is LoadPathValues from every row; with pack set, the path read is
-// kept for WarmBranch to pack.
-func (s *Store) pathValuesOfRows(ctx context.Context, convID, branch string, branchID int64, pack bool) (*PathValues, error) {
-	p, err := s.LoadBranchRangeWith(ctx, convID, branch, 0, 0, LoadOptions{ValuesOnly: true})
+// pathValuesOfRows is LoadPathValues from every row of branch b as read; with pack set,
+// the path read is kept for WarmBranch to pack.
+func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack bool) (*PathValues, error) {
+	p, err := s.branchRange(ctx, b, 0, 0, LoadOptions{ValuesOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +179,7 @@ func (s *Store) pathValuesOfRows(ctx context.Context, convID, branch string, bra
 		pv.Started[i], ids[i] = nd.Started, nd.id.Int64
 	}
 	if pack && len(p.Turns) >= packMinTurns {
-		s.queuePack(convID, branch, branchID, ids, p.Turns)
+		s.queuePack(b.ConvID, b.Name, b.ID, ids, p.Turns)
 	}
 	return pv, nil
 }
@@ -210,9 +219,7 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns
 // WarmBranch had run before the read (a preview's restore after the prefetch), and
 // WritePathPack writes it.
 func (s *Store) PathPackPending(convID, branch string) bool {
-	s.packs.mu.Lock()
-	defer s.packs.mu.Unlock()
-	return s.packs.pending[convID+"\x00"+branch] != nil
+	return s.packs.has(packKey(convID, branch))
 }
 
 // WritePathPack packs and writes the path waiting for the branch, if one is (WarmBranch
@@ -234,7 +241,7 @@ func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, tu
 	if s.readOnly != "" || len(turns) == 0 {
 		return
 	}
-	s.packs.put(convID+"\x00"+branch, &pendingPack{branchID: branchID, ids: ids, turns: turns})
+	s.packs.put(packKey(convID, branch), &pendingPack{branchID: branchID, ids: ids, turns: turns})
 }
 
 // writePack packs and writes the path waiting for the branch, if one is, and drops the
@@ -243,7 +250,7 @@ func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, tu
 // deleted meanwhile takes its pack with it (the insert fails on its key and nothing is
 // written).
 func (s *Store) writePack(ctx context.Context, convID, branch string) error {
-	p := s.packs.take(convID + "\x00" + branch)
+	p := s.packs.take(packKey(convID, branch))
 	if p == nil {
 		return nil
 	}
