@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -146,8 +147,85 @@ func (c *writeCache) keepEntries(key string, was, now []entryJSON) {
 	c.entries[key] = now
 }
 
+// seeding is a call's seededCall done ahead (PrepareCall): the request and history it
+// was done for, and its result once done is closed (nil ref: the call is recorded whole).
+type seeding struct {
+	done chan struct{}
+	msgs lm.MessageList
+	hist []*sig.Map
+	ref  *journalBase
+}
+
+// fits says whether c still sends what the seeding was done for (a call that fell back to
+// another adapter sends another request).
+func (sd *seeding) fits(c *trace.Call) bool {
+	if !c.Messages.Equal(sd.msgs) || len(c.History.Messages) != len(sd.hist) {
+		return false
+	}
+	for i, m := range c.History.Messages {
+		if m != sd.hist[i] { // a history is shared structure: the very same entries
+			return false
+		}
+	}
+	return true
+}
+
+// PrepareCall is told that call c of the turn in flight is about to ask its model: when
+// RecordCall will seed it (the first turn of a sink, against the stored turn before),
+// the seeding (reading the base's hashes, rendering and hashing the call's history: a
+// millisecond or two at a thousand turns) is done now, in the background, while the
+// model thinks, and the record made when the model answers only takes its result. c is
+// read here, not later: the engine goes on filling it in.
+func (b *BranchSink) PrepareCall(ctx context.Context, c *trace.Call) {
+	if c == nil {
+		return
+	}
+	b.mu.Lock()
+	r := b.runs[b.began]
+	committed := r != nil && b.prev != 0 && b.prev == r.h.Parent
+	b.mu.Unlock()
+	if r == nil || committed || r.h.Parent == 0 || c.Messages.Len()+len(c.History.Messages) < seedFrom {
+		return
+	}
+	snap := &trace.Call{Path: c.Path, Messages: c.Messages, History: c.History}
+	sd := &seeding{done: make(chan struct{}), msgs: snap.Messages, hist: snap.History.Messages}
+	r.seedMu.Lock()
+	if r.seeds == nil {
+		r.seeds = map[*trace.Call]*seeding{}
+	}
+	r.seeds[c] = sd
+	r.seedMu.Unlock()
+	go func() {
+		defer close(sd.done)
+		r.seedMu.Lock()
+		defer r.seedMu.Unlock()
+		_, sd.ref = r.seededCall(ctx, b.s, snap)
+	}()
+}
+
+// seeded is seededCall for RecordCall: PrepareCall's result when it was done for what c
+// sends (waiting for it to be done: it would be done again otherwise), else done now.
+func (r *run) seeded(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
+	r.seedMu.Lock()
+	sd := r.seeds[c]
+	delete(r.seeds, c)
+	r.seedMu.Unlock()
+	if sd != nil {
+		<-sd.done
+		if sd.fits(c) {
+			if sd.ref == nil {
+				return c, nil
+			}
+			return continuation(c, *sd.ref)
+		}
+	}
+	r.seedMu.Lock()
+	defer r.seedMu.Unlock()
+	return r.seededCall(ctx, s, c)
+}
+
 // seededCall is journalCall against the stored call of the same predictor in the turn r
-// follows, read the first time r records a call of that path.
+// follows, read the first time r records a call of that path (holding seedMu).
 func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
 	if r.h.Parent == 0 || c.Messages.Len()+len(c.History.Messages) < seedFrom {
 		return c, nil

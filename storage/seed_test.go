@@ -256,3 +256,116 @@ func TestSharedPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A call prepared as it begins (PrepareCall) is seeded while its model thinks: its record
+// takes that seeding, reading nothing more, when the call still sends what it was
+// prepared for, and seeds it again when it does not (a fallback to another adapter).
+// Either way the turn is stored as it ran.
+func TestPreparedSeeding(t *testing.T) {
+	ctx := context.Background()
+	const n = 40
+	cases := []struct {
+		name   string
+		wait   bool                    // for the seeding to be done before the call is recorded
+		change func(*trace.Call)       // the call's request after it was prepared
+		msgs   func(c *trace.Call) int // the messages its record takes from the stored call
+	}{
+		{"prepared", true, nil, func(*trace.Call) int { return 2*n - 1 }},
+		{"recorded while seeding", false, nil, func(*trace.Call) int { return 2*n - 1 }},
+		{"fell back", true, func(c *trace.Call) {
+			c.Messages = lm.MessagesOf([]lm.Message{{Role: "system", Content: "another prompt"}}).Concat(c.Messages.Sub(1, c.Messages.Len()))
+		}, func(*trace.Call) int { return 0 }},
+		{"history rebuilt", true, func(c *trace.Call) {
+			h := make([]*sig.Map, len(c.History.Messages))
+			for i, m := range c.History.Messages {
+				h[i] = m.Clone()
+			}
+			c.History.Messages = h
+		}, func(*trace.Call) int { return 2*n - 1 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "seed.db")
+			s, err := Open(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mustConv(t, s, "S")
+			first := s.Sink("S", MainBranch)
+			for i := range n {
+				if _, err := runTurn(ctx, first, fixtureTurn(i, 0, true)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			br, err := s.Branch(ctx, "S", MainBranch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := Open(ctx, db) // nothing cached
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			sink := other.Sink("S", MainBranch)
+			want := fixtureTurn(n, 0, true)
+			key, err := sink.BeginTurn(ctx, want.Inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := sink.runs[key]
+			var rec func(parent string, c *trace.Call)
+			rec = func(parent string, c *trace.Call) {
+				sink.PrepareCall(ctx, c)
+				if tc.wait {
+					r.seedMu.Lock()
+					sd := r.seeds[c]
+					r.seedMu.Unlock()
+					if sd == nil {
+						t.Fatalf("call %s: not prepared", c.ID)
+					}
+					<-sd.done
+				}
+				if tc.change != nil {
+					tc.change(c)
+				}
+				for _, ch := range c.Children {
+					rec(c.ID, ch)
+				}
+				reads0, _ := other.Reads()
+				if err := sink.RecordCall(ctx, key, parent, c); err != nil {
+					t.Fatal(err)
+				}
+				if reads, _ := other.Reads(); tc.wait && tc.change == nil && reads != reads0 {
+					t.Errorf("call %s: recording a prepared call read %d statements", c.ID, reads-reads0)
+				}
+			}
+			for _, c := range want.Calls {
+				rec("", c)
+			}
+			recs := journalRecords(t, other, br)
+			if len(recs) != 3 {
+				t.Fatalf("%d call records, want 3", len(recs))
+			}
+			for _, rc := range recs {
+				msgs := 0
+				if rc.Base != nil {
+					msgs = rc.Base.Msgs
+				}
+				if want := tc.msgs(rc.Call); msgs != want {
+					t.Errorf("call %s: its record takes %d messages of the stored call, want %d", rc.Call.ID, msgs, want)
+				}
+			}
+			if err := sink.CommitTurn(ctx, key, want); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.LoadTurns(ctx, []string{key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if toJSON(t, got[0].Calls) != toJSON(t, want.Calls) {
+				t.Error("the turn's calls come back different")
+			}
+		})
+	}
+}

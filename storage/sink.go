@@ -48,7 +48,12 @@ type run struct {
 	f     *os.File // nil once the turn ended
 	h     *runHeader
 	calls []runCall
-	bases map[string]*storedBase // by path: the stored turn before's calls (seededCall)
+
+	// seedMu guards what seeding a call against the stored turn before reads and keeps
+	// (seed.go), which PrepareCall does outside mu, while the model thinks.
+	seedMu sync.Mutex
+	bases  map[string]*storedBase // by path: the stored turn before's calls (seededCall)
+	seeds  map[*trace.Call]*seeding
 }
 
 var _ trace.Sink = (*BranchSink)(nil)
@@ -392,7 +397,7 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	b.mu.Unlock()
 	jc, ref := journalCall(c, base, r.h.Parent)
 	if !committed {
-		jc, ref = r.seededCall(ctx, b.s, c)
+		jc, ref = r.seeded(ctx, b.s, c)
 	}
 	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: jc, Base: ref}); err != nil {
 		return err

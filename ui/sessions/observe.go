@@ -36,7 +36,7 @@ type observer struct {
 	events chan<- Event
 	mod    core.Module
 	// started, when set, is called as each call begins (before its model is asked).
-	started func()
+	started func(c *trace.Call)
 
 	mu    sync.Mutex
 	calls map[string]*streaming
@@ -61,7 +61,7 @@ func newObserver(events chan<- Event, mod core.Module) *observer {
 // fallback to the JSON adapter restarts the text under that adapter).
 func (o *observer) CallStarted(path string, c *trace.Call) {
 	if o.started != nil {
-		defer o.started() // last: what it starts runs beside the model call
+		defer o.started(c) // last: what it starts runs beside the model call
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -292,7 +292,10 @@ func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, fir
 // run runs one turn of r with model, streaming to events.
 func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver workflow.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
 	obs := newObserver(events, r.mod)
-	obs.started = func() { a.warmAtCall(ctx, r.conv, r.branch) }
+	obs.started = func(c *trace.Call) {
+		a.warmAtCall(ctx, r.conv, r.branch)
+		r.sink.PrepareCall(context.WithoutCancel(ctx), c)
+	}
 	ctx = core.WithObserver(core.WithLM(ctx, model), obs)
 	if resolver != nil {
 		ctx = workflow.WithModelResolver(ctx, resolver)
