@@ -256,6 +256,11 @@ func putList(ctx context.Context, wc *writeCache, tx *wtx, key string, l elems) 
 	// compare at once when they are the same strings, as repeated texts mostly are).
 	prev := wc.path(key)
 	lo := min(l.commonPrefix(prev.l), prev.nodes.len())
+	if lo > 0 && prev.nodes.at(lo-1).id == 0 {
+		// a list seeded from the turn before's hashes (seedPath) knows the nodes of its
+		// whole prefix only: a list sharing less of it is found as if nothing were cached
+		lo = 0
+	}
 	path := prev.nodes.prefix(lo) // pushing leaves the previous list's nodes as they are
 	// items are the elements past that prefix, the only ones made into listItems:
 	// items[i] is element base+i.

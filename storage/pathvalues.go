@@ -18,9 +18,9 @@ import (
 // still on the branch's path (the tip moved on from T: the turns after it are read
 // from their rows; an undo moved it back: the pack's first turns are used) and reads
 // every row otherwise (a fork, an edit). A read that found its pack missing or far
-// behind the tip keeps the path it read, and the branch's next WarmBranch packs and
-// writes it: in the background while the turn's model thinks, one commit per pack, not
-// per turn.
+// behind the tip keeps the path it read, and the branch's next WarmBranch (a prefetch)
+// or WritePathPack (a turn's model call) packs and writes it: in the background while
+// the user types or the model thinks, one commit per pack, not per turn.
 
 const (
 	// packMinTurns is the shortest path packed: a shorter one reads its rows in a few
@@ -215,9 +215,8 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns
 	return ids, turns, nil
 }
 
-// PathPackPending reports whether a path read for the branch waits to be packed: its
-// WarmBranch had run before the read (a preview's restore after the prefetch), and
-// WritePathPack writes it.
+// PathPackPending reports whether a path read for the branch waits to be packed, which
+// WritePathPack does.
 func (s *Store) PathPackPending(convID, branch string) bool {
 	return s.packs.has(packKey(convID, branch))
 }
@@ -236,7 +235,8 @@ func (s *Store) WritePathPack(ctx context.Context, convID, branch string) error 
 	return s.writePack(ctx, convID, branch)
 }
 
-// queuePack keeps a path read whole for the branch's next WarmBranch to pack.
+// queuePack keeps a path read whole for the branch's next WarmBranch or WritePathPack to
+// pack.
 func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn) {
 	if s.readOnly != "" || len(turns) == 0 {
 		return

@@ -31,16 +31,19 @@ const seedDepth = 4
 type storedBase struct {
 	call       string
 	msgs, hist []prefixHash
+	gen        int64 // the write cache's resets before the read (seedPath)
 }
 
 type prefixHash struct {
 	depth int
 	hash  []byte // hash16.short of the list's first depth elements
+	id    int64  // the node ending them
 }
 
 // loadBase reads the hashes of the stored call of turn at path (the last, when it has
 // several); nil when there is none, or nothing to share.
-func loadBase(ctx context.Context, q querier, turn int64, path string) *storedBase {
+func loadBase(ctx context.Context, q querier, wc *writeCache, turn int64, path string) *storedBase {
+	gen := wc.resets.Load()
 	rows, err := q.QueryContext(ctx, `WITH c AS (SELECT call_key, messages_node, history_node FROM calls
 			WHERE turn_id = ?1 AND path = ?2 ORDER BY seq DESC LIMIT 1),
 		up(id, kind, k) AS (
@@ -48,17 +51,17 @@ func loadBase(ctx context.Context, q querier, turn int64, path string) *storedBa
 				WHERE id IS NOT NULL
 			UNION ALL SELECT l.parent_id, up.kind, up.k + 1 FROM list_nodes l JOIN up ON l.id = up.id
 				WHERE up.k < ?3 AND l.parent_id IS NOT NULL)
-		SELECT (SELECT call_key FROM c), up.kind, l.depth, l.hash FROM up JOIN list_nodes l ON l.id = up.id
+		SELECT (SELECT call_key FROM c), up.kind, l.depth, l.hash, l.id FROM up JOIN list_nodes l ON l.id = up.id
 		ORDER BY l.depth DESC`, turn, path, seedDepth-1)
 	if err != nil {
 		return nil // the call is journaled in full: always right
 	}
 	defer rows.Close()
-	b := &storedBase{}
+	b := &storedBase{gen: gen}
 	for rows.Next() {
 		var kind string
 		var p prefixHash
-		if err := rows.Scan(&b.call, &kind, &p.depth, &p.hash); err != nil {
+		if err := rows.Scan(&b.call, &kind, &p.depth, &p.hash, &p.id); err != nil {
 			return nil
 		}
 		if kind == "m" {
@@ -77,42 +80,37 @@ func loadBase(ctx context.Context, q querier, turn int64, path string) *storedBa
 // with (0 for none). Where items repeat known (the last list this process stored under
 // the same key, as the write cache holds it), its nodes give the chain hashes; the rest
 // of items is hashed, as far as the deepest candidate.
-func sharedPrefix(stored []prefixHash, known listPath, items []listItem) int {
-	want := make(map[int]hash16, len(stored))
+func sharedPrefix(stored []prefixHash, known listPath, items []listItem) (depth int, chain []hash16, node int64) {
 	top := 0
 	for _, p := range stored {
 		if p.depth <= len(items) {
-			want[p.depth] = hash16{}
 			top = max(top, p.depth)
 		}
 	}
 	if top == 0 {
-		return 0
+		return 0, nil, 0
 	}
 	same := 0
 	for same < top && same < known.l.Len() && same < known.nodes.len() && items[same] == known.l.at(same) {
 		same++
 	}
+	// the hash of every prefix, for the cache (seedPath)
+	chain = make([]hash16, top)
 	var h hash16
 	for d := 1; d <= top; d++ {
 		if d <= same {
-			if _, ok := want[d]; !ok && d < same {
-				continue
-			}
 			h = known.nodes.at(d - 1).hash
 		} else {
 			h = chainHash(h, items[d-1].key(), contentHash(items[d-1].Body))
 		}
-		if _, ok := want[d]; ok {
-			want[d] = h
-		}
+		chain[d-1] = h
 	}
 	for _, p := range stored { // deepest first
-		if h, ok := want[p.depth]; ok && bytes.Equal(h.short(), p.hash) {
-			return p.depth
+		if p.depth <= top && bytes.Equal(chain[p.depth-1].short(), p.hash) {
+			return p.depth, chain[:p.depth], p.id
 		}
 	}
-	return 0
+	return 0, nil, 0
 }
 
 // lastStored is what the write cache holds of the last lists stored under key (and for a
@@ -199,7 +197,7 @@ func (b *BranchSink) PrepareCall(ctx context.Context, c *trace.Call) {
 		defer close(sd.done)
 		r.seedMu.Lock()
 		defer r.seedMu.Unlock()
-		_, sd.ref = r.seededCall(ctx, b.s, snap)
+		_, sd.ref = r.seededCall(ctx, b.s, snap, true)
 	}()
 }
 
@@ -221,18 +219,20 @@ func (r *run) seeded(ctx context.Context, s *Store, c *trace.Call) (*trace.Call,
 	}
 	r.seedMu.Lock()
 	defer r.seedMu.Unlock()
-	return r.seededCall(ctx, s, c)
+	return r.seededCall(ctx, s, c, false)
 }
 
 // seededCall is journalCall against the stored call of the same predictor in the turn r
-// follows, read the first time r records a call of that path (holding seedMu).
-func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.Call, *journalBase) {
+// follows, read the first time r records a call of that path (holding seedMu). What it
+// finds stored of the call's request and history goes into the write cache for the
+// turn's commit (seedPath), waiting for the cache when wait is set.
+func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call, wait bool) (*trace.Call, *journalBase) {
 	if r.h.Parent == 0 || c.Messages.Len()+len(c.History.Messages) < seedFrom {
 		return c, nil
 	}
 	b, ok := r.bases[c.Path]
 	if !ok {
-		b = loadBase(ctx, s.r, r.h.Parent, c.Path)
+		b = loadBase(ctx, s.r, s.wc, r.h.Parent, c.Path)
 		if r.bases == nil {
 			r.bases = map[string]*storedBase{}
 		}
@@ -243,8 +243,13 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 	}
 	k, h := 0, 0
 	if n := deepest(b.msgs); n > 0 {
-		known, _ := s.wc.lastStored("m\x00" + c.Path)
-		k = sharedPrefix(b.msgs, known, messageItems(c.Messages.Sub(0, min(n, c.Messages.Len()))))
+		key := "m\x00" + c.Path
+		known, _ := s.wc.lastStored(key)
+		items := messageItems(c.Messages.Sub(0, min(n, c.Messages.Len())))
+		var chain []hash16
+		var last int64
+		k, chain, last = sharedPrefix(b.msgs, known, items)
+		s.wc.seedPath(b.gen, key, messagesOf(c.Messages.Sub(0, k)), items, chain, last, wait)
 	}
 	if n := deepest(b.hist); n > 0 {
 		key := "h\x00" + c.Path
@@ -253,8 +258,12 @@ func (r *run) seededCall(ctx context.Context, s *Store, c *trace.Call) (*trace.C
 		// (capped: rendering more entries must not write past the end of the cache's
 		// array, which only the writer extends, holding the cache)
 		seen := &writeCache{entries: map[string][]entryJSON{key: entries[:len(entries):len(entries)]}}
-		h = sharedPrefix(b.hist, known, historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}).from(0))
+		items := historyItems(seen, key, sig.History{Messages: c.History.Messages[:min(n, len(c.History.Messages))]}).from(0)
+		var chain []hash16
+		var last int64
+		h, chain, last = sharedPrefix(b.hist, known, items)
 		s.wc.keepEntries(key, entries, seen.entries[key])
+		s.wc.seedPath(b.gen, key, entriesOf(seen.entries[key][:h]), items, chain, last, wait)
 	}
 	return continuation(c, journalBase{Turn: r.h.Parent, Call: b.call, Msgs: k, Hist: h})
 }

@@ -59,7 +59,7 @@ type Store struct {
 	wParses, rParses atomic.Int64
 
 	warm warmState // Warm's (warm.go)
-	// packs are the path packs waiting for their branch's WarmBranch (pathvalues.go).
+	// packs are the path packs waiting to be written (pathvalues.go).
 	packs packQueue
 }
 

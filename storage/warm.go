@@ -339,7 +339,7 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 		return err
 	}
 	if h.Parent != 0 {
-		loadBase(rctx, s.r, h.Parent, warmPath) // RecordCall's seededCall, on a long history
+		loadBase(rctx, s.r, s.wc, h.Parent, warmPath) // RecordCall's seededCall, on a long history
 	}
 	c := warmCall(i)
 	t := &trace.Turn{Index: i, Inputs: in, Outputs: c.Outputs, Calls: []*trace.Call{c}, Started: c.Started, Ended: now(),
@@ -350,7 +350,15 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t); err != nil || i == 0 {
 		return err
 	}
-	return warmBranch(ctx, s.wc, tx, conv, MainBranch) // what a first turn's model call starts
+	// what a prefetch runs (WarmBranch): the lists found by a hot read, cached in tx
+	lists, err := branchLists(rctx, s.hotReads(rctx), conv, MainBranch, false)
+	for _, l := range lists {
+		if err != nil {
+			break
+		}
+		err = cacheWarmList(ctx, s.wc, tx, l)
+	}
+	return err
 }
 
 // warmCall is the made-up call of turn i: a request repeating the one before with the

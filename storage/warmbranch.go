@@ -14,13 +14,27 @@ import (
 // next turn's requests repeat them, so its commit finds the shared prefix in the cache;
 // in a process that has not written on the branch yet, it would otherwise look the prefix
 // up and read every text of it back (a third of a first Send's time on a 10,000-turn
-// unwindowed branch). The workbench calls it (through Prefetch) while the user types,
-// and a Service as a turn's first model call begins (`run`, `session retry`). It reads
+// unwindowed branch). The workbench calls it (through Prefetch) while the user types. (A
+// turn nobody prefetched for has what its commit needs of each list put in the cache as
+// its calls begin instead: BranchSink.PrepareCall, seedPath.) It reads
 // the stored lists as they are, their nodes and texts (a history's entries are decoded,
 // for the render cache), and writes nothing but the branch's path pack when a restore
 // made one (pathvalues.go). A list stored as a run (a sliding window's)
 // is left out: it is short, and the commit looks its elements up.
 func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
+	return s.warmLists(ctx, convID, branch, false)
+}
+
+// WarmBranchSmall is WarmBranch for the calls too small to be seeded against the turn
+// before (seedFrom: a windowed agent's, mostly), whose lists a turn's commit would
+// otherwise look up: a turn nobody prefetched for starts it as its first model call
+// begins, the larger calls being seeded as each begins (BranchSink.PrepareCall), for a
+// fraction of what reading their lists back costs.
+func (s *Store) WarmBranchSmall(ctx context.Context, convID, branch string) error {
+	return s.warmLists(ctx, convID, branch, true)
+}
+
+func (s *Store) warmLists(ctx context.Context, convID, branch string, small bool) error {
 	if s.readOnly != "" || s.wc == nil {
 		return nil
 	}
@@ -29,42 +43,29 @@ func (s *Store) WarmBranch(ctx context.Context, convID, branch string) error {
 		return nil
 	}
 	defer leave()
-	// write transactions, for the write cache (see writeCache), rolled back: nothing to
-	// commit. One a list, each list cached as soon as it is read: a transaction holds
-	// the writer connection and the cache, so the turn that started the warm-up can
-	// commit between two lists rather than after all of them, and a call it records
-	// between two lists finds those cached so far (one recorded while a list is read
-	// finds the cache busy and hashes its request and history itself, as before).
-	release := s.warm.wantWriter()
-	var lists []warmList
-	err := s.trial(ctx, true, func(tx *wtx) (err error) {
-		lists, err = branchLists(ctx, tx, convID, branch)
-		return err
-	})
-	for _, l := range lists {
-		if err != nil {
-			break
+	// The lists are found by a hot read (hotread.go: a reader beside a turn's would
+	// open another connection, parsing its statements again), outside a transaction;
+	// each is then read in a write transaction of its own, for the
+	// write cache (see writeCache), rolled back: nothing to commit (a list removed
+	// meanwhile is not found there). One a list, each cached as soon as it is read: a
+	// transaction holds the writer connection and the cache, so the turn that started
+	// the warm-up can commit between two lists rather than after all of them, and a
+	// call it records between two lists finds those cached so far.
+	lists, err := branchLists(ctx, s.hotReads(ctx), convID, branch, small)
+	if len(lists) > 0 {
+		release := s.warm.wantWriter()
+		for _, l := range lists {
+			if err != nil {
+				break
+			}
+			err = s.trial(ctx, true, func(tx *wtx) error { return cacheWarmList(ctx, s.wc, tx, l) })
 		}
-		err = s.trial(ctx, true, func(tx *wtx) error { return cacheWarmList(ctx, s.wc, tx, l) })
+		s.wc.prepare(ctx, s.w) // the connection is free again
+		release()
 	}
-	s.wc.prepare(ctx, s.w) // the connection is free again
-	release()
 	// then the path pack the branch's restore made: this turn's records and commit
 	// wait for the cache, the next process's restore for the pack
 	return errors.Join(err, s.writePack(ctx, convID, branch))
-}
-
-// warmBranch is WarmBranch's work in one transaction (Warm runs it, to prepare its
-// statements).
-func warmBranch(ctx context.Context, wc *writeCache, tx *wtx, convID, branch string) error {
-	lists, err := branchLists(ctx, tx, convID, branch)
-	for _, l := range lists {
-		if err != nil {
-			break
-		}
-		err = cacheWarmList(ctx, wc, tx, l)
-	}
-	return err
 }
 
 // warmList is a stored list WarmBranch caches: the last node of a call's request or
@@ -75,14 +76,17 @@ type warmList struct {
 }
 
 // branchLists are the stored lists of the calls of the branch's tip turn, in the order
-// the calls were recorded (a list stored as a run is left out).
-func branchLists(ctx context.Context, tx *wtx, convID, branch string) ([]warmList, error) {
-	br, err := branchByName(ctx, tx, convID, branch)
+// the calls were recorded (a list stored as a run is left out; with small, so are the
+// lists of a call of seedFrom elements or more).
+func branchLists(ctx context.Context, q querier, convID, branch string, small bool) ([]warmList, error) {
+	br, err := branchByName(ctx, q, convID, branch)
 	if err != nil || !br.tipID.Valid {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT path, history_node, history_tail_len, messages_node, messages_tail_len
-		FROM calls WHERE turn_id = ?`, br.tipID.Int64)
+	rows, err := q.QueryContext(ctx, `SELECT path, history_node, history_tail_len, messages_node, messages_tail_len,
+			coalesce((SELECT depth FROM list_nodes WHERE id = c.history_node), 0) + history_tail_len +
+			coalesce((SELECT depth FROM list_nodes WHERE id = c.messages_node), 0) + messages_tail_len
+		FROM calls c WHERE turn_id = ?`, br.tipID.Int64)
 	if err != nil {
 		return nil, fmt.Errorf("storage: warm branch: %w", err)
 	}
@@ -91,9 +95,12 @@ func branchLists(ctx context.Context, tx *wtx, convID, branch string) ([]warmLis
 	for rows.Next() {
 		var path string
 		var hist, msgs sql.NullInt64
-		var histTail, msgsTail int
-		if err := rows.Scan(&path, &hist, &histTail, &msgs, &msgsTail); err != nil {
+		var histTail, msgsTail, size int
+		if err := rows.Scan(&path, &hist, &histTail, &msgs, &msgsTail, &size); err != nil {
 			return nil, fmt.Errorf("storage: warm branch: %w", err)
+		}
+		if small && size >= seedFrom {
+			continue
 		}
 		if hist.Valid && histTail == 0 {
 			lists = append(lists, warmList{"h\x00" + path, hist.Int64})

@@ -161,3 +161,24 @@ func branchFile(tb testing.TB, n int) string {
 	first.Close()
 	return first.Path()
 }
+
+// WarmBranchSmall caches the lists of the tip's calls too small to be seeded (seedFrom)
+// and leaves out the others, which a turn's calls seed as they begin.
+func TestWarmBranchSmall(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		turns  int
+		cached bool
+	}{{3, true}, {40, false}} { // calls of about 3x the turns' elements
+		s := reopenedWith(t, tc.turns)
+		if err := s.WarmBranchSmall(ctx, "S", MainBranch); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"m\x00agent.answer", "h\x00agent.answer", "m\x00agent.planner.tool"} {
+			if got := s.wc.path(key).l.Len() > 0; got != tc.cached {
+				t.Errorf("%d turns: %q cached: %v, want %v", tc.turns, key, got, tc.cached)
+			}
+		}
+		nextReadsBack(t, s, tc.turns)
+	}
+}

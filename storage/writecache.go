@@ -26,10 +26,14 @@ import (
 type writeCache struct {
 	mu          sync.Mutex
 	dataVersion int64
-	sweeps      int64 // the sweeps counter when the cache was last known good
-	contents    map[string]contentRef
-	nodes       map[nodeKey]nodeRef
-	bytes       int // of the texts contents references
+	// resets counts the times begin emptied the cache: what was read outside it (a
+	// seeded call's stored prefix, seedPath) is only put in while it has not been since
+	// the read began, for a reset may mean rows are gone.
+	resets   atomic.Int64
+	sweeps   int64 // the sweeps counter when the cache was last known good
+	contents map[string]contentRef
+	nodes    map[nodeKey]nodeRef
+	bytes    int // of the texts contents references
 	// runs holds, by list key (a predictor's requests or histories), the nodes of the
 	// last run stored, oldest first (each the parent of the next): the next list under
 	// the key may continue it (see putList).
@@ -109,6 +113,7 @@ func (c *writeCache) begin(ctx context.Context, tx *sql.Tx) error {
 		c.contents, c.nodes, c.runs, c.bytes = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string]nodeRun{}, 0
 		c.baseSets, c.paths = map[string][]baseRef{}, map[string]listPath{}
 		c.dataVersion, c.sweeps = v, sw
+		c.resets.Add(1)
 	}
 	c.stContents, c.stNodes, c.stRuns = map[string]contentRef{}, map[nodeKey]nodeRef{}, map[string]nodeRun{}
 	c.stBases, c.stPaths = map[string][]baseRef{}, map[string]listPath{}

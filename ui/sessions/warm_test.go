@@ -114,8 +114,9 @@ func (m *waitingLM) Call(ctx context.Context, req lm.Request) (lm.Response, erro
 	return m.inner.Call(ctx, req)
 }
 
-// A turn nobody warmed up for (run, session retry) warms the store and its branch as its
-// first model call begins, so its commit, after the model answered, parses nothing;
+// A turn nobody warmed up for (run, session retry) warms the store as its first model
+// call begins (its calls seeded against the branch meanwhile), so its commit, after the
+// model answered, parses nothing;
 // a Service whose warm-ups are done (or, here, turned off) leaves the commit to parse its
 // statements.
 func TestFirstCallWarmsUp(t *testing.T) {
