@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,12 +17,21 @@ import (
 // recordCalls begins turn t on sink and records its calls as the engine does (children
 // before their parent), without ending it.
 func recordCalls(ctx context.Context, sink *BranchSink, t *trace.Turn) (string, error) {
+	return recordCallsWith(ctx, sink, t, false)
+}
+
+// recordCallsWith is recordCalls, each call prepared as it begins (PrepareCall) when
+// prepare is set, as a Service's turn does.
+func recordCallsWith(ctx context.Context, sink *BranchSink, t *trace.Turn, prepare bool) (string, error) {
 	key, err := sink.BeginTurn(ctx, t.Inputs)
 	if err != nil {
 		return "", err
 	}
 	var rec func(parent string, c *trace.Call) error
 	rec = func(parent string, c *trace.Call) error {
+		if prepare {
+			sink.PrepareCall(ctx, c)
+		}
 		for _, ch := range c.Children {
 			if err := rec(c.ID, ch); err != nil {
 				return err
@@ -112,19 +120,8 @@ func TestSeededJournal(t *testing.T) {
 			if tc.by == "process" && testing.Short() {
 				t.Skip("spawns processes")
 			}
-			db := filepath.Join(t.TempDir(), "seed.db")
-			s, err := Open(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			mustConv(t, s, "S")
-			first := s.Sink("S", MainBranch)
-			for i := range n {
-				if _, err := runTurn(ctx, first, fixtureTurn(i, tc.window, true)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := storeWithTurns(t, n, tc.window)
+			db := s.Path()
 			want := fixtureTurn(n, tc.window, true)
 			if tc.change != nil {
 				tc.change(want)
@@ -198,11 +195,7 @@ func TestSeededJournal(t *testing.T) {
 			if _, err := s.PendingTurns(ctx); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.LoadTurns(ctx, []string{key})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if toJSON(t, got[0].Calls) != toJSON(t, want.Calls) {
+			if !readsBackAs(t, s, key, want) {
 				t.Errorf("the turn's calls come back different (%s)", tc.end)
 			}
 			if err := s.IntegrityCheck(ctx); err != nil {
@@ -286,19 +279,8 @@ func TestPreparedSeeding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "seed.db")
-			s, err := Open(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			mustConv(t, s, "S")
-			first := s.Sink("S", MainBranch)
-			for i := range n {
-				if _, err := runTurn(ctx, first, fixtureTurn(i, 0, true)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := storeWithTurns(t, n, 0)
+			db := s.Path()
 			br, err := s.Branch(ctx, "S", MainBranch)
 			if err != nil {
 				t.Fatal(err)
@@ -367,40 +349,46 @@ func TestPreparedSeeding(t *testing.T) {
 			if ran := other.wc.ran.Load() - ran0; tc.change == nil && ran > 60 {
 				t.Errorf("the commit ran %d statements, want at most 60", ran)
 			}
-			got, err := s.LoadTurns(ctx, []string{key})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if toJSON(t, got[0].Calls) != toJSON(t, want.Calls) {
+			if !readsBackAs(t, s, key, want) {
 				t.Error("the turn's calls come back different")
 			}
 		})
 	}
 }
 
-// prepareAndRun runs turn t through sink as the engine does with a Service: each call
-// prepared as it begins (PrepareCall), recorded as it ends, then the commit.
+// prepareAndRun runs turn t through sink as a Service's turn does: each call prepared
+// as it begins (PrepareCall), recorded as it ends, then the commit.
 func prepareAndRun(ctx context.Context, sink *BranchSink, t *trace.Turn) (string, error) {
-	key, err := sink.BeginTurn(ctx, t.Inputs)
+	key, err := recordCallsWith(ctx, sink, t, true)
 	if err != nil {
-		return "", err
-	}
-	var rec func(parent string, c *trace.Call) error
-	rec = func(parent string, c *trace.Call) error {
-		sink.PrepareCall(ctx, c)
-		for _, ch := range c.Children {
-			if err := rec(c.ID, ch); err != nil {
-				return err
-			}
-		}
-		return sink.RecordCall(ctx, key, parent, c)
-	}
-	for _, c := range t.Calls {
-		if err := rec("", c); err != nil {
-			return key, err
-		}
+		return key, err
 	}
 	return key, sink.CommitTurn(ctx, key, t)
+}
+
+// storeWithTurns is a store (closed when the test ends) whose conversation S has n
+// fixture turns (window) on its main branch, committed by one sink.
+func storeWithTurns(t *testing.T, n, window int) *Store {
+	t.Helper()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	first := s.Sink("S", MainBranch)
+	for i := range n {
+		if _, err := runTurn(context.Background(), first, fixtureTurn(i, window, true)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// readsBackAs says whether turn key reads back from s with want's calls.
+func readsBackAs(t *testing.T, s *Store, key string, want *trace.Turn) bool {
+	t.Helper()
+	got, err := s.LoadTurns(context.Background(), []string{key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toJSON(t, got[0].Calls) == toJSON(t, want.Calls)
 }
 
 // The write cache knows of a seeded list's prefix only its last node (seedPath): a later
@@ -408,15 +396,8 @@ func prepareAndRun(ctx context.Context, sink *BranchSink, t *trace.Turn) (string
 // cached, exactly, and so are the turns after it.
 func TestSeededPathThenShorter(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
-	mustConv(t, s, "S")
-	first := s.Sink("S", MainBranch)
 	const n = 40
-	for i := range n {
-		if _, err := runTurn(ctx, first, fixtureTurn(i, 0, true)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := storeWithTurns(t, n, 0)
 	other, err := Open(ctx, s.Path()) // a new process
 	if err != nil {
 		t.Fatal(err)
@@ -440,11 +421,7 @@ func TestSeededPathThenShorter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.LoadTurns(ctx, []string{key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if toJSON(t, got[0].Calls) != toJSON(t, tr.Calls) {
+		if !readsBackAs(t, s, key, tr) {
 			t.Errorf("turn %d: its calls come back different", tr.Index)
 		}
 	}
