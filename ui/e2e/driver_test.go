@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,7 +192,12 @@ func startCommand(t *testing.T, ws *workspace, w, h int, cmd []string) *term {
 	}
 	tm := &term{t: t, ws: ws, sock: filepath.Join(sockDir, "s"), target: "sb", cmd: cmd}
 	t.Cleanup(func() {
+		// the pane's shell and the workbench outlive kill-server for a moment: the
+		// shell still writes the exit status and the workbench closes its database, so
+		// the workspace is removed only once they are gone
+		procs := tm.paneProcesses()
 		_, _ = tm.tmux("kill-server")
+		waitProcessesGone(procs)
 		os.RemoveAll(sockDir)
 	})
 	// the workspace is the working directory: files the workbench saves land there
@@ -199,6 +205,44 @@ func startCommand(t *testing.T, ws *workspace, w, h int, cmd []string) *term {
 		t.Fatal(err)
 	}
 	return tm
+}
+
+// paneProcesses is the pane's shell and its children (the workbench), or none when the
+// server or the pane is already gone.
+func (tm *term) paneProcesses() []int {
+	out, err := tm.tmux("list-panes", "-a", "-F", "#{pane_pid}")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, f := range strings.Fields(out) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+			children, _ := exec.Command("pgrep", "-P", f).Output()
+			for _, c := range strings.Fields(string(children)) {
+				if pid, err := strconv.Atoi(c); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
+	}
+	return pids
+}
+
+// waitProcessesGone waits, up to waitLimit, until none of pids runs any more (gone or a
+// zombie nobody reaped yet: a zombie writes nothing).
+func waitProcessesGone(pids []int) {
+	deadline := time.Now().Add(waitLimit)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			// the state follows the command name, which is in parentheses
+			if err != nil || bytes.HasPrefix(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" Z")) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // tmux runs one tmux command on the private server.
