@@ -20,8 +20,9 @@ import (
 // beside the rows it copies (pathvalues.go says when, and how it is kept exact). A new
 // process restoring a long unwindowed branch otherwise reads every turn's and every
 // call's row: at 1,000 turns most of a `sessionbench run`'s wait, and the cost is the
-// rows times their columns, each column fetched through the driver. A pack is one
-// row, decoded here without JSON.
+// rows times their columns, each column fetched through the driver. A branch's pack is
+// stored as rows of packRowTurns turns, each row a pack of its own (packrows.go, which
+// decodes the rows at once), decoded here without JSON.
 //
 // Layout: packMagic, the format, the number of turns and of segments, each segment's
 // number of turns and bytes, the segments (their turns in order), and a CRC-32C of all
@@ -35,7 +36,7 @@ const (
 	packMagic  = "SBPK"
 	packFormat = 2
 	// packSegmentTurns is how many turns a segment holds: segments are decoded at once,
-	// each with strings of its own.
+	// each with strings of its own. A stored row (packRowTurns) is one segment.
 	packSegmentTurns = 256
 )
 

@@ -177,10 +177,12 @@ func warmPack(t *testing.T, s *Store, conv, branch string) {
 	}
 }
 
-func packRow(t *testing.T, s *Store, conv, branch string) (tip int64, turns int) {
+// packHeld is the last turn and the number of turns of a branch's pack (0, 0 for none).
+func packHeld(t *testing.T, s *Store, conv, branch string) (tip int64, turns int) {
 	t.Helper()
-	err := s.w.QueryRow(`SELECT p.tip_id, p.turns FROM path_packs p JOIN branches b ON b.id = p.branch_id
-		WHERE b.conv_id = ? AND b.name = ?`, conv, branch).Scan(&tip, &turns)
+	err := s.w.QueryRow(`SELECT p.tip_id, (SELECT sum(turns) FROM path_packs WHERE branch_id = b.id)
+		FROM path_packs p JOIN branches b ON b.id = p.branch_id
+		WHERE b.conv_id = ? AND b.name = ? ORDER BY p.seq DESC LIMIT 1`, conv, branch).Scan(&tip, &turns)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, 0
 	}
@@ -202,11 +204,11 @@ func TestLoadPathValues(t *testing.T) {
 	if got := loadValues(t, s, "c", MainBranch); got != 0 {
 		t.Fatalf("first read: %d turns packed, want none (no pack yet)", got)
 	}
-	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+	if _, c := packHeld(t, s, "c", MainBranch); c != 0 {
 		t.Fatalf("a pack of %d turns written by the read; WarmBranch writes it", c)
 	}
 	warmPack(t, s, "c", MainBranch)
-	if _, c := packRow(t, s, "c", MainBranch); c != n {
+	if _, c := packHeld(t, s, "c", MainBranch); c != n {
 		t.Fatalf("pack of %d turns after WarmBranch, want %d", c, n)
 	}
 	if got := loadValues(t, s, "c", MainBranch); got != n {
@@ -225,17 +227,32 @@ func TestLoadPathValues(t *testing.T) {
 	if got := loadValues(t, s, "c", MainBranch); got != n-10 {
 		t.Fatalf("after undoing 15: %d packed, want %d", got, n-10)
 	}
-	// new turns from there: the pack's last turns are off the path, whether the new
-	// line is shorter than the pack, as long or longer
+	// new turns from there: the pack's last row is off the path, whether the new line
+	// is shorter than the pack, as long or longer; the rows before it are on it
+	other := func(i int) *trace.Turn {
+		tr := packedTurn(i)
+		tr.Inputs.Set("question", fmt.Sprintf("another question %d", i))
+		return tr
+	}
 	for _, more := range []int{5, 5, 2} {
-		bulkAppend(t, s, "c", MainBranch, more, more, func(i int) *trace.Turn {
-			tr := packedTurn(i)
-			tr.Inputs.Set("question", fmt.Sprintf("another question %d", i))
-			return tr
-		})
-		if got := loadValues(t, s, "c", MainBranch); got != 0 {
-			t.Fatalf("after a new line of turns: %d packed, want none", got)
+		bulkAppend(t, s, "c", MainBranch, more, more, other)
+		if got := loadValues(t, s, "c", MainBranch); got != packRowTurns*(n/packRowTurns) {
+			t.Fatalf("after a new line of turns: %d packed, want the %d of the rows before the last", got, packRowTurns*(n/packRowTurns))
 		}
+	}
+	warmPack(t, s, "c", MainBranch)
+	if got := loadValues(t, s, "c", MainBranch); got != n+2 {
+		t.Fatalf("repacked: %d packed, want %d", got, n+2)
+	}
+	// a line leaving the path before the pack's last row: none of the pack is used
+	// (only the last two rows are tried), and the next WarmBranch repacks from there
+	back := n + 2 - packRowTurns*(n/packRowTurns) + 10
+	if _, err := s.Undo(ctx, "c", MainBranch, back); err != nil {
+		t.Fatal(err)
+	}
+	bulkAppend(t, s, "c", MainBranch, back, back, other)
+	if got := loadValues(t, s, "c", MainBranch); got != 0 {
+		t.Fatalf("after a line from before the last row: %d packed, want none", got)
 	}
 	warmPack(t, s, "c", MainBranch)
 	if got := loadValues(t, s, "c", MainBranch); got != n+2 {
@@ -248,7 +265,7 @@ func TestLoadPathValues(t *testing.T) {
 		t.Fatalf("lagging: %d packed, want %d", got, n+2)
 	}
 	warmPack(t, s, "c", MainBranch)
-	if _, c := packRow(t, s, "c", MainBranch); c != n+2+packLagTurns {
+	if _, c := packHeld(t, s, "c", MainBranch); c != n+2+packLagTurns {
 		t.Fatalf("pack of %d turns after a lag of %d, want it repacked", c, packLagTurns)
 	}
 
@@ -286,17 +303,17 @@ func TestPathPacksKept(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // written_at orders them
 	}
 	var count int
-	if err := s.w.QueryRow(`SELECT count(*) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation {
+	if err := s.w.QueryRow(`SELECT count(DISTINCT branch_id) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation {
 		t.Fatalf("%d packs (%v), want the last %d", count, err, packsPerConversation)
 	}
-	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+	if _, c := packHeld(t, s, "c", MainBranch); c != 0 {
 		t.Fatalf("the first branch packed keeps its pack of %d turns", c)
 	}
 	last := names[len(names)-1]
 	if _, err := s.DeleteBranch(ctx, "c", last, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.w.QueryRow(`SELECT count(*) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation-1 {
+	if err := s.w.QueryRow(`SELECT count(DISTINCT branch_id) FROM path_packs`).Scan(&count); err != nil || count != packsPerConversation-1 {
 		t.Fatalf("%d packs after deleting a branch (%v), want %d", count, err, packsPerConversation-1)
 	}
 
@@ -304,7 +321,7 @@ func TestPathPacksKept(t *testing.T) {
 	bulkAppend(t, s, "short", MainBranch, packMinTurns-1, 100, lightTurn)
 	loadValues(t, s, "short", MainBranch)
 	warmPack(t, s, "short", MainBranch)
-	if _, c := packRow(t, s, "short", MainBranch); c != 0 {
+	if _, c := packHeld(t, s, "short", MainBranch); c != 0 {
 		t.Fatalf("a path of %d turns packed", c)
 	}
 }
@@ -350,13 +367,13 @@ func TestPathPackPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	bulkAppend(t, s, "c", MainBranch, 1, 1, lightTurn) // main's last ten turns are b's alone
-	if _, c := packRow(t, s, "c", MainBranch); c != packMinTurns+10 {
+	if _, c := packHeld(t, s, "c", MainBranch); c != packMinTurns+10 {
 		t.Fatalf("main's pack holds %d turns, want %d", c, packMinTurns+10)
 	}
 	if _, err := s.DeleteBranch(ctx, "c", "b", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, c := packRow(t, s, "c", MainBranch); c != 0 {
+	if _, c := packHeld(t, s, "c", MainBranch); c != 0 {
 		t.Fatalf("main's pack of %d turns outlives the turns deleted with b", c)
 	}
 	loadValues(t, s, "c", MainBranch)

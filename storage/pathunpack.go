@@ -49,18 +49,12 @@ func fromSlab[T any](slab *[]T, n int) *T {
 // with their ids, and says how many it holds. Its segments are decoded at once, one
 // per core up to four: decoding is allocating, one core's work.
 func decodePack(pack []byte, want int) (ids []int64, turns []*trace.Turn, held int, err error) {
-	if len(pack) < len(packMagic)+4 || string(pack[:len(packMagic)]) != packMagic {
-		return nil, nil, 0, errPackCorrupt
+	if err := checkPack(pack); err != nil {
+		return nil, nil, 0, err
 	}
-	body := pack[:len(pack)-4]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(pack[len(body):]) {
-		return nil, nil, 0, fmt.Errorf("%w: its checksum does not match", errPackCorrupt)
-	}
-	data := string(body) // one copy, which every decoded string shares
+	data := string(pack[:len(pack)-4]) // one copy, which every decoded string shares
 	h := &packReader{data: data, pos: len(packMagic)}
-	if f := h.uint(); f != packFormat {
-		return nil, nil, 0, fmt.Errorf("%w: format %d, want %d", errPackCorrupt, f, packFormat)
-	}
+	h.uint() // the format, checked
 	total, nseg := h.uint(), h.uint()
 	if h.err != nil || total > uint64(len(data)) || nseg > uint64(len(data)) {
 		return nil, nil, 0, errPackCorrupt
@@ -118,6 +112,22 @@ func decodePack(pack []byte, want int) (ids []int64, turns []*trace.Turn, held i
 		return nil, nil, 0, err
 	}
 	return ids, turns, held, nil
+}
+
+// checkPack checks a pack's magic, checksum and format, which decoding it checks first:
+// a pack damaged in any byte fails it.
+func checkPack(pack []byte) error {
+	if len(pack) < len(packMagic)+4 || string(pack[:len(packMagic)]) != packMagic {
+		return errPackCorrupt
+	}
+	body := pack[:len(pack)-4]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(pack[len(body):]) {
+		return fmt.Errorf("%w: its checksum does not match", errPackCorrupt)
+	}
+	if f, n := binary.Uvarint(body[len(packMagic):]); n <= 0 || f != packFormat {
+		return fmt.Errorf("%w: format %d, want %d", errPackCorrupt, f, packFormat)
+	}
+	return nil
 }
 
 func (r *packReader) fail() {

@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,26 +11,27 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// Packs (pathpack.go) are kept exact without being kept up to date. A committed turn
-// never changes and turn ids are never reused, so a pack ending at turn T holds exactly
-// the first turns of every path through T: LoadPathValues uses a branch's pack when T is
-// still on the branch's path (the tip moved on from T: the turns after it are read
-// from their rows; an undo moved it back: the pack's first turns are used) and reads
-// every row otherwise (a fork, an edit). A read that found its pack missing or far
-// behind the tip keeps the path it read, and the branch's next WarmBranch (a prefetch)
-// or WritePathPack (a turn's model call) packs and writes it: in the background while
-// the user types or the model thinks, one commit per pack, not per turn.
+// Packs (pathpack.go, stored as rows: packrows.go) are kept exact without being kept up
+// to date. A committed turn never changes and turn ids are never reused, so a pack
+// ending at turn T holds exactly the first turns of every path through T:
+// LoadPathValues uses a branch's pack when T is still on the branch's path (the tip
+// moved on from T: the turns after it are read from their rows; an undo moved it back:
+// the pack's first turns are used), else the pack without its last row when that is
+// (an undo, then other turns), and reads every row otherwise (a fork, an edit). A read
+// that found its pack missing or behind the tip by packLagTurns keeps the path it read,
+// and the branch's next WarmBranch (a prefetch) or WritePathPack (a turn's model call)
+// writes the pack's rows the path changed: in the background while the user types or
+// the model thinks, one commit per pack, not per turn.
 
 const (
 	// packMinTurns is the shortest path packed: a shorter one reads its rows in a few
 	// milliseconds.
 	packMinTurns = 256
 	// packLagTurns is how far behind its branch's tip a pack may fall before the next
-	// read packs the path again; a long path lets its pack lag by packLagShare of its
-	// length too, so what repacking writes per turn stays bounded by a few turns' values
-	// (a pack of n turns every n/16 turns), not the branch's length.
-	packLagTurns = 64
-	packLagShare = 16
+	// read packs the path again. Repacking writes the last row and the turns after it,
+	// at most packRowTurns+packLagTurns turns' values whatever the branch's length; a
+	// read of the turns after the pack costs about 35 µs a turn.
+	packLagTurns = 8
 	// packsPerConversation is how many of a conversation's branches keep a pack, those
 	// packed last: a pack copies its branch's values, and a user works on a few branches
 	// at a time.
@@ -58,6 +58,7 @@ type pendingPack struct {
 	branchID int64
 	ids      []int64
 	turns    []*trace.Turn
+	anew     bool // the pack read was damaged: its rows are all written again
 }
 
 // packQueue holds the paths waiting for their branch's WarmBranch, by conversation and
@@ -123,28 +124,28 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	}
 	n := b.Length
 	if n < packMinTurns {
-		return s.pathValuesOfRows(ctx, b, false)
+		return s.pathValuesOfRows(ctx, b, repackNone)
 	}
-	ids, turns, err := s.packedPrefix(ctx, b)
+	rows, err := readPackRows(ctx, s.r, b.ID, true)
+	if errors.Is(err, errPackCorrupt) {
+		return s.pathValuesOfRows(ctx, b, repackAnew)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: read the path pack of branch %q: %w", b.Name, err)
+	}
+	ids, turns, nodes, err := s.packedPrefix(ctx, b, rows)
+	if errors.Is(err, errPackCorrupt) {
+		return s.pathValuesOfRows(ctx, b, repackAnew)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if turns == nil {
-		return s.pathValuesOfRows(ctx, b, true)
+	p := len(turns)
+	if p == 0 {
+		return s.pathValuesOfRows(ctx, b, repackRows)
 	}
-	pv := &PathValues{Total: n, Packed: len(turns)}
-	if len(turns) < n {
-		// the turns after the pack: read from the pack's last turn on, which must be
-		// the pack's own (it is on the path)
-		p := len(turns)
-		nodes, err := pathWindow(ctx, s.r, b.tipID, n, p-1, 0)
-		if err != nil {
-			return nil, err
-		}
-		if len(nodes) != n-p+1 || nodes[0].id.Int64 != ids[p-1] {
-			return s.pathValuesOfRows(ctx, b, true) // not on the path after all
-		}
-		nodes = nodes[1:]
+	pv := &PathValues{Total: n, Packed: p}
+	if p < n {
 		rest, err := s.turnsOf(ctx, nodes, LoadOptions{ValuesOnly: true})
 		if err != nil {
 			return nil, err
@@ -153,9 +154,9 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 			ids = append(ids, nd.id.Int64)
 		}
 		turns = append(turns, rest...)
-		if lag := n - p; lag >= max(packLagTurns, p/packLagShare) {
-			s.queuePack(convID, branch, b.ID, ids, turns)
-		}
+	}
+	if n-p >= packLagTurns || p < min(rows.held(), n) {
+		s.queuePack(convID, branch, b.ID, ids, turns, false)
 	}
 	pv.Turns = turns
 	pv.Keys = make([]string, n)
@@ -166,9 +167,18 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	return pv, nil
 }
 
-// pathValuesOfRows is LoadPathValues from every row of branch b as read; with pack set,
-// the path read is kept for WarmBranch to pack.
-func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack bool) (*PathValues, error) {
+// repack says what pathValuesOfRows does with the path it read.
+type repack int
+
+const (
+	repackNone repack = iota // nothing: the path is too short to pack
+	repackRows               // keep it for packing, keeping the pack's rows that hold its first turns
+	repackAnew               // keep it for packing, writing every row again (the pack is damaged)
+)
+
+// pathValuesOfRows is LoadPathValues from every row of branch b as read; the path read is
+// kept for WarmBranch to pack as pack says.
+func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack repack) (*PathValues, error) {
 	p, err := s.branchRange(ctx, b, 0, 0, LoadOptions{ValuesOnly: true})
 	if err != nil {
 		return nil, err
@@ -178,41 +188,47 @@ func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack bool) (*Pa
 	for i, nd := range p.Nodes {
 		pv.Started[i], ids[i] = nd.Started, nd.id.Int64
 	}
-	if pack && len(p.Turns) >= packMinTurns {
-		s.queuePack(b.ConvID, b.Name, b.ID, ids, p.Turns)
+	if pack != repackNone && len(p.Turns) >= packMinTurns {
+		s.queuePack(b.ConvID, b.Name, b.ID, ids, p.Turns, pack == repackAnew)
 	}
 	return pv, nil
 }
 
-// packedPrefix is the first turns of branch b's path from its pack, with their ids,
-// when the pack is on the path: all the pack holds when the path goes on from its last
-// turn (the caller checks that, reading the turns after it), the first b.Length when
-// an undo moved the tip back into it. turns is nil when there is no pack or it is of
-// another path; a pack that cannot be read is not used either (its rows are all there).
-func (s *Store) packedPrefix(ctx context.Context, b *Branch) (ids []int64, turns []*trace.Turn, err error) {
-	var tip int64
-	var count int
-	var body []byte
-	err = s.r.QueryRowContext(ctx, `SELECT tip_id, turns, body FROM path_packs WHERE branch_id = ?`, b.ID).Scan(&tip, &count, &body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("storage: read the path pack of branch %q: %w", b.Name, err)
-	}
+// packedPrefix is the first turns of branch b's path from its pack rows, with their
+// ids, and the path's turns after them (nodes): the whole pack when the path goes on from
+// its last turn, its first b.Length turns when an undo moved the tip back into it, or
+// else the pack without its last row when the path goes on from that (an undo, then
+// other turns). It is none when no pack is on the path; a pack that cannot be read is
+// errPackCorrupt (its rows are all there).
+func (s *Store) packedPrefix(ctx context.Context, b *Branch, rows packRows) (ids []int64, turns []*trace.Turn, nodes []*TurnNode, err error) {
 	n := b.Length
-	if count <= 0 || !b.tipID.Valid || count == n && tip != b.tipID.Int64 {
-		return nil, nil, nil
+	if rows == nil || !b.tipID.Valid {
+		return nil, nil, nil, nil
 	}
-	want := min(count, n)
-	ids, turns, held, err := decodePack(body, want)
-	if err != nil || held != count {
-		return nil, nil, nil
+	if ids, turns, err = rows.decode(n); err != nil {
+		return nil, nil, nil, err
 	}
-	if want < count && ids[want-1] != b.tipID.Int64 {
-		return nil, nil, nil // the tip moved back, but not along the pack
+	candidates := []int{len(ids)}
+	if last := (len(ids) - 1) / packRowTurns * packRowTurns; last > 0 {
+		candidates = append(candidates, last)
 	}
-	return ids, turns, nil
+	for _, p := range candidates {
+		if p == n {
+			if ids[n-1] == b.tipID.Int64 {
+				return ids, turns, nil, nil
+			}
+			continue
+		}
+		// the turns after the pack, from its last turn on, which must be the pack's own
+		nodes, err := pathWindow(ctx, s.r, b.tipID, n, p-1, 0)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if len(nodes) == n-p+1 && nodes[0].id.Int64 == ids[p-1] {
+			return ids[:p], turns[:p], nodes[1:], nil
+		}
+	}
+	return nil, nil, nil, nil
 }
 
 // PathPackPending reports whether a path read for the branch waits to be packed, which
@@ -237,11 +253,11 @@ func (s *Store) WritePathPack(ctx context.Context, convID, branch string) error 
 
 // queuePack keeps a path read whole for the branch's next WarmBranch or WritePathPack to
 // pack.
-func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn) {
+func (s *Store) queuePack(convID, branch string, branchID int64, ids []int64, turns []*trace.Turn, anew bool) {
 	if s.readOnly != "" || len(turns) == 0 {
 		return
 	}
-	s.packs.put(packKey(convID, branch), &pendingPack{branchID: branchID, ids: ids, turns: turns})
+	s.packs.put(packKey(convID, branch), &pendingPack{branchID: branchID, ids: ids, turns: turns, anew: anew})
 }
 
 // writePack packs and writes the path waiting for the branch, if one is, and drops the
@@ -254,19 +270,34 @@ func (s *Store) writePack(ctx context.Context, convID, branch string) error {
 	if p == nil {
 		return nil
 	}
-	body, err := encodePack(p.ids, p.turns)
-	if err != nil {
+	// encoded before the write transaction, from the rows a reader finds: the
+	// transaction encodes only what another process changed meanwhile
+	plan := &packPlan{ids: p.ids, turns: p.turns, anew: p.anew}
+	stored, err := readPackRows(ctx, s.r, p.branchID, false)
+	if err != nil && !errors.Is(err, errPackCorrupt) {
+		return fmt.Errorf("storage: read the path pack of branch %q: %w", branch, err)
+	}
+	keep, _ := keptRows(stored, p.ids)
+	if plan.anew || err != nil {
+		keep = 0
+	}
+	if plan.encode(keep) != nil {
 		return nil
 	}
 	return s.writeLight(ctx, func(tx *wtx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO path_packs(branch_id, conv_id, tip_id, turns, written_at, body)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(branch_id) DO UPDATE SET conv_id = excluded.conv_id,
-			tip_id = excluded.tip_id, turns = excluded.turns, written_at = excluded.written_at, body = excluded.body`,
-			p.branchID, convID, p.ids[len(p.ids)-1], len(p.ids), fmtTime(now()), body); err != nil {
+		wrote, err := writePackRows(ctx, tx, convID, p.branchID, plan)
+		if errors.Is(err, ErrInvalid) {
+			return nil // a value outside sig's canonical set: the path is left to its rows
+		}
+		if err != nil {
 			return fmt.Errorf("storage: write the path pack of branch %q: %w", branch, err)
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?1 AND branch_id NOT IN
-			(SELECT branch_id FROM path_packs WHERE conv_id = ?1 ORDER BY written_at DESC LIMIT ?2)`, convID, packsPerConversation)
+		if !wrote {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?1 AND branch_id NOT IN
+			(SELECT branch_id FROM path_packs WHERE conv_id = ?1 GROUP BY branch_id ORDER BY max(written_at) DESC LIMIT ?2)`,
+			convID, packsPerConversation)
 		return err
 	})
 }

@@ -136,8 +136,9 @@ func TestPathPackAfterWarmUp(t *testing.T) {
 	if _, err := st.AppendTurns(ctx, conv, storage.MainBranch, []*trace.Turn{other}); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := packed(); p != 0 {
-		t.Fatalf("%d turns from a pack off the branch's path", p)
+	// the pack's last row left the path; the rows before it hold the path's first turns
+	if p, n := packed(); p > n-2 {
+		t.Fatalf("%d of %d turns from a pack whose last turns are off the branch's path", p, n)
 	}
 	if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("and now?")}, nil); err != nil {
 		t.Fatal(err)
