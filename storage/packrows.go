@@ -125,19 +125,24 @@ type packPlan struct {
 	anew bool
 }
 
-// keptRows is how many of the stored rows hold the first turns of ids, and how many rows
-// ids fill. (Their bodies are not read: a read that finds one damaged has the path
-// packed anew.)
-func keptRows(stored packRows, ids []int64) (keep, rows int) {
-	n := len(ids)
+// kept is how many of the stored rows the plan keeps, those holding the first turns of
+// its path, and how many rows the path fills. It keeps none when the plan is anew or
+// the rows stored are not one pack (readErr). (Their bodies are not read: a read that
+// finds one damaged has the path packed anew.)
+func (p *packPlan) kept(stored packRows, readErr error) (keep, rows int) {
+	n := len(p.ids)
+	rows = (n + packRowTurns - 1) / packRowTurns
+	if p.anew || readErr != nil {
+		return 0, rows
+	}
 	for _, r := range stored {
 		lo := r.seq * packRowTurns
-		if lo >= n || r.turns != min(packRowTurns, n-lo) || ids[lo+r.turns-1] != r.tip {
+		if lo >= n || r.turns != min(packRowTurns, n-lo) || p.ids[lo+r.turns-1] != r.tip {
 			break
 		}
 		keep++
 	}
-	return keep, (n + packRowTurns - 1) / packRowTurns
+	return keep, rows
 }
 
 // encode encodes the rows of the plan from seq on that it has not encoded yet. A path
@@ -169,10 +174,8 @@ func writePackRows(ctx context.Context, tx *wtx, convID string, branchID int64, 
 	if err != nil && !errors.Is(err, errPackCorrupt) {
 		return false, err
 	}
-	keep, rows := keptRows(stored, p.ids)
-	if p.anew || err != nil {
-		keep = 0
-	} else if keep == rows && len(stored) == rows {
+	keep, rows := p.kept(stored, err)
+	if keep == rows && len(stored) == rows {
 		return false, nil
 	}
 	if err := p.encode(keep); err != nil {

@@ -277,11 +277,7 @@ func (s *Store) writePack(ctx context.Context, convID, branch string) error {
 	if err != nil && !errors.Is(err, errPackCorrupt) {
 		return fmt.Errorf("storage: read the path pack of branch %q: %w", branch, err)
 	}
-	keep, _ := keptRows(stored, p.ids)
-	if plan.anew || err != nil {
-		keep = 0
-	}
-	if plan.encode(keep) != nil {
+	if keep, _ := plan.kept(stored, err); plan.encode(keep) != nil {
 		return nil
 	}
 	return s.writeLight(ctx, func(tx *wtx) error {
