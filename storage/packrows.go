@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/sessionbench/sessionbench/core/trace"
 )
@@ -77,38 +76,30 @@ func readPackRows(ctx context.Context, q querier, branchID int64, bodies bool) (
 	return rs, nil
 }
 
-// decode decodes the first want turns the rows hold, with their ids: the rows at once,
-// one per core up to maxChunks (decoding is allocating, one core's work). A row that
-// cannot be decoded, or holds other than its row says, is errPackCorrupt.
+// decode decodes the first want turns the rows hold, with their ids: the rows in
+// chunks at once, one per core up to maxChunks (decoding is allocating, one core's
+// work). A row that cannot be decoded, or holds other than its row says, is
+// errPackCorrupt.
 func (rs packRows) decode(want int) (ids []int64, turns []*trace.Turn, err error) {
 	want = min(want, rs.held())
 	ids, turns = make([]int64, want), make([]*trace.Turn, want)
 	need := (want + packRowTurns - 1) / packRowTurns
-	workers := min(need, runtime.GOMAXPROCS(0), maxChunks)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < need; i += workers {
-				r, lo := rs[i], i*packRowTurns
-				rowIDs, rowTurns, held, err := decodePack(r.body, min(r.turns, want-lo))
-				switch {
-				case err != nil:
-					errs[w] = fmt.Errorf("row %d: %w", i, err)
-					return
-				case held != r.turns || held == len(rowIDs) && rowIDs[held-1] != r.tip:
-					errs[w] = fmt.Errorf("%w: row %d holds %d turns, not the %d up to turn %d its row says", errPackCorrupt, i, held, r.turns, r.tip)
-					return
-				}
-				copy(ids[lo:], rowIDs)
-				copy(turns[lo:], rowTurns)
+	err = inChunks(context.Background(), need, min(need, runtime.GOMAXPROCS(0), maxChunks), func(_ context.Context, from, to int) error {
+		for i := from; i < to; i++ {
+			r, lo := rs[i], i*packRowTurns
+			rowIDs, rowTurns, held, err := decodePack(r.body, min(r.turns, want-lo))
+			switch {
+			case err != nil:
+				return fmt.Errorf("row %d: %w", i, err)
+			case held != r.turns || held == len(rowIDs) && rowIDs[held-1] != r.tip:
+				return fmt.Errorf("%w: row %d holds %d turns, not the %d up to turn %d its row says", errPackCorrupt, i, held, r.turns, r.tip)
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			copy(ids[lo:], rowIDs)
+			copy(turns[lo:], rowTurns)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	return ids, turns, nil

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sessionbench/sessionbench/core/trace"
 )
 
 // packRowsWritten is when each pack row was written, by seq (warmPack sleeps first, so
@@ -35,18 +37,26 @@ func repackLater(t *testing.T, s *Store, conv, branch string) {
 	warmPack(t, s, conv, branch)
 }
 
+// packedBranch is a store whose conversation "c" has n turns made by mk on its main
+// branch, packed.
+func packedBranch(t *testing.T, n int, mk func(i int) *trace.Turn) *Store {
+	t.Helper()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	bulkAppend(t, s, "c", MainBranch, n, 100, mk)
+	loadValues(t, s, "c", MainBranch)
+	repackLater(t, s, "c", MainBranch)
+	return s
+}
+
 // TestPackRowsRewritten: repacking a branch writes only the rows its path changed (the
 // last, partial one and those after it; from where the path left the pack), so keeping
 // a pack costs a few turns' values per turn at any length; the rows kept and written
 // read back as the rows' path.
 func TestPackRowsRewritten(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
-	mustConv(t, s, "c")
 	n := 4*packRowTurns + 20
-	bulkAppend(t, s, "c", MainBranch, n, 100, lightTurn)
-	loadValues(t, s, "c", MainBranch)
-	repackLater(t, s, "c", MainBranch)
+	s := packedBranch(t, n, lightTurn)
 	first := packRowsWritten(t, s, "c", MainBranch)
 	if len(first) != 5 {
 		t.Fatalf("%d rows for %d turns, want 5", len(first), n)
@@ -112,12 +122,8 @@ func TestPackRowsBroken(t *testing.T) {
 		{"other tip", `UPDATE path_packs SET tip_id = tip_id - 1 WHERE seq = 1`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := openTemp(t)
-			mustConv(t, s, "c")
 			n := 4*packRowTurns + 5
-			bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
-			loadValues(t, s, "c", MainBranch)
-			repackLater(t, s, "c", MainBranch)
+			s := packedBranch(t, n, packedTurn)
 			if _, err := s.w.Exec(c.breakIt); err != nil {
 				t.Fatal(err)
 			}

@@ -3,12 +3,9 @@ package storage
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/limits"
@@ -46,8 +43,7 @@ func fromSlab[T any](slab *[]T, n int) *T {
 }
 
 // decodePack decodes the first want turns of a pack (all it holds when want is larger)
-// with their ids, and says how many it holds. Its segments are decoded at once, one
-// per core up to four: decoding is allocating, one core's work.
+// with their ids, and says how many it holds.
 func decodePack(pack []byte, want int) (ids []int64, turns []*trace.Turn, held int, err error) {
 	if err := checkPack(pack); err != nil {
 		return nil, nil, 0, err
@@ -84,32 +80,19 @@ func decodePack(pack []byte, want int) (ids []int64, turns []*trace.Turn, held i
 	for len(segs) > 0 && segs[len(segs)-1].first >= want {
 		segs = segs[:len(segs)-1]
 	}
-	workers := min(len(segs), runtime.GOMAXPROCS(0), maxChunks)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(segs); i += workers {
-				sg := segs[i]
-				r := &packReader{data: data[:sg.end], pos: sg.off}
-				n := min(sg.turns, want-sg.first)
-				for j := sg.first; j < sg.first+n; j++ {
-					if ids[j], turns[j], errs[w] = r.turn(); errs[w] != nil {
-						return
-					}
-				}
-				if n == sg.turns && r.pos != sg.end {
-					errs[w] = fmt.Errorf("%w: segment %d ends at byte %d, not %d", errPackCorrupt, i, r.pos, sg.end)
-					return
-				}
+	// one after the other: a stored row is one segment (packRows.decode decodes the
+	// rows at once)
+	for i, sg := range segs {
+		r := &packReader{data: data[:sg.end], pos: sg.off}
+		n := min(sg.turns, want-sg.first)
+		for j := sg.first; j < sg.first+n; j++ {
+			if ids[j], turns[j], err = r.turn(); err != nil {
+				return nil, nil, 0, err
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, nil, 0, err
+		}
+		if n == sg.turns && r.pos != sg.end {
+			return nil, nil, 0, fmt.Errorf("%w: segment %d ends at byte %d, not %d", errPackCorrupt, i, r.pos, sg.end)
+		}
 	}
 	return ids, turns, held, nil
 }
