@@ -217,13 +217,19 @@ func (tm *term) paneProcesses() []int {
 	var pids []int
 	for _, f := range strings.Fields(out) {
 		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
-			children, _ := exec.Command("pgrep", "-P", f).Output()
-			for _, c := range strings.Fields(string(children)) {
-				if pid, err := strconv.Atoi(c); err == nil {
-					pids = append(pids, pid)
-				}
-			}
+			pids = append(append(pids, pid), childrenOf(pid)...)
+		}
+	}
+	return pids
+}
+
+// childrenOf is the processes whose parent is pid (pgrep -P).
+func childrenOf(pid int) []int {
+	out, _ := exec.Command("pgrep", "-P", strconv.Itoa(pid)).Output()
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, c)
 		}
 	}
 	return pids

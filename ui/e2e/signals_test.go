@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -69,19 +68,18 @@ func TestWorkbenchSignalsLeaveTheTurnResumable(t *testing.T) {
 // (which writes the exit status), the workbench is its child.
 func (tm *term) workbenchPID() int {
 	tm.t.Helper()
-	shell := strings.TrimSpace(tm.must("display-message", "-p", "-t", tm.target, "#{pane_pid}"))
+	shell, err := strconv.Atoi(strings.TrimSpace(tm.must("display-message", "-p", "-t", tm.target, "#{pane_pid}")))
+	if err != nil {
+		tm.t.Fatalf("the pane's process id: %v", err)
+	}
 	deadline := time.Now().Add(waitLimit)
 	for {
-		out, _ := exec.Command("pgrep", "-P", shell).Output()
-		if f := strings.Fields(string(out)); len(f) == 1 {
-			pid, err := strconv.Atoi(f[0])
-			if err != nil {
-				tm.t.Fatalf("pgrep -P %s: %q", shell, out)
-			}
-			return pid
+		children := childrenOf(shell)
+		if len(children) == 1 {
+			return children[0]
 		}
 		if time.Now().After(deadline) {
-			tm.t.Fatalf("no single child of the pane's shell %s: %q", shell, out)
+			tm.t.Fatalf("no single child of the pane's shell %d: %v", shell, children)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
