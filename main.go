@@ -115,7 +115,7 @@ func (e badFlagError) Unwrap() error { return e.err }
 
 // workbench wires storage, the model and the demo agents into the TUI; with an OTLP
 // endpoint every turn it records is also sent there.
-func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoint string) error {
+func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoint string) (err error) {
 	if dbPath == "" {
 		p, err := config.DatabaseFile(os.Getenv)
 		if err != nil {
@@ -155,7 +155,11 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoi
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() {
+		// a turn's transaction that failed after the workbench had shown it is said
+		// here when it was the last thing the workbench did (storage/commitlater.go)
+		err = errors.Join(err, store.Close())
+	}()
 	uiOpts.ReadOnly = store.ReadOnlyReason()
 	if d, ok := sel.LM.(*llm.Demo); ok {
 		// The offline demo model follows the demo agents' scripts (its configured rate kept).

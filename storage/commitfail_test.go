@@ -3,17 +3,21 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// A commit that fails ends the turn all the same (BranchSink.commitFailed): the branch
-// is free at once, the turn's calls are stored beside it, and the next turn runs. The
-// other process is a second Store on the same file (its own connections and journal
-// locks), which moves the branch, or breaks the database for writing, while the turn is
-// in flight.
+// A turn's transaction that fails, after CommitTurn returned (commitlater.go), ends the
+// turn all the same (BranchSink.commitFailed) and is reported by Sync: the branch is
+// free at once, the turn's calls are kept, and the next turn runs. Kept beside the
+// branch as failed when the branch moved; when nothing could be written, its journal is
+// let go, and the first reader once the database takes writes again commits it onto
+// the branch, as its end record says it was returned. The other process is a second
+// Store on the same file (its own connections and journal locks), which moves the
+// branch, or breaks the database for writing, while the turn is in flight.
 func TestCommitThatFails(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -21,13 +25,14 @@ func TestCommitThatFails(t *testing.T) {
 		// meddle runs in the other process while the turn is in flight; mend after the
 		// commit failed.
 		meddle, mend func(t *testing.T, other *Store)
-		want         error        // what the commit's error wraps
-		status       trace.Status // of the turn kept
-		says         string       // in the commit's error
+		want         error        // what the reported error wraps
+		status       trace.Status // of the turn in the end
+		says         string       // in the reported error
+		onPath       bool         // the turn is on the branch in the end
 	}{
 		{"branch moved", func(t *testing.T, other *Store) {
 			moveTipUnder(t, other, "S", MainBranch)
-		}, func(*testing.T, *Store) {}, ErrConflict, trace.StatusFailed, `moved while turn`},
+		}, func(*testing.T, *Store) {}, ErrConflict, trace.StatusFailed, `moved while turn`, false},
 		{"not writable", func(t *testing.T, other *Store) {
 			if _, err := other.w.ExecContext(ctx, `CREATE TRIGGER no_turns BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END`); err != nil {
 				t.Fatal(err)
@@ -36,7 +41,7 @@ func TestCommitThatFails(t *testing.T) {
 			if _, err := other.w.ExecContext(ctx, `DROP TRIGGER no_turns`); err != nil {
 				t.Fatal(err)
 			}
-		}, trace.ErrInterrupted, trace.StatusInterrupted, `disk full (test)`},
+		}, nil, trace.StatusCompleted, `commits it onto branch "main"`, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,15 +74,20 @@ func TestCommitThatFails(t *testing.T) {
 				}
 			}
 			tc.meddle(t, other)
-			err = sink.CommitTurn(ctx, key, tr)
-			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "turn "+key) {
-				t.Fatalf("commit: %v; want %v saying %q and naming turn %s", err, tc.want, tc.says, key)
+			if err := sink.CommitTurn(ctx, key, tr); err != nil {
+				t.Fatalf("commit: %v; want it returned as its end record is written", err)
+			}
+			err = s.Sync()
+			if err == nil || tc.want != nil && !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "turn "+key) {
+				t.Fatalf("Sync: %v; want %v saying %q and naming turn %s", err, tc.want, tc.says, key)
+			}
+			if err := s.Sync(); err != nil {
+				t.Errorf("Sync again: %v; want the failure reported once", err)
 			}
 			tc.mend(t, other)
 
 			// The turn is stored with its calls, out of the branch's path, carrying the
-			// commit's error; or, let go in its journal, kept as interrupted by the first
-			// reader.
+			// commit's error; or, let go in its journal, committed by the first reader.
 			info, err := other.TurnInfo(ctx, key)
 			if err != nil {
 				t.Fatal(err)
@@ -96,10 +106,8 @@ func TestCommitThatFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range path {
-				if n.Key == key {
-					t.Errorf("the turn whose commit failed is on the branch's path")
-				}
+			if on := slices.ContainsFunc(path, func(n *TurnNode) bool { return n.Key == key }); on != tc.onPath {
+				t.Errorf("the turn whose transaction failed is on the branch's path: %v, want %v", on, tc.onPath)
 			}
 
 			// The branch is free: the other process can begin a turn on it.

@@ -386,6 +386,11 @@ func TestConsecutiveListsStoredExactly(t *testing.T) {
 	var want []string
 	for _, st := range steps {
 		if st.prepare != nil {
+			// the turn before's values are the sink's until its transaction has run
+			// (commitlater.go): change them only then
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
 			st.prepare()
 		}
 		c := &trace.Call{ID: "c1", Path: "agent", PredictorType: "Predict", Adapter: "chat", Model: "m",

@@ -59,6 +59,13 @@ func childMain(mode string) int {
 			fmt.Println("recorded", key)
 			select {}
 		}
+	case "commit":
+		// record a whole turn's calls, commit it once SB_GO exists, then wait to be killed
+		var key string
+		if key, err = commitChild(ctx, s, conv, branch, os.Getenv("SB_GO")); err == nil {
+			fmt.Println("committed", key)
+			select {}
+		}
 	case "begin":
 		if key, err := s.Sink(conv, branch).BeginTurn(ctx, nil); err == nil {
 			fmt.Println("began", key)

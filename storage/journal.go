@@ -28,7 +28,9 @@ import (
 //     the lock when the process dies, however it dies, so a journal with content and no
 //     lock is a turn whose process is gone: it is imported as interrupted (importRun).
 //   - Records are appended with one write each and never rewritten: the header when the
-//     turn begins, then every finished call. A write that returned is in the kernel's
+//     turn begins, then every finished call, then, when the turn completed, its end
+//     (runEnd, commitlater.go): the turn is committed from then on, and the database
+//     transaction follows beside the caller. A write that returned is in the kernel's
 //     page cache, so it survives the process being killed (not the machine crashing: only
 //     the turn's commit is fsynced, as before). Each record is its length and CRC-32
 //     before its JSON, so a record cut short by a kill is recognised and dropped.
@@ -56,6 +58,8 @@ type runHeader struct {
 	PID      int       `json:"pid"`
 	Host     string    `json:"host"`
 	Started  time.Time `json:"started"`
+
+	end *runEnd // the journal's end record, when it has one (readJournal)
 }
 
 // runCall is every later record: one finished inner call, as RecordCall got it. A call's
@@ -65,8 +69,9 @@ type runHeader struct {
 // costs what is new in the call, not the length of the conversation or of the window.
 type runCall struct {
 	Parent string       `json:"parent,omitempty"`
-	Call   *trace.Call  `json:"call"`
+	Call   *trace.Call  `json:"call,omitempty"`
 	Base   *journalBase `json:"base,omitempty"`
+	End    *runEnd      `json:"end,omitempty"` // the last record, alone (readJournal puts it in the header)
 }
 
 // journalBase names a stored call, and how much of its request and history a journaled call
@@ -209,7 +214,7 @@ func baseOptions(calls []runCall, turn int64) LoadOptions {
 }
 
 const (
-	journalVersion = 2       // 2: journalBase's slides; version 1 is read as well
+	journalVersion = 3       // 2: journalBase's slides; 3: the end record; earlier versions are read as well
 	maxRecord      = 1 << 30 // a length beyond this is a damaged journal, not a record
 )
 
@@ -319,9 +324,9 @@ func appendRecord(f *os.File, v any) error {
 }
 
 // readJournal reads a journal from its start: its header (nil when there is none: an
-// empty file, or one whose header write never completed) and its complete call records.
-// A record cut short or damaged ends the journal there: nothing after it was returned
-// to the engine as recorded.
+// empty file, or one whose header write never completed), with its end record when it
+// has one (h.end), and its complete call records. A record cut short or damaged ends the
+// journal there: nothing after it was returned to the engine as recorded.
 func readJournal(f *os.File) (*runHeader, []runCall, error) {
 	data, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<62))
 	if err != nil {
@@ -344,7 +349,12 @@ func readJournal(f *os.File) (*runHeader, []runCall, error) {
 			continue
 		}
 		var c runCall
-		if err := json.Unmarshal(body, &c); err != nil || c.Call == nil {
+		err := json.Unmarshal(body, &c)
+		if err == nil && c.End != nil && c.Call == nil && h.end == nil {
+			h.end = c.End
+			continue
+		}
+		if err != nil || c.Call == nil || h.end != nil {
 			return nil, nil, fmt.Errorf("storage: turn journal %s: a call record of turn %d is unreadable: %v: %w", f.Name(), h.ID, err, ErrInvalid)
 		}
 		calls = append(calls, c)

@@ -134,6 +134,9 @@ func TestLiveTurnReadsWhole(t *testing.T) {
 			} else {
 				_, err = runTurn(ctx, s.Sink("S", MainBranch), fixtureTurn(n-1, tc.window, true))
 			}
+			if err == nil {
+				err = other.Sync() // the other process's transaction runs beside its CommitTurn
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -262,6 +265,9 @@ func TestLiveTurnReadsWhole(t *testing.T) {
 			}
 			// Once committed, the stored turn is what was read in flight.
 			if err := sink.CommitTurn(ctx, key, fixtureTurn(n, tc.window, true)); err != nil {
+				t.Fatal(err)
+			}
+			if err := other.Sync(); err != nil { // its transaction, beside CommitTurn (commitlater.go)
 				t.Fatal(err)
 			}
 			stored, err := s.LoadTurnsWith(ctx, []string{key}, LoadOptions{NoRequests: true, HistoryOf: sent[1].ID})

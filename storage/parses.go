@@ -94,6 +94,7 @@ func (c *countingConn) QueryContext(ctx context.Context, query string, args []dr
 // Parses is how many statements SQLite has parsed on the store's writer connection and
 // on its readers since Open (see above).
 func (s *Store) Parses() (writer, reader int64) {
+	s.pending.wait(context.Background())
 	return s.wParses.Load(), s.rParses.Load()
 }
 
@@ -102,6 +103,7 @@ func (s *Store) Parses() (writer, reader int64) {
 // hotread.go). On this driver each costs tens of microseconds, so a Send's reads are
 // counted (ui/sessions' tests).
 func (s *Store) Reads() (readers, writer int64) {
+	s.pending.wait(context.Background())
 	if s.r != nil {
 		readers = s.r.ran.Load()
 	}

@@ -24,6 +24,9 @@ type readDB struct {
 	routes atomic.Int32
 	// ran counts the read statements run (Store.Reads).
 	ran atomic.Int64
+	// pending are the store's committed turns whose transactions are still to run
+	// (commitlater.go), which a read waits for; nil for a read-only store.
+	pending *pendingCommits
 }
 
 // maxReadStmts bounds the prepared read statements (the store has a few dozen).
@@ -33,7 +36,13 @@ func newReadDB(db *sql.DB) *readDB { return &readDB{DB: db, stmts: map[string]*s
 
 func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	r.ran.Add(1)
-	if rt := r.routed(ctx); rt != nil {
+	rt := r.routed(ctx)
+	if rt == nil && r.pending != nil {
+		if err := r.pending.wait(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if rt != nil {
 		if st := rt.stmt(ctx, query); st != nil {
 			return st.QueryContext(ctx, args...)
 		}
@@ -47,7 +56,11 @@ func (r *readDB) QueryContext(ctx context.Context, query string, args ...any) (*
 
 func (r *readDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	r.ran.Add(1)
-	if rt := r.routed(ctx); rt != nil {
+	rt := r.routed(ctx)
+	if rt == nil && r.pending != nil {
+		r.pending.wait(ctx) // ended by ctx: the query says so
+	}
+	if rt != nil {
 		if st := rt.stmt(ctx, query); st != nil {
 			return st.QueryRowContext(ctx, args...)
 		}

@@ -207,7 +207,9 @@ func supersede(ctx context.Context, tx *wtx, conv string, branchID, keep int64) 
 }
 
 // importRun stores the turn of a journal whose process is gone as it was when the
-// process went: running with an owner who is gone, which every reader shows as
+// process went: committed onto its branch when the journal ends with the turn's end
+// (its process had returned it as committed; commitlater.go) and the branch has not
+// moved since; otherwise running with an owner who is gone, which every reader shows as
 // interrupted (resumable, as a crash always left a turn). A journal whose turn is in
 // the database already (the process died after the commit) adds nothing.
 func importRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls []runCall) error {
@@ -227,6 +229,17 @@ func importRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls
 	}
 	if err := resolveBases(ctx, tx, calls); err != nil {
 		return err
+	}
+	if h.end != nil && !h.InPlace {
+		var tip sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT tip_id FROM branches WHERE id = ?", h.BranchID).Scan(&tip); err != nil {
+			return fmt.Errorf("storage: branch of turn %d: %w", h.ID, err)
+		}
+		if tip.Int64 == h.Parent { // NULL reads as 0, as a header says none
+			br := &Branch{ID: h.BranchID, ConvID: h.Conv, Name: h.Branch, tipID: tip}
+			h2, t, e := h.end.turn(h)
+			return commitNewTurn(ctx, wc, tx, br, h2, calls, t, e)
+		}
 	}
 	gone := &Owner{PID: h.PID, Host: h.Host, LeaseUntil: now().Add(-time.Second), id: "journal"}
 	if err := storeRun(ctx, wc, tx, h, calls, gone); err != nil {
@@ -274,7 +287,10 @@ type liveRun struct {
 // imported on the way (when this store may write), so what a crash left is found by the
 // first reader after it.
 func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
-	s.awaitAllRetired() // this process's ended turns are in the database, not in flight
+	if err := s.pending.wait(ctx); err != nil { // this process's committed turns are in the database, not in flight
+		return nil, err
+	}
+	s.awaitAllRetired() // nor are their journals still held
 	ents, err := os.ReadDir(s.runsDir())
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil, nil // none, or another user's, which this process could not import anyway
@@ -319,6 +335,30 @@ func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
 		}
 	}
 	return out, nil
+}
+
+// importDeadOf imports the journal of branch branchID when its process is gone, as
+// liveRuns does on its way, and reports whether there was a turn in it: what reads a
+// branch's tip calls it first, since a journal ending with its turn's end belongs on its
+// branch (commitlater.go). One stat when the journal is empty (or missing); a journal
+// held by a live process, this one included, is left alone.
+func (s *Store) importDeadOf(ctx context.Context, branchID int64) (bool, error) {
+	if s.readOnly != "" || branchID == 0 {
+		return false, nil
+	}
+	path := s.runPath(branchID)
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		return false, nil
+	}
+	f, err := lockDead(path)
+	if err != nil || f == nil {
+		return false, nil
+	}
+	err = s.recoverRun(ctx, f)
+	if errors.Is(err, ErrInvalid) {
+		return false, nil // a journal this program cannot read: BeginTurn on its branch says so
+	}
+	return err == nil, err
 }
 
 // liveRun is the turn in flight with id, or nil.
@@ -450,6 +490,18 @@ func (s *Store) loadWithLive(ctx context.Context, keys []string, ids []int64, no
 	live, err := s.liveTurns(ctx, ids, o)
 	if err != nil {
 		return nil, err
+	}
+	if len(live) > 0 {
+		// A journal read as its turn's transaction commits and its process empties it
+		// holds less than the turn: the row, read after the journal, says which is whole.
+		if nodes, err = s.turnNodes(ctx, ids); err != nil {
+			return nil, err
+		}
+		for i, n := range nodes {
+			if n != nil && n.Status != trace.StatusRunning && n.Status != trace.StatusInterrupted {
+				delete(live, ids[i])
+			}
+		}
 	}
 	for i, n := range nodes {
 		if n == nil && live[ids[i]] == nil {

@@ -48,6 +48,9 @@ type run struct {
 	f     *os.File // nil once the turn ended
 	h     *runHeader
 	calls []runCall
+	// committed is set once CommitTurn has returned and the turn's transaction runs
+	// beside it (commitlater.go): the turn is no longer in flight for the engine.
+	committed bool
 
 	// seedMu guards what seeding a call against the stored turn before reads and keeps
 	// (seed.go), which PrepareCall does outside mu, while the model thinks.
@@ -162,6 +165,10 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	if b.s.readOnly != "" {
 		return "", fmt.Errorf("storage: %s: %s; nothing was changed: %w", b.s.path, b.s.readOnly, ErrReadOnly)
 	}
+	// the turn before, committed here, is in the database first (commitlater.go)
+	if err := b.s.pending.wait(ctx); err != nil {
+		return "", err
+	}
 	b.mu.Lock()
 	id := b.branchID
 	b.mu.Unlock()
@@ -180,6 +187,10 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 		}
 		if f == nil {
 			return "", runBusyError(b.branch, holder)
+		}
+		if err := b.s.late.take(id); err != nil {
+			b.s.leaveOpen(id, f)
+			return "", fmt.Errorf("%w; this turn was not begun: send it again", lateError(err))
 		}
 		h, err := b.begin(ctx, f, id, in.String, resume)
 		if err != nil {
@@ -321,7 +332,11 @@ func (b *BranchSink) inFlight(ctx context.Context, key string) (*run, error) {
 	}
 	b.mu.Lock()
 	r := b.runs[key]
+	committed := r != nil && r.committed
 	b.mu.Unlock()
+	if committed {
+		return nil, fmt.Errorf("storage: turn %s is completed, not in flight on %s/%s in this process: %w", key, b.conv, b.branch, ErrConflict)
+	}
 	if r != nil {
 		return r, nil
 	}
@@ -414,8 +429,9 @@ func (r *run) recorded() []runCall {
 }
 
 // CommitTurn stores the finished turn, completed, and moves the branch tip to it,
-// clearing the branch's redo stack: the turn's one transaction. A commit that fails ends
-// the turn all the same (commitFailed): it never leaves the turn in flight.
+// clearing the branch's redo stack: the turn's one transaction, which runs beside the
+// caller once the turn's end is in its journal (commitlater.go). A commit that fails
+// ends the turn all the same (commitFailed): it never leaves the turn in flight.
 func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) error {
 	r, err := b.inFlight(ctx, key)
 	if err != nil {
@@ -424,9 +440,21 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	if t == nil {
 		return b.commitFailed(ctx, key, r, &trace.Turn{}, fmt.Errorf("storage: commit turn %s: nil turn: %w", key, ErrInvalid))
 	}
+	end, err := r.endRecord(t)
+	if err != nil {
+		return b.commitFailed(ctx, key, r, t, err)
+	}
+	if end != nil && b.commitLater(ctx, key, r, t, end) {
+		return nil
+	}
+	return b.commitNow(ctx, key, r, t, nil)
+}
+
+// commitNow is CommitTurn's transaction, e the turn row's end when the caller has it.
+func (b *BranchSink) commitNow(ctx context.Context, key string, r *run, t *trace.Turn, e *turnEnd) error {
 	var install func()
-	err = b.s.write(ctx, func(tx *wtx) (err error) {
-		if err := b.commit(ctx, tx, r, t); err != nil {
+	err := b.s.write(ctx, func(tx *wtx) (err error) {
+		if err := b.commit(ctx, tx, r, t, e); err != nil {
 			return err
 		}
 		install, err = b.s.topUp(ctx, tx)
@@ -436,6 +464,13 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 		return b.commitFailed(ctx, key, r, t, err)
 	}
 	install()
+	b.committed(r)
+	b.end(key)
+	return nil
+}
+
+// committed makes turn r the one this sink's next turn journals its calls against.
+func (b *BranchSink) committed(r *run) {
 	byPath := map[string]*trace.Call{}
 	for _, rc := range r.recorded() {
 		rc.Call.Walk(func(c *trace.Call, _ int) {
@@ -447,18 +482,16 @@ func (b *BranchSink) CommitTurn(ctx context.Context, key string, t *trace.Turn) 
 	b.mu.Lock()
 	b.prev, b.prevCalls = r.h.ID, byPath
 	b.mu.Unlock()
-	b.end(key)
-	return nil
 }
 
 // commit is CommitTurn's transaction but for reserving turn ids (topUp): it stores the
-// turn r ran, ended as t, at the tip of the branch.
-func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn) error {
+// turn r ran, ended as t (its row's end e, when given), at the tip of the branch.
+func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn, e *turnEnd) error {
 	// the branch as the turn found it (its header): commitTurn moves its tip only if it
 	// is still there
 	br := &Branch{ID: r.h.BranchID, ConvID: b.conv, Name: b.branch, tipID: sql.NullInt64{Int64: r.h.Parent, Valid: r.h.Parent != 0}}
 	if !r.h.InPlace {
-		return commitNewTurn(ctx, b.s.wc, tx, br, r.h, r.recorded(), t)
+		return commitNewTurn(ctx, b.s.wc, tx, br, r.h, r.recorded(), t, e)
 	}
 	// taken up where it was (an interrupted turn resumed): its row is there already
 	if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
@@ -508,6 +541,13 @@ func (b *BranchSink) commitFailed(ctx context.Context, key string, r *run, t *tr
 		why := "for the same reason"
 		if kerr.Error() != err.Error() {
 			why = "(" + kerr.Error() + ")"
+		}
+		b.mu.Lock()
+		ended := r.committed
+		b.mu.Unlock()
+		if ended { // its end record is in the journal (commitlater.go)
+			return fmt.Errorf("%w; turn %s could not be kept as failed either %s: its journal is let go, and the next reader of %s commits it onto branch %q, where it was returned (or keeps it as interrupted when the branch has moved)",
+				err, key, why, b.s.path, b.branch)
 		}
 		return fmt.Errorf("%w; turn %s could not be kept as failed either %s: its journal is let go, and the next reader of %s keeps it as %w",
 			err, key, why, b.s.path, trace.ErrInterrupted)

@@ -170,14 +170,18 @@ func TestSinkErrors(t *testing.T) {
 	if _, err := s.Sink("S", "nope").BeginTurn(ctx, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("begin on unknown branch: %v", err)
 	}
-	// The tip moving under an in-flight turn makes its commit fail rather than orphan a
-	// turn; the failed commit ends the turn (kept as failed: commitFailed), so there is
-	// nothing left to abort.
+	// The tip moving under an in-flight turn makes its transaction fail rather than
+	// orphan a turn; the failure ends the turn (kept as failed: commitFailed), reported
+	// by Sync as it runs after CommitTurn returned (commitlater.go), so there is nothing
+	// left to abort.
 	k2, _ := sink.BeginTurn(ctx, sig.NewMap("q", "2"))
 	moveTipUnder(t, s, "S", MainBranch)
-	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") ||
+	if err := sink.CommitTurn(ctx, k2, &trace.Turn{}); err != nil {
+		t.Errorf("commit after tip moved: %v; want it returned, its transaction beside", err)
+	}
+	if err := s.Sync(); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "moved") ||
 		!strings.Contains(err.Error(), "kept beside branch \"main\" as failed") {
-		t.Errorf("commit after tip moved: %v", err)
+		t.Errorf("Sync after a commit whose tip moved: %v", err)
 	}
 	if err := sink.AbortTurn(ctx, k2, &trace.Turn{Status: trace.StatusCancelled, Error: "user cancelled"}); !errors.Is(err, ErrConflict) {
 		t.Errorf("abort after the failed commit ended the turn: %v", err)

@@ -59,6 +59,10 @@ type Store struct {
 	wParses, rParses atomic.Int64
 
 	warm warmState // Warm's (warm.go)
+	// pending counts the committed turns whose transactions run beside their callers,
+	// late keeps those transactions' failures until reported (commitlater.go).
+	pending pendingCommits
+	late    lateErrors
 	// packs are the path packs waiting to be written (pathvalues.go).
 	packs packQueue
 }
@@ -124,6 +128,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(4)
 	s.r = newReadDB(r)
 	s.hot = newReadDB(w)
+	s.r.pending, s.hot.pending = &s.pending, &s.pending
 	s.wc = newWriteCache()
 	if err := s.countCommits(ctx); err != nil {
 		s.Close()
@@ -154,6 +159,7 @@ func (s *Store) countCommits(ctx context.Context) error {
 // the syncer fsynced the log after commits that asked for it (each sync covers every
 // commit before it; Sync waits for them).
 func (s *Store) Commits() (all, durable int64) {
+	s.pending.wait(context.Background()) // a committed turn's transaction counts
 	return s.commits.Load(), s.durable.Load()
 }
 
@@ -272,6 +278,7 @@ func (s *Store) releaseRun(f *os.File) {
 // let them go: kept as interrupted by the next reader.
 func (s *Store) Close() error {
 	s.warm.close()
+	s.pending.wait(context.Background()) // the committed turns' transactions (commitlater.go)
 	if s.w != nil {
 		s.giveBackIDs()
 	}
@@ -290,7 +297,7 @@ func (s *Store) Close() error {
 	if s.readOnly == "" {
 		s.sweepJournals()
 	}
-	errs := []error{s.sync.wait()} // every commit durable before the store closes
+	errs := []error{s.sync.wait(), lateError(s.late.take(0))} // every commit durable before the store closes
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
@@ -355,6 +362,10 @@ func (s *Store) writeWith(ctx context.Context, light bool, fn func(tx *wtx) erro
 	}
 	if err := s.sync.failed(); err != nil {
 		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	// after the committed turns' transactions (commitlater.go): a write follows them
+	if err := s.pending.wait(ctx); err != nil {
+		return err
 	}
 	defer s.warm.wantWriter()()
 	backoff := 5 * time.Millisecond

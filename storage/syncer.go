@@ -116,6 +116,10 @@ func syncFile(path string) error {
 	return err
 }
 
-// Sync returns once the commits made so far are durable (their log fsynced), or with
-// the error a sync met.
-func (s *Store) Sync() error { return s.sync.wait() }
+// Sync returns once the commits made so far are durable (their log fsynced), the
+// transactions of the turns committed so far included (commitlater.go), or with the
+// error a sync or such a transaction met.
+func (s *Store) Sync() error {
+	err := s.Settle()
+	return errors.Join(err, s.sync.wait())
+}

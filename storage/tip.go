@@ -22,29 +22,45 @@ func (s *Store) BranchHead(ctx context.Context, convID, branch string) (agent st
 	return s.branchHead(ctx, convID, branch, true)
 }
 
+// branchHead reads the branch's tip, after the turn a process that died left committed
+// in the branch's journal, if one did (importDeadOf).
 func (s *Store) branchHead(ctx context.Context, convID, branch string, withAgent bool) (string, *TurnNode, int, error) {
-	var tip, depth sql.NullInt64
+	agent, tip, total, id, err := s.readHead(ctx, convID, branch, withAgent)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	if imported, err := s.importDeadOf(ctx, id); err != nil {
+		return "", nil, 0, err
+	} else if imported { // the tip may have moved
+		agent, tip, total, _, err = s.readHead(ctx, convID, branch, withAgent)
+	}
+	return agent, tip, total, err
+}
+
+// readHead is branchHead's read, with the branch's id.
+func (s *Store) readHead(ctx context.Context, convID, branch string, withAgent bool) (string, *TurnNode, int, int64, error) {
+	var tip, depth, id sql.NullInt64
 	var started sql.NullString
 	var agent string
 	cols, from := "", "branches b"
-	dest := []any{&tip, &depth, &started}
+	dest := []any{&tip, &depth, &started, &id}
 	if withAgent {
 		cols, from = ", c.agent", "branches b JOIN conversations c ON c.id = b.conv_id"
 		dest = append(dest, &agent)
 	}
-	err := s.hotReads(ctx).QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at`+cols+` FROM `+from+` LEFT JOIN turns t ON t.id = b.tip_id
+	err := s.hotReads(ctx).QueryRowContext(ctx, `SELECT b.tip_id, t.depth, t.started_at, b.id`+cols+` FROM `+from+` LEFT JOIN turns t ON t.id = b.tip_id
 		WHERE b.conv_id = ? AND b.name = ?`, convID, branch).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// the same error as every other read of a missing branch or conversation
 		_, err = branchByName(ctx, s.r, convID, branch)
-		return "", nil, 0, err
+		return "", nil, 0, 0, err
 	}
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("storage: tip of branch %q of %q: %w", branch, convID, err)
+		return "", nil, 0, 0, fmt.Errorf("storage: tip of branch %q of %q: %w", branch, convID, err)
 	}
 	if !tip.Valid {
-		return agent, nil, 0, nil
+		return agent, nil, 0, id.Int64, nil
 	}
 	n := &TurnNode{Key: turnKey(tip.Int64), Index: int(depth.Int64), Started: parseTime(started.String)}
-	return agent, n, n.Index + 1, nil
+	return agent, n, n.Index + 1, id.Int64, nil
 }

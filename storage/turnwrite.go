@@ -103,15 +103,20 @@ const cumFromCalls = `(cum_prompt_tokens, cum_completion_tokens, cum_cached_toke
 // it ends, before its calls, where inserting it running and then completing it cost a
 // turn a statement, a rewrite of the row and a move in the status index. Its running
 // usage totals are summed from the calls it is about to store (callsUsage), not from
-// their rows: TestNewTurnRowAsStoredRunning holds the two ways to the same row.
-func commitNewTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, h *runHeader, calls []runCall, t *trace.Turn) error {
+// their rows: TestNewTurnRowAsStoredRunning holds the two ways to the same row. e is
+// what the row takes of t's end, when the caller has it already (an end record's);
+// nil: from t.
+func commitNewTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, h *runHeader, calls []runCall, t *trace.Turn, e *turnEnd) error {
 	parent, jump, depth, jumpDepth, err := placeAfter(ctx, tx, h.Parent)
 	if err != nil {
 		return err
 	}
-	e, err := endOf(ctx, wc, tx, t)
-	if err != nil {
-		return err
+	if e == nil {
+		end, err := endOf(ctx, wc, tx, t)
+		if err != nil {
+			return err
+		}
+		e = &end
 	}
 	inputs := sql.NullString{String: h.Inputs, Valid: true}
 	if t.Inputs != nil {

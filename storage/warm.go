@@ -347,7 +347,7 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 			Details: c.Outputs, Calls: []string{c.ID}}}}
 	// not topUp: it takes the ids' lock, which a turn reserving ids holds while it waits
 	// for the writer (its statement runs in Warm's reservation, prepared)
-	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t); err != nil || i == 0 {
+	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t, nil); err != nil || i == 0 {
 		return err
 	}
 	// what a prefetch runs (WarmBranch): the lists found by a hot read, cached in tx

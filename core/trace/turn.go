@@ -85,6 +85,10 @@ func (t *Turn) copy(share bool) *Turn {
 // flight: the sink keeps it as failed, carrying the commit's error, or, when it cannot
 // be written now, as interrupted (resumable), and then says so by wrapping
 // ErrInterrupted. The engine calls nothing after it; the turn stays out of the session.
+// A CommitTurn that returns nil has made the turn durable and visible to every later
+// reader, not necessarily stored it everywhere yet (storage journals its end and writes
+// its database beside the caller): the engine does not change the turn given to it
+// afterwards, and the sink reports a later failure its own way.
 // Implementations must be safe for concurrent RecordCall (inner calls may run in parallel).
 type Sink interface {
 	BeginTurn(ctx context.Context, inputs *sig.Map) (turnKey string, err error)

@@ -46,6 +46,10 @@ type turnPrinter struct {
 
 // completed prints a completed turn (now the branch's tip).
 func (p turnPrinter) completed(ctx context.Context, s *storage.Store, where string, t *trace.Turn, start time.Time) int {
+	if err := s.Settle(); err != nil { // its transaction runs beside the Send
+		fmt.Fprintf(p.env.Stderr, "sessionbench: turn from %s ran but could not be stored: %v\n", where, err)
+		return storeError
+	}
 	b, err := s.Branch(ctx, p.conv, p.branch)
 	if err != nil {
 		fmt.Fprintf(p.env.Stderr, "sessionbench: turn from %s ran but its branch cannot be read: %v\n", where, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,10 +34,13 @@ func (m *meddlingLM) Call(ctx context.Context, req lm.Request) (lm.Response, err
 	return m.inner.Call(ctx, req)
 }
 
-// A Send whose commit fails (another process moved the branch, or the database took no
-// write) reports the turn as kept, frees the branch, and leaves the Service's session as
-// the store has the branch: the next Send follows the last committed turn, with the
-// history of the committed turns only.
+// A Send whose turn's transaction fails (another process moved the branch, or the
+// database took no write) has returned as committed: the transaction runs beside it
+// (storage/commitlater.go). The next Send on the branch reports the failure and begins
+// nothing; the turn is kept (beside the branch as failed, or, its journal let go, put
+// on the branch by the first reader once the database takes writes again, as it was
+// returned); and the Send after follows the branch as the store has it, with the
+// history of its turns only.
 func TestSendWhoseCommitFails(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -65,7 +69,7 @@ func TestSendWhoseCommitFails(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `DROP TRIGGER no_turns`); err != nil {
 				t.Error(err)
 			}
-		}, trace.StatusInterrupted, "disk full (test)", 2},
+		}, trace.StatusCompleted, "disk full (test)", 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,26 +102,32 @@ func TestSendWhoseCommitFails(t *testing.T) {
 			defer db.Close()
 			model.meddle = func() { tc.meddle(t, db, other, c.ID) }
 
-			_, err = send("Any news?")
-			var kt *KeptTurnError
-			if !errors.As(err, &kt) || kt.Turn.Status != tc.status || !strings.Contains(err.Error(), tc.says) {
-				t.Fatalf("Send = %v; want the turn kept as %s, saying %q", err, tc.status, tc.says)
+			if _, err := send("Any news?"); err != nil {
+				t.Fatalf("Send = %v; want it returned as committed", err)
+			}
+			// a read waits for the turn's transaction (which the workbench's refresh after
+			// a Send does): the database is mended after it failed
+			if _, err := a.store.BranchRow(ctx, c.ID, storage.MainBranch); err != nil {
+				t.Fatal(err)
 			}
 			tc.mend(t, db, other, c.ID)
-			// kept (out of the branch's path: after an undo, not even beside it), with its
-			// calls; a journal let go is kept by the first reader
-			info, err := a.store.TurnInfo(ctx, kt.Key)
-			if err != nil || info.Status != tc.status {
-				t.Fatalf("turn %s: %+v, %v; want it kept as %s", kt.Key, info, err, tc.status)
+			_, err = send("Hello again")
+			if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "this turn was not begun") {
+				t.Fatalf("the next Send = %v; want the failure reported, saying %q, and nothing begun", err, tc.says)
 			}
-			stored, err := a.store.LoadTurns(ctx, []string{kt.Key})
-			if err != nil || len(stored[0].Calls) != 2 {
-				t.Fatalf("turn %s: %v; want its 2 calls stored", kt.Key, err)
-			}
-
-			turn, err := send("Hello again")
+			// kept with its calls (out of the branch's path, or, let go, on it by the
+			// first reader)
+			tree, err := a.store.TurnTree(ctx, c.ID)
 			if err != nil {
-				t.Fatalf("the next Send: %v", err)
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(tree, func(n *storage.TurnNode) bool { return n.Index == 2 })
+			if i < 0 || tree[i].Status != tc.status || tree[i].Calls != 2 {
+				t.Fatalf("the turn whose transaction failed: %+v; want it %s with its 2 calls", tree, tc.status)
+			}
+			turn, err := send("Hello again") // the failure was reported once
+			if err != nil {
+				t.Fatalf("the Send after: %v", err)
 			}
 			for _, call := range turn.Calls {
 				if turn.Index != tc.next || len(call.History.Messages) != tc.next {

@@ -47,7 +47,9 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 //   - next: a later Send of the same process.
 //
 // before-ms/op and after-ms/op split the beyond figure: the time before the first model
-// call (restore, beginning the turn) and after the last (the commit). Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
+// call (restore, beginning the turn) and after the last (the turn's end record; its
+// transaction runs beside, storage/commitlater.go, and is waited for, untimed, before
+// the next Send, as a user's next turn comes later). Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
 // on SupportAgent (no window) at 1,000. cpu-ms/op is the process's CPU time per Send,
 // background work included: the CPU the first Send of a process costs in all, where the
 // beyond figure is what the user waits for.
@@ -73,13 +75,13 @@ func BenchmarkBeyondModel(b *testing.B) {
 							open.Close()
 						}
 					}()
-					loopBeyond(b, func() (*slowLM, func() error, error) {
+					loopBeyond(b, func() (*slowLM, func() error, func() error, error) {
 						if open != nil {
 							open.Close()
 						}
 						var err error
 						if open, err = storage.Open(ctx, st.Path()); err != nil {
-							return nil, nil, err
+							return nil, nil, nil, err
 						}
 						model := &slowLM{inner: instantLM{}, latency: latency}
 						a := New(open, model)
@@ -89,7 +91,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.warm.branch(conv, storage.MainBranch)
 						}
 						_, err = a.Conversations(ctx) // run has read its agent before it opens the store
-						return model, func() error { return send(a) }, err
+						return model, func() error { return send(a) }, open.Settle, err
 					})
 				})
 			}
@@ -100,8 +102,8 @@ func BenchmarkBeyondModel(b *testing.B) {
 				if err := send(a); err != nil { // the first Send of this Service
 					b.Fatal(err)
 				}
-				loopBeyond(b, func() (*slowLM, func() error, error) {
-					return model, func() error { return send(a) }, nil
+				loopBeyond(b, func() (*slowLM, func() error, func() error, error) {
+					return model, func() error { return send(a) }, st.Settle, nil
 				})
 			})
 		})
@@ -110,13 +112,14 @@ func BenchmarkBeyondModel(b *testing.B) {
 
 // loopBeyond runs the Sends prep makes in b.Loop (prep itself untimed), reporting the
 // wall time each took beyond its model's calls, and the process's CPU time per Send
-// (whatever runs beside it, the background warm-ups included).
-func loopBeyond(b *testing.B, prep func() (*slowLM, func() error, error)) {
+// (whatever runs beside it, the background warm-ups and the turn's transaction, which
+// settle waits for after the Send, included).
+func loopBeyond(b *testing.B, prep func() (*slowLM, func() error, func() error, error)) {
 	var beyond, cpu, pre, post time.Duration
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
-		model, f, err := prep()
+		model, f, settle, err := prep()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,7 +134,12 @@ func loopBeyond(b *testing.B, prep func() (*slowLM, func() error, error)) {
 		beyond += end.Sub(t0) - time.Duration(model.spent.Load()-spent0)
 		pre += time.Duration(model.first.Load() - t0.UnixNano())
 		post += time.Duration(end.UnixNano() - model.last.Load())
+		b.StopTimer()
+		if err := settle(); err != nil {
+			b.Fatal(err)
+		}
 		cpu += cpuTime() - c0
+		b.StartTimer()
 		n++
 	}
 	if n > 0 {
