@@ -114,9 +114,11 @@ func (s *Store) BranchPath(ctx context.Context, convID, branch string) ([]*TurnN
 	if err != nil {
 		return nil, err
 	}
-	if imported, err := s.importDeadOf(ctx, b.ID); err != nil {
+	imported, err := s.importDeadOf(ctx, b.ID)
+	if err != nil {
 		return nil, err
-	} else if imported { // the tip may have moved
+	}
+	if imported { // the tip may have moved
 		if b, err = branchByName(ctx, s.r, convID, branch); err != nil {
 			return nil, err
 		}

@@ -29,9 +29,11 @@ func (s *Store) branchHead(ctx context.Context, convID, branch string, withAgent
 	if err != nil {
 		return "", nil, 0, err
 	}
-	if imported, err := s.importDeadOf(ctx, id); err != nil {
+	imported, err := s.importDeadOf(ctx, id)
+	if err != nil {
 		return "", nil, 0, err
-	} else if imported { // the tip may have moved
+	}
+	if imported { // the tip may have moved
 		agent, tip, total, _, err = s.readHead(ctx, convID, branch, withAgent)
 	}
 	return agent, tip, total, err
