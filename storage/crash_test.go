@@ -225,7 +225,7 @@ func TestCrashRecovery(t *testing.T) {
 	mustConv(t, s, "crash")
 
 	committed := map[string]int{} // turn key -> index, as reported by children
-	resumedChecked, withPending := 0, 0
+	resumedChecked, withPending, ended := 0, 0, 0
 	var expectResume *PendingTurn
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	for k := 0; k < kills; k++ {
@@ -290,6 +290,9 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("child %d failed: %s", k, stderr)
 		}
 
+		if endedJournal(t, s, "crash", MainBranch) {
+			ended++ // killed between a turn's end record and its transaction (commitlater.go)
+		}
 		if err := s.IntegrityCheck(ctx); err != nil {
 			t.Fatalf("after kill %d: %v", k, err)
 		}
@@ -336,7 +339,25 @@ func TestCrashRecovery(t *testing.T) {
 	if len(committed) == 0 {
 		t.Fatal("no child ever committed a turn")
 	}
-	t.Logf("%d kills, %d turns committed, %d kills left a pending turn, %d resumes verified", kills, len(committed), withPending, resumedChecked)
+	t.Logf("%d kills, %d turns committed (%d left to the next reader by their end records), %d kills left a pending turn, %d resumes verified",
+		kills, len(committed), ended, withPending, resumedChecked)
+}
+
+// endedJournal reports whether branch's journal holds a turn's end record: a turn its
+// process returned as committed and died before its transaction ran.
+func endedJournal(t *testing.T, s *Store, conv, branch string) bool {
+	t.Helper()
+	var id int64
+	if err := s.r.QueryRowContext(context.Background(), "SELECT id FROM branches WHERE conv_id = ? AND name = ?", conv, branch).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(s.runPath(id))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h, _, err := readJournal(f)
+	return err == nil && h != nil && h.end != nil
 }
 
 // untilCommit reads a child's lines until it reports a commit ("C ..."), it ends, or
