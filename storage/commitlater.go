@@ -112,11 +112,11 @@ func (b *BranchSink) commitLater(ctx context.Context, key string, r *run, t *tra
 	if !ok {
 		return false
 	}
-	b.s.pending.add()
+	b.s.pending.add() // the branch's next turn waits for it (BeginTurn), so commitNow's
+	// b.committed, what that turn journals against, comes first
 	b.mu.Lock()
 	r.committed = true // under b.mu, as inFlight reads it
 	b.mu.Unlock()
-	b.committed(r) // the next turn here journals against this one, as after a commit
 	ctx = context.WithValue(context.WithoutCancel(ctx), committingKey{}, true)
 	go func() {
 		defer b.s.pending.done()
