@@ -7,7 +7,8 @@ import (
 
 // Retiring a journal whose turn is in the database (journal.go) happens beside the
 // caller: once the turn's transaction has committed (itself beside CommitTurn's caller:
-// commitlater.go), the journal is emptied and unlocked a moment later (retireLater). Nothing waits on it but the next user of the
+// commitlater.go), the journal is emptied and unlocked a moment later (retireLater).
+// Nothing waits on it but the next user of the
 // same journal: this process's next turn or tip move on the branch (awaitRetired), its
 // readers of the turns in flight and Close (awaitAllRetired), and another process, which
 // finds the journal locked by a turn that has ended and waits as it waits for any brief
@@ -22,80 +23,55 @@ import (
 // beside the caller. f is held (holdRun) until then. One journal of a branch at most is
 // retiring: the branch's next turn waits for it before it locks the journal.
 func (s *Store) retireLater(branchID int64, f *os.File) {
-	done := s.busyBranch(branchID)
-	go func() {
-		defer done() // only once the file is unlocked (and kept open): a turn beginning
-		// here meanwhile waits for it instead of finding the journal still locked
-		s.retire(branchID, f)
-	}()
-}
-
-// retire empties and unlocks f, branchID's journal, whose turn is in the database, and
-// keeps it open for the branch's next turn.
-func (s *Store) retire(branchID int64, f *os.File) {
-	err := f.Truncate(0)
-	s.runMu.Lock()
-	delete(s.held, f)
-	s.runMu.Unlock()
-	if err != nil || unlock(f) != nil {
-		f.Close() // closing unlocks; the next locker empties what is left (importRun)
-		return
-	}
-	s.keepOpen(branchID, f)
-}
-
-// busyBranch marks branchID's journal as still this process's beside the caller (being
-// retired, or its turn being committed: commitlater.go) until the returned function is
-// called: the branch's next turn or tip move here, and readers of the turns in flight,
-// wait for it (awaitRetired, awaitAllRetired).
-func (s *Store) busyBranch(branchID int64) (done func()) {
-	ch := make(chan struct{})
+	done := make(chan struct{})
 	s.runMu.Lock()
 	if s.retiring == nil {
 		s.retiring = map[int64]chan struct{}{}
 	}
-	s.retiring[branchID] = ch
+	s.retiring[branchID] = done
 	s.runMu.Unlock()
-	return func() {
-		s.runMu.Lock()
-		if s.retiring[branchID] == ch { // a later mark of the same branch stays
+	go func() {
+		defer func() {
+			// only once the file is unlocked (and kept open): a turn beginning here
+			// meanwhile waits for done instead of finding the journal still locked
+			s.runMu.Lock()
 			delete(s.retiring, branchID)
-		}
-		s.runMu.Unlock()
-		close(ch)
-	}
-}
-
-// awaitRetired waits until branchID's journal, if this process is retiring it (or
-// committing its turn), is empty and unlocked.
-func (s *Store) awaitRetired(branchID int64) {
-	for {
+			s.runMu.Unlock()
+			close(done)
+		}()
+		err := f.Truncate(0)
 		s.runMu.Lock()
-		done := s.retiring[branchID]
+		delete(s.held, f)
 		s.runMu.Unlock()
-		if done == nil {
+		if err != nil || unlock(f) != nil {
+			f.Close() // closing unlocks; the next locker empties what is left (importRun)
 			return
 		}
+		s.keepOpen(branchID, f)
+	}()
+}
+
+// awaitRetired waits until branchID's journal, if this process is retiring it, is empty
+// and unlocked.
+func (s *Store) awaitRetired(branchID int64) {
+	s.runMu.Lock()
+	done := s.retiring[branchID]
+	s.runMu.Unlock()
+	if done != nil {
 		<-done
 	}
 }
 
-// awaitAllRetired waits until no journal is being retired (or its turn committed) by
-// this process.
+// awaitAllRetired waits until no journal is being retired by this process.
 func (s *Store) awaitAllRetired() {
-	for {
-		s.runMu.Lock()
-		var all []chan struct{}
-		for _, done := range s.retiring {
-			all = append(all, done)
-		}
-		s.runMu.Unlock()
-		if len(all) == 0 {
-			return
-		}
-		for _, done := range all {
-			<-done
-		}
+	s.runMu.Lock()
+	var all []chan struct{}
+	for _, done := range s.retiring {
+		all = append(all, done)
+	}
+	s.runMu.Unlock()
+	for _, done := range all {
+		<-done
 	}
 }
 
