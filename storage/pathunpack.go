@@ -245,9 +245,11 @@ func (r *packReader) float() float64 {
 // turn reads the next turn and its id.
 func (r *packReader) turn() (int64, *trace.Turn, error) {
 	id := r.int()
-	t := fromSlab(&r.turnSlab, 64)
-	*t = trace.Turn{Index: int(r.int()), Started: r.time(), Ended: r.time(), Status: trace.Status(r.str()), Error: r.str(),
-		Explicit: r.bool()}
+	t := fromSlab(&r.turnSlab, 64) // zeroed: set field by field, as calls are
+	t.Index = int(r.int())
+	t.Started, t.Ended = r.time(), r.time()
+	t.Status, t.Error = trace.Status(r.str()), r.str()
+	t.Explicit = r.bool()
 	if r.bool() {
 		f := r.float()
 		t.Score = &f
@@ -302,15 +304,17 @@ func (r *packReader) call(depth int) *trace.Call {
 	if r.err != nil {
 		return nil
 	}
+	// field by field into the slab's zeroed element: a whole struct assigned costs a
+	// copy of its 440 bytes a call; the fields not set (the request: Messages) are
+	// what a ValuesOnly read leaves there
 	c := fromSlab(&r.callSlab, 128)
-	*c = trace.Call{ID: r.str(), Path: r.str(), PredictorType: r.str(), Adapter: r.str(), Model: r.str()}
+	c.ID, c.Path, c.PredictorType, c.Adapter, c.Model = r.str(), r.str(), r.str(), r.str(), r.str()
 	c.Inputs = r.mapValue()
 	c.Outputs = r.mapValue()
 	c.Started = r.time()
 	c.Latency = time.Duration(r.int())
 	c.Error = r.str()
 	c.Recovered = r.str()
-	c.Messages = joinMessages(nil, tailRef{}, nil) // what a ValuesOnly read leaves there
 	if n, isNil := r.length(); !isNil {
 		c.Children = make([]*trace.Call, n)
 		for i := range c.Children {
