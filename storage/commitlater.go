@@ -22,7 +22,8 @@ import (
 //   - The turn is as safe as a returned commit was: the end record is in the kernel's
 //     page cache with every call before it (the transaction's log was too, before its
 //     fsync), so a killed process loses nothing: the next reader of its journal commits
-//     the turn onto its branch as the process would have (importEnded), or, when the
+//     the turn onto its branch as the process would have (importRun, reached through
+//     importDeadOf by BranchHead, BranchTip and BranchPath), or, when the
 //     branch has moved since, keeps it beside the branch, interrupted.
 //   - This process sees it: every read and write of the store waits for the turns whose
 //     transactions are pending (pendingCommits.wait), but the transactions' own. The
@@ -34,8 +35,8 @@ import (
 //   - A transaction that fails (a write error; or the branch moved, which only an older
 //     version of this program could do) ends the turn as a failed commit always did
 //     (commitFailed: kept beside the branch as failed, or left to the next reader), and
-//     the error is reported by the branch's next BeginTurn in this process, by Sync and
-//     by Close (lateErrors): the caller, told success, learns it at its next step, as a
+//     the error is reported by the branch's next BeginTurn in this process, by Settle,
+//     Sync and Close (lateErrors): the caller, told success, learns it at its next step, as a
 //     failed fsync is reported (syncer.go).
 //
 // Turns whose end the record does not carry commit at once, as before: a turn taken up
