@@ -154,6 +154,22 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	return s.branchRange(ctx, b, from, limit, o)
 }
 
+// LoadBranchRangeAt is LoadBranchRangeWith on the branch as a BranchHead just read it,
+// its tip (nil when it has no turns) and length, without reading the branch again: the
+// turns before a tip never change, so the window read is the path through that tip even
+// when the branch has moved since.
+func (s *Store) LoadBranchRangeAt(ctx context.Context, convID, branch string, tip *TurnNode, total, from, limit int, o LoadOptions) (*BranchPage, error) {
+	b := &Branch{ConvID: convID, Name: branch}
+	if tip != nil {
+		id, err := parseTurnKey(tip.Key)
+		if err != nil {
+			return nil, err
+		}
+		b.tipID, b.Length = sql.NullInt64{Int64: id, Valid: true}, total
+	}
+	return s.branchRange(ctx, b, from, limit, o)
+}
+
 // branchRange is LoadBranchRangeWith on branch b as read.
 func (s *Store) branchRange(ctx context.Context, b *Branch, from, limit int, o LoadOptions) (*BranchPage, error) {
 	var err error

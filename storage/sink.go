@@ -35,9 +35,10 @@ type BranchSink struct {
 	// turn following another journals them against that turn's stored calls: seededCall).
 	prev      int64
 	prevCalls map[string]*trace.Call
-	// branchID is the branch's id as BeginTurn last found it (0 before): the next turn
-	// locks that journal without looking the branch up first, and its header, read under
-	// the lock, finds out when the name has come to name another branch since.
+	// branchID is the branch's id as BeginTurn last found it (before: as the store's
+	// last head read of the branch found it, or 0): the next turn locks that journal
+	// without looking the branch up first, and its header, read under the lock, finds
+	// out when the name has come to name another branch since.
 	branchID int64
 }
 
@@ -62,7 +63,11 @@ var _ trace.Sink = (*BranchSink)(nil)
 
 // Sink returns the trace.Sink writing turns to branch of conversation convID.
 func (s *Store) Sink(convID, branch string) *BranchSink {
-	return &BranchSink{s: s, conv: convID, branch: branch, runs: map[string]*run{}}
+	b := &BranchSink{s: s, conv: convID, branch: branch, runs: map[string]*run{}}
+	if id, ok := s.branchIDs.Load(branchKey(convID, branch)); ok {
+		b.branchID = id.(int64) // the session was restored from the head just read
+	}
+	return b
 }
 
 // Resume makes the next BeginTurn take up turn key instead of starting a fresh turn, so

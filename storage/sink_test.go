@@ -480,3 +480,64 @@ func TestDeleteKeepsSharedContent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A sink begins its first turn on the branch id the store's last head read of the branch
+// found, without looking the branch up; the header, read under the journal's lock, finds
+// the name naming another branch since (deleted and made again) and the turn goes to the
+// branch the name names now, or fails as on any missing branch when there is none.
+func TestSinkAfterBranchReplaced(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "S")
+	if _, err := s.CreateBranch(ctx, "S", "side"); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(branch, q string) (string, error) {
+		sink := s.Sink("S", branch)
+		key, err := sink.BeginTurn(ctx, sig.NewMap("q", q))
+		if err != nil {
+			return "", err
+		}
+		if err := sink.CommitTurn(ctx, key, &trace.Turn{Outputs: sig.NewMap("a", q)}); err != nil {
+			return "", err
+		}
+		return key, s.Sync()
+	}
+	if _, err := commit("side", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.BranchHead(ctx, "S", "side"); err != nil { // the store learns side's id
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteBranch(ctx, "S", "side", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commit("side", "gone"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a turn on the deleted branch: %v, want ErrNotFound", err)
+	}
+	// SQLite gives a new branch the deleted one's id when that was the highest: another
+	// branch takes it first, so that the name comes to name a branch of another id
+	if _, err := s.CreateBranch(ctx, "S", "other"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.CreateBranch(ctx, "S", "side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := commit("side", "anew")
+	if err != nil {
+		t.Fatalf("a turn on the branch made again: %v", err)
+	}
+	keys, err := s.BranchPath(ctx, "S", "side")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0].Key != key {
+		t.Errorf("branch made again (id %d) holds %v, want only turn %s", again.ID, keys, key)
+	}
+	// in flight, the turn held the journal of the branch made again: the one another
+	// process beginning a turn there locks
+	if _, err := os.Stat(s.runPath(again.ID)); err != nil {
+		t.Errorf("the turn did not take the journal of the branch made again: %v", err)
+	}
+}

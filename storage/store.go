@@ -65,6 +65,11 @@ type Store struct {
 	late    lateErrors
 	// packs are the path packs waiting to be written (pathvalues.go).
 	packs packQueue
+	// branchIDs holds, by conversation and branch name, the branch id the last head read
+	// found (tip.go): a new sink's first turn locks that branch's journal without looking
+	// the branch up, and its header, read under the lock, finds out when the name has
+	// come to name another branch since (BeginTurn).
+	branchIDs sync.Map
 }
 
 // dsn builds the connection string. The settings, and why:

@@ -60,9 +60,13 @@ func (s *Store) readHead(ctx context.Context, convID, branch string, withAgent b
 	if err != nil {
 		return "", nil, 0, 0, fmt.Errorf("storage: tip of branch %q of %q: %w", branch, convID, err)
 	}
+	s.branchIDs.Store(branchKey(convID, branch), id.Int64)
 	if !tip.Valid {
 		return agent, nil, 0, id.Int64, nil
 	}
 	n := &TurnNode{Key: turnKey(tip.Int64), Index: int(depth.Int64), Started: parseTime(started.String)}
 	return agent, n, n.Index + 1, id.Int64, nil
 }
+
+// branchKey is the key of a branch name in Store.branchIDs.
+func branchKey(convID, branch string) string { return convID + "\x00" + branch }

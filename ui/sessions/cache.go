@@ -192,8 +192,9 @@ type branchTip struct {
 // checkAt is check given the branch's tip as just read (nil: check reads it).
 func (a *Service) checkAt(ctx context.Context, st *branchState, conv, branch string, want int, head *branchTip) error {
 	if st.path == nil {
-		// nothing cached (the first use in the process): the tip is whatever is read
-		return a.load(ctx, st, conv, branch, want, 0, false)
+		// nothing cached (the first use in the process): the tip is the one just read,
+		// or whatever is read
+		return a.load(ctx, st, conv, branch, want, 0, false, head)
 	}
 	if head == nil {
 		tip, total, err := a.store.BranchTip(ctx, conv, branch)
@@ -248,17 +249,25 @@ func (a *Service) checkAt(ctx context.Context, st *branchState, conv, branch str
 			sameTip = true
 		}
 	}
-	return a.load(ctx, st, conv, branch, want, total, sameTip)
+	return a.load(ctx, st, conv, branch, want, total, sameTip, head)
 }
 
-// load reads the branch's path into st: its last want turns (want <= 0: the whole path).
-// sameTip says the cached path ended at the tip of total turns, so its live session
-// stays when the path read ends there too (caller holds st.mu).
-func (a *Service) load(ctx context.Context, st *branchState, conv, branch string, want, total int, sameTip bool) error {
+// load reads the branch's path into st: its last want turns (want <= 0: the whole path),
+// those through head's tip when the branch's head was just read (nil: the path read
+// reads the branch). sameTip says the cached path ended at the tip of total turns, so
+// its live session stays when the path read ends there too (caller holds st.mu).
+func (a *Service) load(ctx context.Context, st *branchState, conv, branch string, want, total int, sameTip bool, head *branchTip) error {
 	var ne *pathEntry
 	var read int
 	if want > 0 {
-		p, err := a.store.LoadBranchRangeWith(ctx, conv, branch, -want, want, sessionRead) // the whole path when it is shorter
+		var p *storage.BranchPage
+		var err error
+		// the whole path when it is shorter
+		if head != nil {
+			p, err = a.store.LoadBranchRangeAt(ctx, conv, branch, head.node, head.total, -want, want, sessionRead)
+		} else {
+			p, err = a.store.LoadBranchRangeWith(ctx, conv, branch, -want, want, sessionRead)
+		}
 		if err != nil {
 			return err
 		}

@@ -202,3 +202,47 @@ func TestLaterSendReads(t *testing.T) {
 		})
 	}
 }
+
+// The first Send of a process on a windowed agent's branch reads the branch once (its
+// head: the tail of its path is read from that tip and the sink locks the branch's
+// journal by the id the head read found), then the tail's turns, then the header under
+// the lock. Each statement is parsed for the first time in the process, a tenth of a
+// millisecond or more apiece on this driver, so they are counted.
+func TestFirstSendReads(t *testing.T) {
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "first.db")
+	st, err := storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(st, demoModel(0))
+	a.SetAgentDirs()
+	conv := mustConversation(t, a, window)
+	for i := range 8 {
+		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = storage.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a = New(st, demoModel(0))
+	a.SetAgentDirs()
+	a.warm.store.Store(true) // no warm-ups: their reads, in the background, would be counted too
+	a.warm.branch(conv, storage.MainBranch)
+	// the head and the header on the writer; the tail's nodes, calls and attempts on a
+	// reader (8 when the tail read and the sink looked the branch up again)
+	const maxReads = 5
+	r0, w0 := st.Reads()
+	mustSend(t, a, conv, storage.MainBranch, question("one more question"))
+	r1, w1 := st.Reads()
+	if n := r1 - r0 + w1 - w0; n > maxReads {
+		t.Errorf("the first Send ran %d reads (%d on the readers, %d on the writer); want at most %d", n, r1-r0, w1-w0, maxReads)
+	}
+}
