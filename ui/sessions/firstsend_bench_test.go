@@ -41,8 +41,9 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 // work more room). It is issue 19's "overhead beyond the model call", on the paths a user
 // hits:
 //   - run: the first Send of a new process as `sessionbench run` makes it (ui/cli/run.go):
-//     a fresh Store, then the Send (restore, model call, commit), whose first model call
-//     starts the store's and the branch's warm-ups in the background (ui/sessions/warm.go).
+//     a fresh Store, the reads `run` makes before it, then the Send (restore, model call,
+//     commit), whose first model call starts the store's and the branch's warm-ups in the
+//     background (ui/sessions/warm.go).
 //   - cold: the same with the warm-ups turned off, what they save.
 //   - next: a later Send of the same process.
 //
@@ -90,7 +91,13 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.warm.store.Store(true)
 							a.warm.branch(conv, storage.MainBranch)
 						}
-						_, err = a.Conversations(ctx) // run has read its agent before it opens the store
+						// what `run` reads before its first Send (ui/cli/run.go): the
+						// conversation, the branch, the turns left pending
+						if _, err = open.Conversation(ctx, conv); err == nil {
+							if _, err = open.Branch(ctx, conv, storage.MainBranch); err == nil {
+								_, err = open.PendingTurns(ctx)
+							}
+						}
 						return model, func() error { return send(a) }, open.Settle, err
 					})
 				})
