@@ -42,6 +42,9 @@ type Branch struct {
 
 	parentID sql.NullInt64
 	tipID    sql.NullInt64
+	// idsNext and idsEnd are the turn ids reserved for the branch's next turns
+	// (turnids.go), read by branchForTurn alone.
+	idsNext, idsEnd int64
 }
 
 // IsOriginal reports whether the branch was not forked from another.
@@ -105,9 +108,9 @@ func scanBranch(ctx context.Context, q querier, convID, name string, forTurn boo
 	dest := []any{&b.ID, &b.Description, &b.tipID, &b.parentID, &forkIdx, &forkTurn, &created, &updated, &b.Length}
 	if forTurn {
 		cols = `, c.status, (SELECT count(*) FROM turns o WHERE o.conv_id = b.conv_id AND o.status IN ('running', 'interrupted')
-			AND o.branch_id = b.id)`
+			AND o.branch_id = b.id), b.ids_next, b.ids_end`
 		from = "branches b JOIN conversations c ON c.id = b.conv_id"
-		dest = append(dest, &st, &open)
+		dest = append(dest, &st, &open, &b.idsNext, &b.idsEnd)
 	}
 	err := q.QueryRowContext(ctx, `SELECT b.id, b.description, b.tip_id, b.forked_from, b.fork_index, b.fork_turn_id,
 			b.created_at, b.updated_at, coalesce(t.depth + 1, 0)`+cols+`

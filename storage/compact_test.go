@@ -258,8 +258,9 @@ func testMigrateKeepsEverything(t *testing.T, v string) {
 
 // A turn commits once, when it ends, and its log is fsynced once, after the commit
 // returned: in flight it lives in its journal (which other processes see, and which keeps
-// every finished call from a killed process). The first turn of a store also reserves
-// turn ids, in a commit of its own, which asks for no sync. Once the first turns have
+// every finished call from a killed process). The first turn on a branch also reserves
+// turn ids for the branch, in a commit of its own, which asks for no sync; the first
+// turn of a later process finds its id reserved (turnids.go). Once the first turns have
 // run, SQLite parses no statement again: each runs prepared.
 func TestCommitsPerTurn(t *testing.T) {
 	ctx := context.Background()
@@ -283,7 +284,7 @@ func TestCommitsPerTurn(t *testing.T) {
 		trace.WalkCalls(tr.Calls, func(*trace.Call, int) { calls++ })
 		want := int64(1)
 		if i == 0 {
-			want = 2 // the store's first turn reserves ids
+			want = 2 // the branch's first turn reserves ids
 		}
 		if calls < 2 || all-all0 != want || durable-durable0 != 1 {
 			t.Fatalf("turn %d (%d calls): %d commits, %d durable; want %d and 1", i, calls, all-all0, durable-durable0, want)
@@ -291,6 +292,26 @@ func TestCommitsPerTurn(t *testing.T) {
 		if parsed := s.wc.parsed.Load() - parsed0; i >= 2 && parsed != 0 {
 			t.Fatalf("turn %d: %d statements parsed again", i, parsed)
 		}
+	}
+	// the next process: its first turn commits once
+	path := s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all0, _ := s.Commits()
+	if _, err := runTurn(ctx, s.Sink("x", MainBranch), fixtureTurn(4+idsPerReserve, 0, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := s.Commits(); all-all0 != 1 {
+		t.Errorf("the first turn of a process: %d commits; want 1 (its id reserved by the turns before)", all-all0)
 	}
 }
 

@@ -34,8 +34,8 @@ import (
 //     page cache, so it survives the process being killed (not the machine crashing: only
 //     the turn's commit is fsynced, as before). Each record is its length and CRC-32
 //     before its JSON, so a record cut short by a kill is recognised and dropped.
-//   - The turn's id is taken from a block reserved in the database beforehand (nextTurnID),
-//     so its key is the same in flight, in the journal and once stored.
+//   - The turn's id is one its branch has reserved in the database beforehand
+//     (turnids.go), so its key is the same in flight, in the journal and once stored.
 //   - When the turn's transaction has committed, the journal is emptied while still
 //     locked, beside the caller (retire.go): an empty journal is no turn. Emptying, not
 //     removing: creating and removing a file cost a turn 0.3 ms of kernel time on ext4,

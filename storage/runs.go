@@ -8,106 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 )
-
-// The turn ids a store has reserved (see journal.go): a turn takes the next one when it
-// begins, so its key exists before the turn is in the database.
-type idBlock struct {
-	mu        sync.Mutex
-	next, end int64
-	// reserving is held by the one reservation of a new block in its own transaction
-	// (nextTurnID, Warm), so two do not both reserve; unlike mu it may be held while
-	// waiting for the writer, as no transaction takes it.
-	reserving sync.Mutex
-}
-
-const (
-	idsPerReserve = 8
-	idsLow        = 2 // a turn's commit reserves more when fewer are left
-)
-
-// reserveIDs takes n turn ids from the counter in tx and returns the first.
-func reserveIDs(ctx context.Context, tx *wtx, n int64) (int64, error) {
-	var first int64
-	err := tx.QueryRowContext(ctx, "UPDATE turn_ids SET next = next + ?1 RETURNING next - ?1", n).Scan(&first)
-	if err != nil {
-		return 0, fmt.Errorf("storage: reserve turn ids: %w", err)
-	}
-	return first, nil
-}
-
-// nextTurnID is a reserved id for a turn about to begin. Only the first turn a store
-// runs reserves in a transaction of its own; the others' commits reserve ahead (topUp).
-// The block's lock is never held across a write: a commit in progress takes it (topUp)
-// while it holds the writer, so waiting for the writer under it would deadlock.
-func (s *Store) nextTurnID(ctx context.Context) (int64, error) {
-	for try := 0; ; try++ {
-		if id, ok := s.takeID(); ok {
-			return id, nil
-		}
-		if try == 3 { // other turns of this store took every id reserved meanwhile
-			return 0, fmt.Errorf("storage: reserve turn ids: each block reserved was used up at once: %w", ErrConflict)
-		}
-		if err := s.reserveIDs(ctx); err != nil {
-			return 0, err
-		}
-	}
-}
-
-// takeID takes the next id of the store's block, if it has one left.
-func (s *Store) takeID() (int64, bool) {
-	s.ids.mu.Lock()
-	defer s.ids.mu.Unlock()
-	if s.ids.next >= s.ids.end {
-		return 0, false
-	}
-	s.ids.next++
-	return s.ids.next - 1, true
-}
-
-// topUp reserves a new block in tx when the store's is running low; the returned
-// function installs it, to be called once tx has committed.
-func (s *Store) topUp(ctx context.Context, tx *wtx) (func(), error) {
-	s.ids.mu.Lock()
-	low := s.ids.end-s.ids.next < idsLow
-	s.ids.mu.Unlock()
-	if !low {
-		return func() {}, nil
-	}
-	first, err := reserveIDs(ctx, tx, idsPerReserve)
-	if err != nil {
-		return nil, err
-	}
-	return func() {
-		s.ids.mu.Lock()
-		s.ids.next, s.ids.end = first, first+idsPerReserve // what was left of the old block is skipped
-		s.ids.mu.Unlock()
-	}, nil
-}
-
-// giveBackIDs returns the ids this store reserved and did not use, when no other store
-// reserved after it (keys stay consecutive for one process after another); a killed
-// process leaves a gap, which is harmless.
-func (s *Store) giveBackIDs() {
-	s.ids.mu.Lock()
-	next, end := s.ids.next, s.ids.end
-	s.ids.next = s.ids.end
-	s.ids.mu.Unlock()
-	if next >= end || s.readOnly != "" {
-		return
-	}
-	ctx := context.Background()
-	_ = s.writeLight(ctx, func(tx *wtx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE turn_ids SET next = ? WHERE next = ?", next, end)
-		return err
-	})
-}
 
 // snapshotCall copies c's record as it is now, its children's too: the engine may drop
 // a call's request once it has been recorded (record mode "calls").
@@ -185,9 +91,14 @@ func storeRun(ctx context.Context, wc *writeCache, tx *wtx, h *runHeader, calls 
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("storage: turn %d is no longer interrupted; it cannot be taken up: %w", h.ID, ErrConflict)
 		}
-	} else if err := insertTurnAt(ctx, tx, turnRow{id: h.ID, parent: h.Parent, branchID: h.BranchID, retryOf: h.RetryOf,
-		conv: h.Conv, inputs: h.Inputs, started: h.Started, owner: o}); err != nil {
-		return err
+	} else {
+		if err := insertTurnAt(ctx, tx, turnRow{id: h.ID, parent: h.Parent, branchID: h.BranchID, retryOf: h.RetryOf,
+			conv: h.Conv, inputs: h.Inputs, started: h.Started, owner: o}); err != nil {
+			return err
+		}
+		if err := useBranchID(ctx, tx, h.BranchID, h.ID); err != nil {
+			return err
+		}
 	}
 	for _, c := range calls {
 		if err := insertCall(ctx, wc, tx, h.ID, c.Parent, c.Call, true); err != nil {

@@ -243,8 +243,8 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 			return nil, err
 		}
 	}
-	if h.ID == 0 {
-		if h.ID, err = b.s.nextTurnID(ctx); err != nil {
+	if h.ID == 0 { // the branch has no turn id reserved (turnids.go)
+		if h.ID, err = b.s.reserveForBranch(ctx, branchID); err != nil {
 			return nil, err
 		}
 	}
@@ -305,6 +305,9 @@ func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume 
 		} else {
 			h.RetryOf = old
 		}
+	}
+	if h.ID == 0 && br.idsNext < br.idsEnd {
+		h.ID = br.idsNext // reserved for the branch's next turn (turnids.go)
 	}
 	// Turns left running or interrupted here are superseded by the caller (rarely any: a
 	// transaction only then); the one taken up in place is not.

@@ -38,8 +38,6 @@ type Store struct {
 	r    *readDB // readers; WAL lets them run beside the writer
 	hot  *readDB // the reads right before a turn, on the writer connection (hotread.go)
 
-	ids idBlock // turn ids reserved for the turns this store begins (runs.go)
-
 	runMu sync.Mutex
 	held  map[*os.File]bool  // journals of the turns in flight here, locked (journal.go)
 	idle  map[int64]*os.File // by branch: journals the last turn or tip move left open, unlocked (undo.go)
@@ -284,9 +282,6 @@ func (s *Store) releaseRun(f *os.File) {
 func (s *Store) Close() error {
 	s.warm.close()
 	s.pending.wait(context.Background()) // the committed turns' transactions (commitlater.go)
-	if s.w != nil {
-		s.giveBackIDs()
-	}
 	s.awaitAllRetired()
 	s.runMu.Lock()
 	for f := range s.held {

@@ -15,18 +15,10 @@ import (
 
 // commitNow is CommitTurn's transaction, e the turn row's end when the caller has it.
 func (b *BranchSink) commitNow(ctx context.Context, key string, r *run, t *trace.Turn, e *turnEnd) error {
-	var install func()
-	err := b.s.write(ctx, func(tx *wtx) (err error) {
-		if err := b.commit(ctx, tx, r, t, e); err != nil {
-			return err
-		}
-		install, err = b.s.topUp(ctx, tx)
-		return err
-	})
+	err := b.s.write(ctx, func(tx *wtx) error { return b.commit(ctx, tx, r, t, e) })
 	if err != nil {
 		return b.commitFailed(ctx, key, r, t, err)
 	}
-	install()
 	b.committed(r)
 	b.end(key)
 	return nil
@@ -47,8 +39,8 @@ func (b *BranchSink) committed(r *run) {
 	b.mu.Unlock()
 }
 
-// commit is CommitTurn's transaction but for reserving turn ids (topUp): it stores the
-// turn r ran, ended as t (its row's end e, when given), at the tip of the branch.
+// commit is CommitTurn's transaction: it stores the turn r ran, ended as t (its row's
+// end e, when given), at the tip of the branch.
 func (b *BranchSink) commit(ctx context.Context, tx *wtx, r *run, t *trace.Turn, e *turnEnd) error {
 	// the branch as the turn found it (its header): commitTurn moves its tip only if it
 	// is still there
@@ -99,7 +91,6 @@ func (b *BranchSink) commitFailed(ctx context.Context, key string, r *run, t *tr
 // transaction, and lets the branch go; when that fails, the journal is let go with the
 // turn in it (as a dying process would: the next reader keeps it as interrupted).
 func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn, st trace.Status) error {
-	var install func()
 	err := b.s.write(ctx, func(tx *wtx) error {
 		if err := storeRun(ctx, b.s.wc, tx, r.h, r.recorded(), nil); err != nil {
 			return err
@@ -130,10 +121,7 @@ func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn
 			q += ", outputs = ?, output_preview = ?"
 			args = append(args, out, preview(out))
 		}
-		if _, err := tx.ExecContext(ctx, q+" WHERE id = ?", append(args, r.h.ID)...); err != nil {
-			return err
-		}
-		install, err = b.s.topUp(ctx, tx)
+		_, err = tx.ExecContext(ctx, q+" WHERE id = ?", append(args, r.h.ID)...)
 		return err
 	})
 	if err != nil {
@@ -141,7 +129,6 @@ func (b *BranchSink) keep(ctx context.Context, key string, r *run, t *trace.Turn
 		b.abandon(key)
 		return err
 	}
-	install()
 	b.end(key)
 	return nil
 }

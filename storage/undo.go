@@ -240,14 +240,20 @@ func advanceTip(ctx context.Context, tx *wtx, br *Branch, id int64) error {
 		return fmt.Errorf("storage: move branch tip: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		var tip sql.NullInt64
-		if err := tx.QueryRowContext(ctx, "SELECT tip_id FROM branches WHERE id = ?", br.ID).Scan(&tip); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("storage: branch %q was deleted while turn %d was in flight: %w", br.Name, id, ErrConflict)
-		}
-		return fmt.Errorf("storage: branch %q moved while turn %d was in flight (tip is now %s): %w",
-			br.Name, id, nullKey(tip), ErrConflict)
+		return tipMoved(ctx, tx, br, id)
 	}
 	return touchConversation(ctx, tx, br.ID)
+}
+
+// tipMoved is the error of a tip move to turn id that found branch br no longer where
+// the turn found it.
+func tipMoved(ctx context.Context, tx *wtx, br *Branch, id int64) error {
+	var tip sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT tip_id FROM branches WHERE id = ?", br.ID).Scan(&tip); errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("storage: branch %q was deleted while turn %d was in flight: %w", br.Name, id, ErrConflict)
+	}
+	return fmt.Errorf("storage: branch %q moved while turn %d was in flight (tip is now %s): %w",
+		br.Name, id, nullKey(tip), ErrConflict)
 }
 
 // touchConversation marks the conversation of branch branchID as updated now.

@@ -15,8 +15,7 @@ import (
 
 // Warming: SQLite parses a statement the first time a connection runs it, and a turn
 // runs some forty distinct ones, so the first turn of a process paid about a millisecond
-// for parsing alone, and a commit to reserve turn ids. Warm pays both before, while the
-// user types or the model thinks. It does not keep a list of the statements (one would go
+// for parsing alone. Warm pays it before, while the user types or the model thinks. It does not keep a list of the statements (one would go
 // stale without a sound): it runs the code a turn runs, for made-up turns in a write
 // transaction it always rolls back, with the turn's reads routed into that transaction
 // (readDB.route) so they find what it wrote, and then prepares every statement that ran,
@@ -134,10 +133,9 @@ func (w *warmState) close() {
 // writer to a write.
 const maxWarmTries = 20
 
-// Warm prepares what the first turn of this store would otherwise pay for: it reserves
-// the block of turn ids the first turn takes (given back by Close, as a turn's would be),
-// and prepares the statements a turn runs (storing it, and reading what sending it
-// reads) on the writer connection and on a reader. It leaves nothing in the database;
+// Warm prepares what the first turn of this store would otherwise pay for: the
+// statements a turn runs (storing it, and reading what sending it reads) on the writer
+// connection and on a reader. It leaves nothing in the database;
 // it is meant to run in the background as soon as a process knows it will run turns.
 // It is safe beside anything else the store does, and never keeps the writer from a
 // write: one that wants it makes Warm roll back and start again once it is done.
@@ -152,9 +150,6 @@ func (s *Store) Warm(ctx context.Context) error {
 		return nil
 	}
 	defer leave()
-	if err := s.reserveIDs(ctx); err != nil {
-		return fmt.Errorf("storage: warm up: %w", err)
-	}
 	var reads *readRoute
 	for try := 0; reads == nil || s.wc.pendingCount() > 0; try++ {
 		if try > maxWarmTries {
@@ -190,34 +185,6 @@ func (s *Store) Warm(ctx context.Context) error {
 	s.prepareHot(ctx, reads)
 	if ctx.Err() != nil {
 		return fmt.Errorf("storage: warm up: %w", context.Cause(ctx))
-	}
-	return nil
-}
-
-// reserveIDs reserves the block of turn ids the next turn begun here takes, unless the
-// store has some (nextTurnID reserves them otherwise, in a commit of its own).
-func (s *Store) reserveIDs(ctx context.Context) error {
-	s.ids.reserving.Lock() // a reservation under way (Warm's, a turn's) is waited for
-	defer s.ids.reserving.Unlock()
-	s.ids.mu.Lock()
-	has := s.ids.next < s.ids.end
-	s.ids.mu.Unlock()
-	if has {
-		return nil
-	}
-	// Not under the block's lock: a commit holding the writer takes it (topUp).
-	var first int64
-	err := s.writeLight(ctx, func(tx *wtx) (err error) {
-		first, err = reserveIDs(ctx, tx, idsPerReserve)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	s.ids.mu.Lock()
-	defer s.ids.mu.Unlock()
-	if s.ids.next >= s.ids.end { // a commit that topped up meanwhile keeps its block
-		s.ids.next, s.ids.end = first, first+idsPerReserve
 	}
 	return nil
 }
@@ -335,8 +302,10 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if err != nil {
 		return err
 	}
-	if h.ID, err = reserveIDs(ctx, tx, 1); err != nil {
-		return err
+	if h.ID == 0 { // the made-up branch has none reserved: a block, as its first turn reserves
+		if h.ID, err = branchBlock(ctx, tx, br.ID); err != nil {
+			return err
+		}
 	}
 	if h.Parent != 0 {
 		loadBase(rctx, s.r, s.wc, h.Parent, warmPath) // RecordCall's seededCall, on a long history
@@ -345,8 +314,6 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	t := &trace.Turn{Index: i, Inputs: in, Outputs: c.Outputs, Calls: []*trace.Call{c}, Started: c.Started, Ended: now(),
 		Attempts: []*trace.Attempt{{Step: warmPath, N: 1, Score: 1, Time: now(), Summary: "warm-up", Best: true,
 			Details: c.Outputs, Calls: []string{c.ID}}}}
-	// not topUp: it takes the ids' lock, which a turn reserving ids holds while it waits
-	// for the writer (its statement runs in Warm's reservation, prepared)
 	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t, nil); err != nil || i == 0 {
 		return err
 	}
