@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Warming up: the first turn of a process pays for what later turns find ready, SQLite's
@@ -11,15 +12,15 @@ import (
 // requests (storage.Warm, storage.WarmBranch). They are done in the background while
 // something else is waited for: the workbench warms the store at start and a branch
 // while the user types on it (Prefetch). A turn nobody prefetched for (`run`, `session
-// retry`, a first turn sent at once) warms the store as its first model call begins, so
-// that it runs while the model thinks, and of its branch only the small calls' lists
-// (storage.WarmBranchSmall): each larger call is seeded against the stored turn before
-// as it begins (storage.BranchSink.PrepareCall), which puts in the cache what the commit
-// needs of its request and history for a fraction of reading them back
-// (BenchmarkBeyondModel: a whole branch's warm-up took 45 ms of CPU at 1,000 turns, and
-// beside a 30 ms model the commit waited for it). Not earlier: beside the session's
-// restore they would slow it down on a two-core machine, and a turn that never reaches
-// its model has nothing to commit.
+// retry`, a first turn sent at once) warms the store as its first model call begins (a
+// moment after: warmAfter), so that it runs while the model thinks, and of its branch
+// only the small calls' lists (storage.WarmBranchSmall): each larger call is seeded
+// against the stored turn before as it begins (storage.BranchSink.PrepareCall), which
+// puts in the cache what the commit needs of its request and history for a fraction of
+// reading them back (BenchmarkBeyondModel: a whole branch's warm-up took 45 ms of CPU at
+// 1,000 turns, and beside a 30 ms model the commit waited for it). Not earlier: beside
+// the session's restore and the request's last steps they would slow them down on a
+// two-core machine, and a turn that never reaches its model has nothing to commit.
 
 // warmed is what a Service has warmed up.
 type warmed struct {
@@ -47,20 +48,27 @@ func (w *warmed) branch(conv, branch string) bool {
 // finds not done yet: the store's (once a Service) and the branch's small calls' lists
 // (once a branch, unless Prefetch warmed it whole), and the branch's path pack when its
 // restore made one (storage/pathvalues.go), while the model thinks. It is called as each
-// call begins; after the first it only looks the branch up.
+// call begins; after the first it only looks the branch up. They start warmAfter later.
 func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 	ctx = context.WithoutCancel(ctx) // the store's Close stops them; a turn's end does not
 	if a.warm.store.CompareAndSwap(false, true) {
-		go a.store.Warm(ctx)
+		time.AfterFunc(warmAfter, func() { a.store.Warm(ctx) })
 	}
 	switch {
 	case conv == "":
 	case a.warm.branch(conv, branch):
-		go a.store.WarmBranchSmall(ctx, conv, branch) // and writes the branch's path pack
+		time.AfterFunc(warmAfter, func() { a.store.WarmBranchSmall(ctx, conv, branch) }) // and writes the branch's path pack
 	case a.store.PathPackPending(conv, branch):
-		go a.store.WritePathPack(ctx, conv, branch)
+		time.AfterFunc(warmAfter, func() { a.store.WritePathPack(ctx, conv, branch) })
 	}
 }
+
+// warmAfter is how long after a call begins its warm-ups start: once its request is on
+// its way (formatting and sending it take a fraction of that), while the model thinks
+// (tens of milliseconds at the least). Started at once, beside the request's last steps,
+// they slowed the first Send of a process by about 0.9 ms on a two-core machine
+// (BenchmarkBeyondModel run: 3.3 -> 2.4 ms beyond the model).
+const warmAfter = 2 * time.Millisecond
 
 // Prefetch readies the branch for its next turn, so that the Send does not wait for it:
 // it restores and keeps the session (as a Send would) and puts the tip turn's stored
