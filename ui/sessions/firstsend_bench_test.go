@@ -92,10 +92,14 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.warm.branch(conv, storage.MainBranch)
 						}
 						// what `run` reads before its first Send (ui/cli/run.go): the
-						// conversation, the branch, the turns left pending
-						if _, err = open.Conversation(ctx, conv); err == nil {
-							if _, err = open.Branch(ctx, conv, storage.MainBranch); err == nil {
-								_, err = open.PendingTurns(ctx)
+						// conversation and its agent (runPickAgent, with the catalog it
+						// gives the Service), the branch, the turns left pending
+						var c *storage.Conversation
+						if c, err = open.Conversation(ctx, conv); err == nil {
+							if _, err = a.files.Resolve(c.Agent); err == nil {
+								if _, err = open.Branch(ctx, conv, storage.MainBranch); err == nil {
+									_, err = open.PendingTurns(ctx)
+								}
 							}
 						}
 						return model, func() error { return send(a) }, open.Settle, err
