@@ -113,6 +113,9 @@ func BenchmarkBeyondModel(b *testing.B) {
 				if err := send(a); err != nil { // the first Send of this Service
 					b.Fatal(err)
 				}
+				if err := st.Settle(); err != nil { // its transaction, as after each Send below
+					b.Fatal(err)
+				}
 				loopBeyond(b, func() (*slowLM, func() error, func() error, error) {
 					return model, func() error { return send(a) }, st.Settle, nil
 				})
