@@ -302,7 +302,7 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if err != nil {
 		return err
 	}
-	if h.ID == 0 { // the made-up branch has none reserved: a block, as its first turn reserves
+	if h.ID == 0 { // the made-up branch has none reserved yet: a block, as BeginTurn reserves
 		if h.ID, err = branchBlock(ctx, tx, br.ID); err != nil {
 			return err
 		}
