@@ -19,7 +19,8 @@ import (
 // branch, before it begins (reserveForBranch). The turn's row, when it is stored
 // (committed, kept beside the branch, or imported from the journal of a process that
 // died), moves ids_next past its id, and that transaction reserves the branch's next
-// block when fewer than idsLow are left (useBranchID): each process's first turn on a
+// block when fewer than idsLow are left (useBranchID; for a turn committed onto the
+// branch, in the tip's move: advanceTip): each process's first turn on a
 // branch finds its id waiting. Under the journal lock no one else takes the branch's
 // ids, and the journal of a turn whose process died is imported (storing its row,
 // moving ids_next on) before the next turn on the branch reads them.
@@ -91,29 +92,4 @@ func useBranchID(ctx context.Context, tx *wtx, branchID, id int64) error {
 	}
 	_, err = branchBlock(ctx, tx, branchID)
 	return err
-}
-
-// takeNewTip is takeTip for turn id, new on branch br (commitNewTurn): the tip's move
-// moves the branch's reserved ids on as useBranchID does, in the same statement.
-func takeNewTip(ctx context.Context, tx *wtx, br *Branch, id int64) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM redo WHERE branch_id = ?", br.ID); err != nil {
-		return err
-	}
-	var took bool
-	var left int64
-	err := tx.QueryRowContext(ctx, `UPDATE branches SET tip_id = ?1, updated_at = ?2, ids_next = ids_next + (ids_next = ?1)
-		WHERE id = ?3 AND tip_id IS ?4 RETURNING ids_next = ?1 + 1, ids_end - ids_next`,
-		id, fmtTime(now()), br.ID, br.tipID).Scan(&took, &left)
-	if errors.Is(err, sql.ErrNoRows) {
-		return tipMoved(ctx, tx, br, id)
-	}
-	if err != nil {
-		return fmt.Errorf("storage: move branch tip: %w", err)
-	}
-	if took && left < idsLow {
-		if _, err := branchBlock(ctx, tx, br.ID); err != nil {
-			return err
-		}
-	}
-	return touchConversation(ctx, tx, br.ID)
 }

@@ -156,7 +156,7 @@ func commitNewTurn(ctx context.Context, wc *writeCache, tx *wtx, br *Branch, h *
 	if err := insertAttempts(ctx, tx, h.Conv, h.ID, t.Attempts, true); err != nil {
 		return err
 	}
-	return takeNewTip(ctx, tx, br, h.ID)
+	return takeTip(ctx, tx, br, h.ID)
 }
 
 // callsUsage is the usage commitNewTurn's calls add up to once stored: calls are stored

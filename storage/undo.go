@@ -232,15 +232,25 @@ func setTip(ctx context.Context, tx *wtx, branchID int64, tip sql.NullInt64) err
 
 // advanceTip moves branch br's tip to turn id, which follows br.tipID, when the tip is
 // still there: one statement does the check and the move, where reading the branch
-// first took one more. A branch moved since (or deleted) is ErrConflict.
+// first took one more. A branch moved since (or deleted) is ErrConflict. When id is the
+// turn id the branch had reserved next, the same statement moves its reserved ids on,
+// and the branch's next block is reserved when few are left (turnids.go).
 func advanceTip(ctx context.Context, tx *wtx, br *Branch, id int64) error {
-	res, err := tx.ExecContext(ctx, `UPDATE branches SET tip_id = ?, updated_at = ? WHERE id = ? AND tip_id IS ?`,
-		id, fmtTime(now()), br.ID, br.tipID)
+	var took bool
+	var left int64
+	err := tx.QueryRowContext(ctx, `UPDATE branches SET tip_id = ?1, updated_at = ?2, ids_next = ids_next + (ids_next = ?1)
+		WHERE id = ?3 AND tip_id IS ?4 RETURNING ids_next = ?1 + 1, ids_end - ids_next`,
+		id, fmtTime(now()), br.ID, br.tipID).Scan(&took, &left)
+	if errors.Is(err, sql.ErrNoRows) {
+		return tipMoved(ctx, tx, br, id)
+	}
 	if err != nil {
 		return fmt.Errorf("storage: move branch tip: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return tipMoved(ctx, tx, br, id)
+	if took && left < idsLow {
+		if _, err := branchBlock(ctx, tx, br.ID); err != nil {
+			return err
+		}
 	}
 	return touchConversation(ctx, tx, br.ID)
 }
