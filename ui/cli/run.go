@@ -137,8 +137,9 @@ func runRunCommand(ctx context.Context, env Env) int {
 	}
 	fmt.Fprintln(env.Stderr, note)
 
-	llm.PreloadEncodings(model.Name())
 	a := sessions.New(s, model)
+	// the token counter's tables, which counting waits for, load while the model thinks
+	a.SetCallWarmUp(func() { llm.PreloadEncodings(model.Name()) })
 	a.SetCatalog(cat) // runPrepare read the agent with it
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if conv == nil {

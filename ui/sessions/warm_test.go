@@ -246,3 +246,42 @@ func TestFirstSendReads(t *testing.T) {
 		t.Errorf("the first Send ran %d reads (%d on the readers, %d on the writer); want at most %d", n, r1-r0, w1-w0, maxReads)
 	}
 }
+
+// What SetCallWarmUp is given runs once per Service, in the background while the
+// model thinks: not when the Service is made, not before the first call begins, and
+// not again for later turns.
+func TestCallWarmUpRunsOnceWhileTheModelThinks(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "callwarm.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	model := &slowLM{inner: instantLM{}, latency: 200 * time.Millisecond}
+	a := New(st, model)
+	a.SetAgentDirs()
+	ran := make(chan time.Time, 4)
+	a.SetCallWarmUp(func() { ran <- time.Now() })
+	conv := mustConversation(t, a, "SupportAgent")
+	select {
+	case <-ran:
+		t.Fatal("the call warm-up ran before any model call")
+	case <-time.After(50 * time.Millisecond):
+	}
+	mustSend(t, a, conv, storage.MainBranch, question("first"))
+	select {
+	case at := <-ran:
+		first := time.Unix(0, model.first.Load())
+		if at.Before(first) || at.After(first.Add(model.latency)) {
+			t.Errorf("the call warm-up ran %v after the first call began; want while the model thought (%v)", at.Sub(first), model.latency)
+		}
+	default:
+		t.Fatal("the call warm-up did not run during the first Send")
+	}
+	mustSend(t, a, conv, storage.MainBranch, question("second"))
+	select {
+	case <-ran:
+		t.Error("the call warm-up ran again for a later turn")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
