@@ -15,11 +15,12 @@ import (
 
 // Warming: SQLite parses a statement the first time a connection runs it, and a turn
 // runs some forty distinct ones, so the first turn of a process paid about a millisecond
-// for parsing alone. Warm pays it before, while the user types or the model thinks. It does not keep a list of the statements (one would go
-// stale without a sound): it runs the code a turn runs, for made-up turns in a write
-// transaction it always rolls back, with the turn's reads routed into that transaction
-// (readDB.route) so they find what it wrote, and then prepares every statement that ran,
-// writes on the writer connection and reads on the readers.
+// for parsing alone. Warm pays it before, while the user types or the model thinks. It
+// does not keep a list of the statements (one would go stale without a sound): it runs
+// the code a turn runs, for made-up turns in a write transaction it always rolls back,
+// with the turn's reads routed into that transaction (readDB.route) so they find what it
+// wrote, and then prepares every statement that ran, writes on the writer connection and
+// reads on the readers.
 
 // warmState is a store's warm-up: at most one per store, stopped by Close, and never in
 // the way of a write (see hold).
@@ -135,8 +136,8 @@ const maxWarmTries = 20
 
 // Warm prepares what the first turn of this store would otherwise pay for: the
 // statements a turn runs (storing it, and reading what sending it reads) on the writer
-// connection and on a reader. It leaves nothing in the database;
-// it is meant to run in the background as soon as a process knows it will run turns.
+// connection and on a reader. It leaves nothing in the database; it is meant to run in
+// the background as soon as a process knows it will run turns.
 // It is safe beside anything else the store does, and never keeps the writer from a
 // write: one that wants it makes Warm roll back and start again once it is done.
 // Close stops it. Only the first call does anything; a read-only store has nothing to

@@ -207,10 +207,9 @@ func sendFixtureOf(b testing.TB, agent string, n int) (*storage.Store, string) {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = storage.Open(ctx, st.Path()); err != nil {
+	if st, err = storage.Open(ctx, st.Path()); err != nil { // the Cleanup above closes this one
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
 	return st, c.ID
 }
 
