@@ -265,6 +265,12 @@ func (s *Store) importDeadOf(ctx context.Context, branchID int64) (bool, error) 
 	if err != nil || f == nil {
 		return false, nil
 	}
+	// This process may have emptied and unlocked the journal of its own turn between
+	// the stat and the lock (retireLater): then there is nothing to import.
+	if fi, err := f.Stat(); err != nil || fi.Size() == 0 {
+		f.Close()
+		return false, nil
+	}
 	err = s.recoverRun(ctx, f)
 	if errors.Is(err, ErrInvalid) {
 		return false, nil // a journal this program cannot read: BeginTurn on its branch says so
