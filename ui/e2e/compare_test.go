@@ -55,7 +55,7 @@ func TestCompareView(t *testing.T) {
 	// copy: the request arrives in tmux's paste buffer through OSC 52
 	tm.press("y")
 	tm.waitFor("copied the 1 per-predictor request as text")
-	buf := tm.must("show-buffer")
+	buf := tm.pasteBuffer()
 	if !strings.Contains(buf, "── system ──") || !strings.Contains(buf, "The customer has a technical question I have a known answer for.") {
 		t.Errorf("the clipboard holds:\n%s", buf)
 	}

@@ -342,6 +342,23 @@ func (tm *term) waitGone(gone ...string) string {
 	})
 }
 
+// pasteBuffer waits for tmux's paste buffer, which an OSC 52 copy fills once tmux has
+// read the sequence: the frame that says "copied" can be drawn before that.
+func (tm *term) pasteBuffer() string {
+	tm.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		out, err := tm.tmux("show-buffer")
+		if err == nil {
+			return out
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("waited %s for tmux's paste buffer: %v\nlast screen:\n%s", waitLimit, err, tm.last)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 // resize sets the window size, as a terminal emulator being resized would.
 func (tm *term) resize(w, h int) {
 	tm.t.Helper()
