@@ -235,6 +235,28 @@ func writeJSONScalar(b *bytes.Buffer, v any) {
 func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
+		// a run of what is written as it is, whole (most of any text): valid UTF-8 and
+		// no quote, backslash or control character
+		j := i
+		for j < len(s) {
+			if c := s[j]; c < utf8.RuneSelf {
+				if c < 0x20 || c == '"' || c == '\\' {
+					break
+				}
+				j++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 {
+				break
+			}
+			j += size
+		}
+		if j > i {
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == '"':
