@@ -310,7 +310,7 @@ func (s *Store) tryRun(branchID int64) (*os.File, *runHeader, error) {
 
 // appendRecord writes v as one journal record, in one write.
 func appendRecord(f *os.File, v any) error {
-	body, err := json.Marshal(v)
+	body, err := recordJSON(v)
 	if err != nil {
 		return fmt.Errorf("storage: turn journal record: %w", err)
 	}

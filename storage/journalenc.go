@@ -1,0 +1,250 @@
+package storage
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/py"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// A call's journal record is written as every inner call ends, on the turn's path: with
+// encoding/json it cost ~50 µs for a small call, four fifths of it re-scanning what the
+// values' own MarshalJSON methods wrote (encoding/json compacts and escapes each one's
+// output, and a history's maps twice). appendCallRecord writes the same bytes directly:
+// the values' JSON once, with encoding/json's escaping of <, >, & and U+2028/U+2029
+// applied as it copies them (TestCallRecordBytes holds it to json.Marshal's output, field
+// for field of trace.Call). Other records (the header, the end) are rarer and small, and
+// go through encoding/json.
+
+// callRecordFields are trace.Call's JSON keys in the order appendCall writes them: a field
+// added to trace.Call must be added to both (TestCallRecordFields).
+var callRecordFields = []string{"id", "path", "predictor_type", "inputs", "outputs", "history", "adapter",
+	"messages", "params", "completion", "usage", "model", "started", "latency", "error", "attempts", "score",
+	"children", "raw_request", "raw_response", "recovered"}
+
+// recordJSON is the JSON of a journal record: a call's written directly (see above), any
+// other by encoding/json.
+func recordJSON(v any) ([]byte, error) {
+	rc, ok := v.(runCall)
+	if !ok || rc.End != nil || rc.Call == nil {
+		return json.Marshal(v)
+	}
+	b, err := appendCallRecord(make([]byte, 0, 1024), rc)
+	if errors.Is(err, errNotJSON) {
+		return json.Marshal(v) // which says what it cannot write
+	}
+	return b, err
+}
+
+// errNotJSON is appendMap's when a map holds what JSON cannot (NaN, ±Inf: Python writes
+// them, json.Marshal refuses them, and so a journal must not hold them).
+var errNotJSON = errors.New("not JSON")
+
+// appendCallRecord appends rc (a call record: Call set, End nil) as json.Marshal writes it.
+func appendCallRecord(dst []byte, rc runCall) ([]byte, error) {
+	dst = append(dst, '{')
+	if rc.Parent != "" {
+		dst = append(dst, `"parent":`...)
+		dst = appendJSONString(dst, rc.Parent)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"call":`...)
+	dst, err := appendCall(dst, rc.Call)
+	if err != nil {
+		return nil, err
+	}
+	if rc.Base != nil {
+		if dst, err = appendMarshal(append(dst, `,"base":`...), rc.Base); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendCall appends c as encoding/json writes a *trace.Call.
+func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
+	if c == nil {
+		return append(dst, "null"...), nil
+	}
+	var err error
+	str := func(key, s string, omitEmpty bool) {
+		if omitEmpty && s == "" {
+			return
+		}
+		dst = append(dst, ',', '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"', ':')
+		dst = appendJSONString(dst, s)
+	}
+	val := func(key string, v any) {
+		if err != nil {
+			return
+		}
+		dst = append(dst, ',', '"')
+		dst = append(dst, key...)
+		dst = append(dst, '"', ':')
+		dst, err = appendMarshal(dst, v)
+	}
+	dst = append(dst, `{"id":`...)
+	dst = appendJSONString(dst, c.ID)
+	str("path", c.Path, false)
+	str("predictor_type", c.PredictorType, false)
+	if dst, err = appendMap(append(dst, `,"inputs":`...), c.Inputs); err != nil {
+		return nil, err
+	}
+	if dst, err = appendMap(append(dst, `,"outputs":`...), c.Outputs); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"history":{"messages":[`...)
+	for i, m := range c.History.Messages {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendMap(dst, m); err != nil {
+			return nil, err
+		}
+	}
+	dst = append(dst, "]}"...)
+	str("adapter", c.Adapter, false)
+	dst = appendMessages(append(dst, `,"messages":`...), c.Messages)
+	val("params", c.Params)
+	str("completion", c.Completion, false)
+	val("usage", c.Usage)
+	str("model", c.Model, true)
+	val("started", c.Started)
+	dst = strconv.AppendInt(append(dst, `,"latency":`...), int64(c.Latency), 10)
+	str("error", c.Error, true)
+	if len(c.Tries) > 0 {
+		val("attempts", c.Tries)
+	}
+	if c.Score != nil {
+		val("score", c.Score)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Children) > 0 {
+		dst = append(dst, `,"children":[`...)
+		for i, ch := range c.Children {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendCall(dst, ch); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	str("raw_request", c.RawRequest, true)
+	str("raw_response", c.RawResponse, true)
+	str("recovered", c.Recovered, true)
+	return append(dst, '}'), nil
+}
+
+// appendMarshal appends v by encoding/json: the small values with no MarshalJSON of
+// their own to re-scan (params, usage, times).
+func appendMarshal(dst []byte, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err // appendRecord says where
+	}
+	return append(dst, b...), nil
+}
+
+// appendMap appends m's JSON (sig.Map.MarshalJSON's), escaped as encoding/json escapes a
+// marshaler's output; null for nil, as encoding/json writes a nil pointer.
+func appendMap(dst []byte, m *sig.Map) ([]byte, error) {
+	if m == nil {
+		return append(dst, "null"...), nil
+	}
+	if !finite(m) {
+		return nil, errNotJSON
+	}
+	b, _ := m.MarshalJSON() // never fails
+	return appendEscaped(dst, b), nil
+}
+
+// finite reports whether v (a map's value, as py.CompactJSON walks it) holds no NaN or
+// infinite float.
+func finite(v any) bool {
+	switch t := v.(type) {
+	case float64:
+		return !math.IsNaN(t) && !math.IsInf(t, 0)
+	case *sig.Map:
+		ok := true
+		t.Range(func(_ string, e any) bool { ok = finite(e); return ok })
+		return ok
+	case []any:
+		for _, e := range t {
+			if !finite(e) {
+				return false
+			}
+		}
+	case py.Model:
+		if _, fields := t.PyModel(); fields != nil {
+			ok := true
+			fields.Range(func(_ string, e any) bool { ok = finite(e); return ok })
+			return ok
+		}
+	case py.Dict:
+		ok := true
+		t.Range(func(_ string, e any) bool { ok = finite(e); return ok })
+		return ok
+	}
+	return true
+}
+
+// appendMessages appends l as lm.MessageList.MarshalJSON writes it, escaped as
+// encoding/json escapes it: a message with no extra keys directly, as its own
+// MarshalJSON writes it ({"role","content"}, its strings then escaped).
+func appendMessages(dst []byte, l lm.MessageList) []byte {
+	if l.IsNil() {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, m := range l.All() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if m.Extra != "" {
+			b, err := m.MarshalJSON()
+			if err == nil {
+				dst = appendEscaped(dst, b)
+				continue
+			}
+		}
+		dst = append(dst, `{"role":`...)
+		dst = appendJSONString(dst, m.Role)
+		dst = append(dst, `,"content":`...)
+		dst = appendJSONString(dst, m.Content)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// appendEscaped appends compact JSON text b with encoding/json's escaping of what a
+// marshaler wrote: <, > and & as \u003c, \u003e, \u0026, U+2028 and U+2029 as \u2028 and
+// \u2029 (in JSON text they can only be inside strings).
+func appendEscaped(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '0', '0', "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xF])
+			start = i + 1
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			dst = append(dst, b[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', "89"[b[i+2]&1])
+			i += 2
+			start = i + 1
+		}
+	}
+	return append(dst, b[start:]...)
+}

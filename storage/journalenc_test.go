@@ -1,0 +1,148 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
+)
+
+// TestCallRecordFields fails when trace.Call gains, loses or reorders a JSON field that
+// appendCall does not know of: a call's journal record would drop it.
+func TestCallRecordFields(t *testing.T) {
+	var got []string
+	ct := reflect.TypeFor[trace.Call]()
+	for i := range ct.NumField() {
+		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
+		if name != "-" {
+			got = append(got, name)
+		}
+	}
+	if !reflect.DeepEqual(got, callRecordFields) {
+		t.Fatalf("trace.Call's JSON fields are\n%v\nappendCall writes\n%v\n(update storage/journalenc.go)", got, callRecordFields)
+	}
+}
+
+// fullCall is a call with every field set, its texts holding what JSON escapes.
+func fullCall() *trace.Call {
+	odd := "a<b>&c \u2028 \u2029 \x01 \t \"q\" \\ caf\u00e9 \xff end"
+	score := 0.75
+	temp := 0.5
+	max := 200
+	return &trace.Call{
+		ID: "t3.c2", Path: "agent.answer<x>", PredictorType: "ChainOfThought",
+		Inputs:  sig.NewMap("question", odd, "n", 3, "nested", sig.NewMap("k", []any{1.5, true, nil, "x&y"})),
+		Outputs: sig.NewMap("answer", "ok > fine"),
+		History: sig.History{Messages: []*sig.Map{sig.NewMap("question", "q1", "answer", odd)}},
+		Adapter: "chat",
+		Messages: lm.MessagesOf([]lm.Message{
+			{Role: "system", Content: odd},
+			{Role: "user", Content: ""},
+			{Role: "user", Content: "named <one>", Extra: `{"name":"bob & co"}`},
+		}),
+		Params:     lm.Params{Model: "m", Temperature: &temp, MaxTokens: &max, Stop: []string{"</s>"}},
+		Completion: "[[ ## answer ## ]]\n" + odd,
+		Usage:      lm.Usage{PromptTokens: 10, CompletionTokens: 2, CachedTokens: 1, TotalTokens: 12, Estimated: true},
+		Model:      "gpt-x",
+		Started:    time.Date(2026, 11, 28, 10, 0, 0, 123456789, time.UTC),
+		Latency:    1234 * time.Microsecond,
+		Error:      "parse <failed>",
+		Tries:      []lm.Try{{N: 1, Status: 429, Err: "rate <limited>", Wait: time.Second, Retrying: true, Adapter: "json", Messages: []lm.Message{{Role: "user", Content: "x<y"}}, Completion: "no"}},
+		Score:      &score,
+		Children:   []*trace.Call{{ID: "t3.c2.1", Path: "inner", Messages: lm.MessagesOf(nil)}, nil},
+		RawRequest: `{"a":"<b>"}`, RawResponse: "data: {}\n\n", Recovered: trace.RecoveredExact,
+	}
+}
+
+func TestCallRecordBytes(t *testing.T) {
+	full := fullCall()
+	v := reflect.ValueOf(*full)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("fullCall leaves %s unset: the test would not check it", v.Type().Field(i).Name)
+		}
+	}
+	cases := []struct {
+		name string
+		rc   runCall
+	}{
+		{"every field", runCall{Call: full}},
+		{"nested, with a base", runCall{Parent: "t3.c1", Call: full, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3, Hist: 2, MsgsFrom: 4, MsgsLen: 1}}},
+		{"empty call", runCall{Call: &trace.Call{}}},
+		{"nil maps, empty history, no request", runCall{Call: &trace.Call{ID: "x", History: sig.History{Messages: []*sig.Map{}}, Messages: lm.MessagesOf([]lm.Message{})}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := json.Marshal(c.rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := recordJSON(c.rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("record differs from encoding/json's\n got: %s\nwant: %s", got, want)
+			}
+			var back runCall
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatalf("the record does not read back: %v", err)
+			}
+		})
+	}
+}
+
+// BenchmarkCallRecord is a small call's journal record: appendCallRecord against
+// encoding/json.
+func BenchmarkCallRecord(b *testing.B) {
+	var hist []*sig.Map
+	for range 4 {
+		hist = append(hist, sig.NewMap("question", "Why was I charged twice this month?", "answer", strings.Repeat("A duplicate authorisation. ", 4)))
+	}
+	rc := runCall{Call: &trace.Call{ID: "t3.c2", Path: "support.answer", PredictorType: "Predict",
+		Inputs: sig.NewMap("question", "Why was I charged twice?"), Outputs: sig.NewMap("answer", "A duplicate."),
+		History: sig.History{Messages: hist}, Adapter: "chat",
+		Messages:   lm.MessagesOf([]lm.Message{{Role: "user", Content: strings.Repeat("[[ ## question ## ]]\nWhy?\n", 3)}}),
+		Completion: "[[ ## answer ## ]]\nA duplicate.", Started: time.Now(), Latency: time.Millisecond}}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := recordJSON(rc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(rc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestCallRecordNotJSON: a value JSON cannot hold (NaN, ±Inf, which Python writes) is
+// refused as encoding/json refuses it, never written into a journal it could not be read
+// back from.
+func TestCallRecordNotJSON(t *testing.T) {
+	for _, m := range []*sig.Map{
+		sig.NewMap("x", math.NaN()),
+		sig.NewMap("x", []any{1.0, math.Inf(1)}),
+		sig.NewMap("x", sig.NewMap("y", math.Inf(-1))),
+		sig.NewMap("h", sig.History{Messages: []*sig.Map{sig.NewMap("y", math.NaN())}}),
+	} {
+		for _, c := range []*trace.Call{{Inputs: m}, {Outputs: m}, {History: sig.History{Messages: []*sig.Map{m}}}, {Children: []*trace.Call{{Outputs: m}}}} {
+			_, want := json.Marshal(runCall{Call: c})
+			body, err := recordJSON(runCall{Call: c})
+			if want == nil || err == nil || err.Error() != want.Error() {
+				t.Fatalf("recordJSON(%v) = %s, %v; want encoding/json's error %v", m, body, err, want)
+			}
+		}
+	}
+}
