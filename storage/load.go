@@ -213,9 +213,11 @@ func (s *Store) turnsOfChunk(ctx context.Context, nodes []*TurnNode, o LoadOptio
 	if err != nil {
 		return nil, err
 	}
-	attempts, err := loadAttempts(ctx, s.r, ids)
-	if err != nil {
-		return nil, err
+	var attempts map[int64][]*trace.Attempt
+	if !o.ValuesOnly { // no restore or rendering reads them: a query fewer before a turn
+		if attempts, err = loadAttempts(ctx, s.r, ids); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]*trace.Turn, len(nodes))
 	for i, n := range nodes {

@@ -94,6 +94,9 @@ func (rs packRows) decode(want int) (ids []int64, turns []*trace.Turn, err error
 			case held != r.turns || held == len(rowIDs) && rowIDs[held-1] != r.tip:
 				return fmt.Errorf("%w: row %d holds %d turns, not the %d up to turn %d its row says", errPackCorrupt, i, held, r.turns, r.tip)
 			}
+			for _, t := range rowTurns {
+				t.Attempts = nil // a ValuesOnly read gives none; packs written before held them
+			}
 			copy(ids[lo:], rowIDs)
 			copy(turns[lo:], rowTurns)
 		}

@@ -339,8 +339,8 @@ type LoadOptions struct {
 	// ValuesOnly reads of each call only what restoring a session and rendering its
 	// strategies read: its place in the call tree, values, adapter, model, timing, error
 	// and recovery; not its usage, params, attempts or score (and, as NoRequests and
-	// NoHistories, no request or history). Half the columns: the query of a long
-	// branch's calls takes half the time.
+	// NoHistories, no request or history), nor the turn's attempts. Half the columns: the
+	// query of a long branch's calls takes half the time.
 	ValuesOnly bool
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
@@ -111,7 +112,9 @@ func TestRestoreFromPathPack(t *testing.T) {
 func TestPathPackAfterWarmUp(t *testing.T) {
 	ctx := context.Background()
 	st, conv := sendFixtureOf(t, "SupportAgent", 300)
-	a := New(st, demoModel(0))
+	// a model that takes time, as served ones do: the pack is written while it thinks
+	// (warmAfter into the call); an instant one leaves Close to come first
+	a := New(st, &slowLM{inner: demoModel(0), latency: 20 * time.Millisecond})
 	a.Prefetch(ctx, conv, storage.MainBranch) // restores from the rows and writes the pack
 	packed := func() (int, int) {
 		pv, err := st.LoadPathValues(ctx, conv, storage.MainBranch)
