@@ -43,8 +43,11 @@ type Branch struct {
 	parentID sql.NullInt64
 	tipID    sql.NullInt64
 	// idsNext and idsEnd are the turn ids reserved for the branch's next turns
-	// (turnids.go), read by branchForTurn alone.
+	// (turnids.go), tipStarted the tip's start time and agent the conversation's agent:
+	// read by branchForTurn alone.
 	idsNext, idsEnd int64
+	tipStarted      sql.NullString
+	agent           string
 }
 
 // IsOriginal reports whether the branch was not forked from another.
@@ -108,9 +111,9 @@ func scanBranch(ctx context.Context, q querier, convID, name string, forTurn boo
 	dest := []any{&b.ID, &b.Description, &b.tipID, &b.parentID, &forkIdx, &forkTurn, &created, &updated, &b.Length}
 	if forTurn {
 		cols = `, c.status, (SELECT count(*) FROM turns o WHERE o.conv_id = b.conv_id AND o.status IN ('running', 'interrupted')
-			AND o.branch_id = b.id), b.ids_next, b.ids_end`
+			AND o.branch_id = b.id), b.ids_next, b.ids_end, t.started_at, c.agent`
 		from = "branches b JOIN conversations c ON c.id = b.conv_id"
-		dest = append(dest, &st, &open, &b.idsNext, &b.idsEnd)
+		dest = append(dest, &st, &open, &b.idsNext, &b.idsEnd, &b.tipStarted, &b.agent)
 	}
 	err := q.QueryRowContext(ctx, `SELECT b.id, b.description, b.tip_id, b.forked_from, b.fork_index, b.fork_turn_id,
 			b.created_at, b.updated_at, coalesce(t.depth + 1, 0)`+cols+`
