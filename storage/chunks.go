@@ -43,7 +43,7 @@ func (s *Store) restoreChunks(ctx context.Context, n int, o LoadOptions) int {
 func (s *Store) turnsInChunks(ctx context.Context, nodes []*TurnNode, o LoadOptions, k int) ([]*trace.Turn, error) {
 	out := make([]*trace.Turn, len(nodes))
 	err := inChunks(ctx, len(nodes), k, func(ctx context.Context, lo, hi int) error {
-		ts, err := s.turnsOfChunk(ctx, nodes[lo:hi], o)
+		ts, err := s.turnsOfChunk(ctx, s.r, nodes[lo:hi], o)
 		copy(out[lo:hi], ts)
 		return err
 	})
@@ -67,7 +67,7 @@ func (s *Store) windowInChunks(ctx context.Context, tip sql.NullInt64, total, fr
 		if len(ns) != hi-lo {
 			return fmt.Errorf("storage: the branch changed while its turns %d to %d were read (%d found): %w", from+lo, from+hi-1, len(ns), ErrConflict)
 		}
-		ts, err := s.turnsOfChunk(ctx, ns, o)
+		ts, err := s.turnsOfChunk(ctx, s.r, ns, o)
 		copy(nodes[lo:hi], ns)
 		copy(turns[lo:hi], ts)
 		return err

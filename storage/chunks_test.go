@@ -30,7 +30,7 @@ func TestRestoreReadInChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole, err := s.turnsOfChunk(ctx, nodes, o)
+		whole, err := s.turnsOfChunk(ctx, s.r, nodes, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestLoadBranchRangeInChunks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			whole, err := s.turnsOfChunk(ctx, nodes, o)
+			whole, err := s.turnsOfChunk(ctx, s.r, nodes, o)
 			if err != nil {
 				t.Fatal(err)
 			}

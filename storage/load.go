@@ -191,11 +191,12 @@ func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) (
 	if k := s.restoreChunks(ctx, len(nodes), o); k > 1 {
 		return s.turnsInChunks(ctx, nodes, o, k)
 	}
-	return s.turnsOfChunk(ctx, nodes, o)
+	return s.turnsOfChunk(ctx, s.r, nodes, o)
 }
 
-// turnsOfChunk reads the turns of nodes with their calls, in a fixed number of queries.
-func (s *Store) turnsOfChunk(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
+// turnsOfChunk reads the turns of nodes with their calls, in a fixed number of queries
+// on q.
+func (s *Store) turnsOfChunk(ctx context.Context, q querier, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
 	ids := make([]int64, len(nodes))
 	var snaps []int64
 	for i, n := range nodes {
@@ -205,17 +206,17 @@ func (s *Store) turnsOfChunk(ctx context.Context, nodes []*TurnNode, o LoadOptio
 		}
 	}
 	dec := newDecoder()
-	calls, err := loadCalls(ctx, s.r, ids, o, dec)
+	calls, err := loadCalls(ctx, q, ids, o, dec)
 	if err != nil {
 		return nil, err
 	}
-	hist, err := loadLists(ctx, s.r, snaps, dec.historyEntry)
+	hist, err := loadLists(ctx, q, snaps, dec.historyEntry)
 	if err != nil {
 		return nil, err
 	}
 	var attempts map[int64][]*trace.Attempt
 	if !o.ValuesOnly { // no restore or rendering reads them: a query fewer before a turn
-		if attempts, err = loadAttempts(ctx, s.r, ids); err != nil {
+		if attempts, err = loadAttempts(ctx, q, ids); err != nil {
 			return nil, err
 		}
 	}

@@ -151,13 +151,15 @@ func (s *Store) LoadBranchRangeWith(ctx context.Context, convID, branch string, 
 	if err != nil {
 		return nil, err
 	}
-	return s.branchRange(ctx, b, from, limit, o)
+	return s.branchRange(ctx, s.r, b, from, limit, o)
 }
 
 // LoadBranchRangeAt is LoadBranchRangeWith on the branch as a BranchHead just read it,
 // its tip (nil when it has no turns) and length, without reading the branch again: the
 // turns before a tip never change, so the window read is the path through that tip even
-// when the branch has moved since.
+// when the branch has moved since. It is the tail a windowed agent's session is restored
+// from just before a turn: a short window is read on the writer connection, as the head
+// was (hotread.go).
 func (s *Store) LoadBranchRangeAt(ctx context.Context, convID, branch string, tip *TurnNode, total, from, limit int, o LoadOptions) (*BranchPage, error) {
 	b := &Branch{ConvID: convID, Name: branch}
 	if tip != nil {
@@ -167,19 +169,20 @@ func (s *Store) LoadBranchRangeAt(ctx context.Context, convID, branch string, ti
 		}
 		b.tipID, b.Length = sql.NullInt64{Int64: id, Valid: true}, total
 	}
-	return s.branchRange(ctx, b, from, limit, o)
+	return s.branchRange(ctx, s.hotReads(ctx), b, from, limit, o)
 }
 
-// branchRange is LoadBranchRangeWith on branch b as read.
-func (s *Store) branchRange(ctx context.Context, b *Branch, from, limit int, o LoadOptions) (*BranchPage, error) {
+// branchRange is LoadBranchRangeWith on branch b as read, on q unless it is long enough
+// to read in chunks on the readers at once.
+func (s *Store) branchRange(ctx context.Context, q querier, b *Branch, from, limit int, o LoadOptions) (*BranchPage, error) {
 	var err error
 	var nodes []*TurnNode
 	var turns []*trace.Turn
 	start, end := windowBounds(from, limit, b.Length)
 	if k := s.restoreChunks(ctx, end-start, o); k > 1 {
 		nodes, turns, err = s.windowInChunks(ctx, b.tipID, b.Length, start, end, o, k)
-	} else if nodes, err = pathWindow(ctx, s.r, b.tipID, b.Length, from, limit); err == nil {
-		turns, err = s.turnsOf(ctx, nodes, o)
+	} else if nodes, err = pathWindow(ctx, q, b.tipID, b.Length, from, limit); err == nil {
+		turns, err = s.turnsOfChunk(ctx, q, nodes, o)
 	}
 	if err != nil {
 		return nil, err

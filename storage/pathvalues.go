@@ -179,7 +179,7 @@ const (
 // pathValuesOfRows is LoadPathValues from every row of branch b as read; the path read is
 // kept for WarmBranch to pack as pack says.
 func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack repack) (*PathValues, error) {
-	p, err := s.branchRange(ctx, b, 0, 0, LoadOptions{ValuesOnly: true})
+	p, err := s.branchRange(ctx, s.r, b, 0, 0, LoadOptions{ValuesOnly: true})
 	if err != nil {
 		return nil, err
 	}

@@ -271,7 +271,11 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if _, _, err := s.BranchTip(rctx, conv, MainBranch); err != nil {
 		return err
 	}
-	if _, _, _, err := s.BranchHead(rctx, conv, MainBranch); err != nil {
+	_, tip, total, err := s.BranchHead(rctx, conv, MainBranch)
+	if err != nil {
+		return err
+	}
+	if _, err := s.LoadBranchRangeAt(rctx, conv, MainBranch, tip, total, -2, 2, warmRestore); err != nil {
 		return err
 	}
 	if _, _, err := s.BranchPathTail(rctx, conv, MainBranch, 2); err != nil {

@@ -123,6 +123,9 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
+	// the reads before the first turn begins are parsed while the conversation, the
+	// agent and the branch are read
+	s.WarmReads(ctx)
 
 	var conv *storage.Conversation
 	if o.conv != "" {

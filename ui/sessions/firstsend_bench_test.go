@@ -84,6 +84,9 @@ func BenchmarkBeyondModel(b *testing.B) {
 						if open, err = storage.Open(ctx, st.Path()); err != nil {
 							return nil, nil, nil, err
 						}
+						if mode == "run" {
+							open.WarmReads(ctx) // as run does once it has opened the store
+						}
 						model := &slowLM{inner: instantLM{}, latency: latency}
 						a := New(open, model)
 						a.SetAgentDirs()

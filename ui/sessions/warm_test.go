@@ -78,8 +78,9 @@ func TestWarmedFirstSendParsesNothing(t *testing.T) {
 					case warm && (w1 != w0 || r1 != r0):
 						t.Errorf("after Warm the %s Send parsed %d statements on the writer and %d on the readers, want none",
 							nth, w1-w0, r1-r0)
-					case !warm && i == 0 && (w1-w0 < 10 || r1 == r0):
+					case !warm && i == 0 && (w1-w0 < 10 || r1 == r0 && tc.agent != window):
 						// the counter counts: a cold first Send parses a turn's statements
+						// (a windowed agent's reads before the turn all run on the writer)
 						t.Errorf("without Warm the first Send parsed %d statements on the writer and %d on the readers", w1-w0, r1-r0)
 					}
 				}
