@@ -71,31 +71,6 @@ func (rt *readRoute) noteHot(query string) {
 	rt.hot = append(rt.hot, query)
 }
 
-// WarmReads prepares, in the background, the reads a process's first turn makes before
-// it begins (the branch's head, its path's tail and their calls: hot reads), which
-// SQLite would otherwise parse on that turn's path, a third of a millisecond of a first
-// Send. It is for a process about to run a turn (`sessionbench run`), to call as soon
-// as it has opened the store, while it reads what else it needs; Warm, which runs a
-// whole made-up turn, prepares them too, later. Close waits for it.
-func (s *Store) WarmReads(ctx context.Context) {
-	if s.hot == nil {
-		return
-	}
-	leave, ok := s.warm.join()
-	if !ok {
-		return
-	}
-	go func() {
-		defer leave()
-		// the statements of BranchHead and of LoadBranchRangeAt as a Send makes them,
-		// on no branch and no turn
-		hot := s.hotReads(ctx)
-		branchForTurn(ctx, hot, "", "")
-		pathWindow(ctx, hot, sql.NullInt64{Valid: true}, 1, 0, 0)
-		loadCalls(ctx, hot, []int64{0}, warmRestore, newDecoder())
-	}()
-}
-
 // prepareHot prepares the hot reads Warm's routed reads ran on the writer connection.
 func (s *Store) prepareHot(ctx context.Context, rt *readRoute) {
 	if s.hot != nil {

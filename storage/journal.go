@@ -278,18 +278,10 @@ func (s *Store) lockRun(ctx context.Context, branchID int64) (*os.File, *runHead
 // no turn.
 func (s *Store) tryRun(branchID int64) (*os.File, *runHeader, error) {
 	path := s.runPath(branchID)
-	for try := 0; ; try++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-		if errors.Is(err, os.ErrNotExist) && try < 100 {
-			// The directory is made by the first turn of a store and removed when a
-			// store closes with no journal in it, maybe just now by another process.
-			if err := os.Mkdir(s.runsDir(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-				return nil, nil, fmt.Errorf("storage: turn journals: %w", err)
-			}
-			continue
-		}
+	for {
+		f, err := s.openJournal(path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("storage: turn journal: %w", err)
+			return nil, nil, err
 		}
 		ok, err := tryLock(f, true)
 		if err != nil {
@@ -305,6 +297,54 @@ func (s *Store) tryRun(branchID int64) (*os.File, *runHeader, error) {
 			return f, nil, nil
 		}
 		f.Close()
+	}
+}
+
+// openJournal opens (creating it if need be) the journal at path, unlocked.
+func (s *Store) openJournal(path string) (*os.File, error) {
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+		if errors.Is(err, os.ErrNotExist) && try < 100 {
+			// The directory is made by the first turn of a store and removed when a
+			// store closes with no journal in it, maybe just now by another process.
+			if err := os.Mkdir(s.runsDir(), 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, fmt.Errorf("storage: turn journals: %w", err)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: turn journal: %w", err)
+		}
+		return f, nil
+	}
+}
+
+// OpenJournal opens the journal of the branch a turn is about to begin on (the branch
+// its last head read found), and keeps it for the turn's lock (keepOpen): creating it
+// (and its directory) is most of what taking the lock costs the first turn of a process
+// on a branch, about 0.2 ms, for a caller ahead of the turn to spend instead
+// (ui/sessions' Prefetch and RestoreAhead, in the background). It locks nothing: a turn
+// that never begins leaves an empty journal, which Close removes as it removes the
+// others.
+func (s *Store) OpenJournal(convID, branch string) {
+	v, ok := s.branchIDs.Load(branchKey(convID, branch))
+	if !ok || s.readOnly != "" {
+		return
+	}
+	id := v.(int64)
+	s.runMu.Lock()
+	open := s.idle[id] != nil
+	s.runMu.Unlock()
+	if open {
+		return
+	}
+	leave, ok := s.warm.join() // Close waits for it, and sweeps the journals after
+	if !ok {
+		return
+	}
+	defer leave()
+	if f, err := s.openJournal(s.runPath(id)); err == nil {
+		s.keepOpen(id, f) // the lock checks it is still the journal's file (tryJournal)
 	}
 }
 

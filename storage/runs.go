@@ -202,6 +202,8 @@ func (s *Store) liveRuns(ctx context.Context) ([]*liveRun, error) {
 		return nil, err
 	}
 	s.awaitAllRetired() // nor are their journals still held
+	s.imports.Lock()
+	defer s.imports.Unlock()
 	ents, err := os.ReadDir(s.runsDir())
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 		return nil, nil // none, or another user's, which this process could not import anyway
@@ -261,6 +263,8 @@ func (s *Store) importDeadOf(ctx context.Context, branchID int64) (bool, error) 
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		return false, nil
 	}
+	s.imports.RLock()
+	defer s.imports.RUnlock()
 	f, err := lockDead(path)
 	if err != nil || f == nil {
 		return false, nil

@@ -38,6 +38,13 @@ type Store struct {
 	r    *readDB // readers; WAL lets them run beside the writer
 	hot  *readDB // the reads right before a turn, on the writer connection (hotread.go)
 
+	// imports is held shared by importDeadOf while it imports a journal it found dead,
+	// exclusively by liveRuns: a listing never meets a turn half-imported (its journal
+	// locked by this process, its row not stored yet), which it would take for one
+	// running, as a `run` restoring its branch ahead (importing) while it lists the turns
+	// left pending did.
+	imports sync.RWMutex
+
 	runMu sync.Mutex
 	held  map[*os.File]bool  // journals of the turns in flight here, locked (journal.go)
 	idle  map[int64]*os.File // by branch: journals the last turn or tip move left open, unlocked (undo.go)

@@ -123,12 +123,18 @@ func runRunCommand(ctx context.Context, env Env) int {
 		return storeError
 	}
 	defer s.Close()
-	// the reads before the first turn begins are parsed while the conversation, the
-	// agent and the branch are read
-	s.WarmReads(ctx)
 
+	a := sessions.New(s, model)
+	// the token counter's tables, which counting waits for, load while the model thinks
+	a.SetCallWarmUp(func() { llm.PreloadEncodings(model.Name()) })
+	a.SetCatalog(cat) // runPrepare reads the agent with it
+	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	var conv *storage.Conversation
 	if o.conv != "" {
+		// the branch's session is restored while the conversation, the agent and the
+		// inputs are read
+		restored := a.RestoreAhead(ctx, o.conv, o.branch)
+		defer restored() // before the store closes
 		if conv, err = s.Conversation(ctx, o.conv); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeError
@@ -140,11 +146,6 @@ func runRunCommand(ctx context.Context, env Env) int {
 	}
 	fmt.Fprintln(env.Stderr, note)
 
-	a := sessions.New(s, model)
-	// the token counter's tables, which counting waits for, load while the model thinks
-	a.SetCallWarmUp(func() { llm.PreloadEncodings(model.Name()) })
-	a.SetCatalog(cat) // runPrepare read the agent with it
-	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if conv == nil {
 		title := o.title
 		if title == "" {

@@ -41,17 +41,20 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 // work more room). It is issue 19's "overhead beyond the model call", on the paths a user
 // hits:
 //   - run: the first Send of a new process as `sessionbench run` makes it (ui/cli/run.go):
-//     a fresh Store, the reads `run` makes before it, then the Send (restore, model call,
-//     commit), whose first model call starts the store's and the branch's warm-ups in the
+//     a fresh Store, what `run` does before it (its reads, with the branch's session
+//     restored beside them: Service.RestoreAhead), then the Send (model call, commit),
+//     whose first model call starts the store's and the branch's warm-ups in the
 //     background (ui/sessions/warm.go).
-//   - cold: the same with the warm-ups turned off, what they save.
+//   - cold: the same with the restore ahead and the warm-ups turned off, what they save:
+//     the Send restores the session itself.
 //   - next: a later Send of the same process.
 //
 // before-ms/op and after-ms/op split the beyond figure: the time before the first model
 // call (restore, beginning the turn) and after the last (the turn's end record; its
 // transaction runs beside, storage/commitlater.go, and is waited for, untimed, before
-// the next Send, as a user's next turn comes later). Both on the 4-turn-window agent at 1,000 turns (whose requests stay the same size) and
-// on SupportAgent (no window) at 1,000. cpu-ms/op is the process's CPU time per Send,
+// the next Send, as a user's next turn comes later). Both on the 4-turn-window agent at
+// 1,000 turns (whose requests stay the same size) and on SupportAgent (no window) at
+// 1,000. cpu-ms/op is the process's CPU time per Send,
 // background work included: the CPU the first Send of a process costs in all, where the
 // beyond figure is what the user waits for.
 func BenchmarkBeyondModel(b *testing.B) {
@@ -84,9 +87,6 @@ func BenchmarkBeyondModel(b *testing.B) {
 						if open, err = storage.Open(ctx, st.Path()); err != nil {
 							return nil, nil, nil, err
 						}
-						if mode == "run" {
-							open.WarmReads(ctx) // as run does once it has opened the store
-						}
 						model := &slowLM{inner: instantLM{}, latency: latency}
 						a := New(open, model)
 						a.SetAgentDirs()
@@ -94,18 +94,35 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.warm.store.Store(true)
 							a.warm.branch(conv, storage.MainBranch)
 						}
-						// what `run` reads before its first Send (ui/cli/run.go): the
-						// conversation and its agent (runPickAgent, with the catalog it
-						// gives the Service), the branch, the turns left pending
-						var c *storage.Conversation
-						if c, err = open.Conversation(ctx, conv); err == nil {
-							if _, err = a.files.Resolve(c.Agent); err == nil {
-								if _, err = open.Branch(ctx, conv, storage.MainBranch); err == nil {
-									_, err = open.PendingTurns(ctx)
-								}
-							}
+						// what `run` does before its first Send (ui/cli/run.go): it restores
+						// the branch's session beside what follows (RestoreAhead), reads the
+						// conversation, resolves and builds the agent (runPrepare, with the
+						// catalog it gives the Service), reads the branch and the turns left
+						// pending
+						restored := func() {}
+						if mode == "run" {
+							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
 						}
-						return model, func() error { return send(a) }, open.Settle, err
+						err = func() error {
+							c, err := open.Conversation(ctx, conv)
+							if err != nil {
+								return err
+							}
+							ag, err := a.files.Resolve(c.Agent)
+							if err != nil {
+								return err
+							}
+							if _, _, err := ag.Build(); err != nil {
+								return err
+							}
+							if _, err := open.Branch(ctx, conv, storage.MainBranch); err != nil {
+								return err
+							}
+							_, err = open.PendingTurns(ctx)
+							return err
+						}()
+						settle := func() error { restored(); return open.Settle() }
+						return model, func() error { return send(a) }, settle, err
 					})
 				})
 			}

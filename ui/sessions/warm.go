@@ -89,7 +89,29 @@ const warmAfter = 2 * time.Millisecond
 // requests in the store's write cache (storage.WarmBranch). The workbench calls it when
 // the user starts typing. Errors are left for the Send to report.
 func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
-	if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err == nil && a.warm.branch(conv, branch) {
+	_, _, _, err := a.liveState(ctx, conv, branch, false, false)
+	if err == nil {
+		a.store.OpenJournal(conv, branch)
+	}
+	if err == nil && a.warm.branch(conv, branch) {
 		a.store.WarmBranch(ctx, conv, branch)
 	}
+}
+
+// RestoreAhead restores the branch's session in the background, as Prefetch does, and
+// keeps it for the branch's next Send, which finds it ready (or waits for it rather
+// than restoring it again); `sessionbench run` calls it as soon as it knows the
+// conversation, so that the restore runs while it reads the agent and the inputs. It
+// warms none of the branch's stored requests (on a long branch that is tens of
+// milliseconds of CPU, left to the turn's model call: warmAtCall). wait waits for it
+// to end; what goes wrong is left for the Send to report.
+func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err == nil {
+			a.store.OpenJournal(conv, branch)
+		}
+	}()
+	return func() { <-done }
 }

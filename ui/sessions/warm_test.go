@@ -2,7 +2,9 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -285,5 +287,58 @@ func TestCallWarmUpRunsOnceWhileTheModelThinks(t *testing.T) {
 	case <-ran:
 		t.Error("the call warm-up ran again for a later turn")
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestRestoreAhead: what `run` does while it reads its setup (RestoreAhead) leaves the
+// first Send of the process its head read and its header alone, and the journal it
+// opened for the turn's lock goes with the store's Close when no turn began.
+func TestRestoreAhead(t *testing.T) {
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ahead.db")
+	st, err := storage.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(st, demoModel(0))
+	a.SetAgentDirs()
+	conv := mustConversation(t, a, window)
+	for i := range 8 {
+		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runs := path + "-runs"
+	for _, send := range []bool{true, false} {
+		if st, err = storage.Open(ctx, path); err != nil {
+			t.Fatal(err)
+		}
+		a = New(st, demoModel(0))
+		a.SetAgentDirs()
+		a.warm.store.Store(true) // no warm-ups: their reads, in the background, would be counted too
+		a.warm.branch(conv, storage.MainBranch)
+		a.RestoreAhead(ctx, conv, storage.MainBranch)()
+		if entries, err := os.ReadDir(runs); err != nil || len(entries) != 1 {
+			t.Errorf("journals after the restore ahead: %v (%v), want the branch's", entries, err)
+		}
+		if send {
+			r0, w0 := st.Reads()
+			mustSend(t, a, conv, storage.MainBranch, question("one more question"))
+			r1, w1 := st.Reads()
+			if n := r1 - r0 + w1 - w0; n > 2 {
+				t.Errorf("the Send after the restore ahead ran %d reads (%d on the readers, %d on the writer); want the head and the header alone", n, r1-r0, w1-w0)
+			}
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(runs); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after Close (a turn sent: %v) the journals are still there: %v", send, err)
+		}
 	}
 }
