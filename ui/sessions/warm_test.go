@@ -212,33 +212,9 @@ func TestLaterSendReads(t *testing.T) {
 // the header under the lock. Each statement is parsed for the first time in the process, a tenth of a
 // millisecond or more apiece on this driver, so they are counted.
 func TestFirstSendReads(t *testing.T) {
-	window, err := filepath.Abs("testdata/support_window.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "first.db")
-	st, err := storage.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(st, demoModel(0))
-	a.SetAgentDirs()
-	conv := mustConversation(t, a, window)
-	for i := range 8 {
-		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err = storage.Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
+	path, conv := windowedBranch(t)
+	st, a := quietProcess(t, path, conv)
 	defer st.Close()
-	a = New(st, demoModel(0))
-	a.SetAgentDirs()
-	a.warm.store.Store(true) // no warm-ups: their reads, in the background, would be counted too
-	a.warm.branch(conv, storage.MainBranch)
 	// the head and the header on the writer; the tail's nodes and calls on a reader (8
 	// when the tail read and the sink looked the branch up again, 5 when a restore read
 	// the turns' attempts too)
@@ -294,34 +270,11 @@ func TestCallWarmUpRunsOnceWhileTheModelThinks(t *testing.T) {
 // first Send of the process its head read and its header alone, and the journal it
 // opened for the turn's lock goes with the store's Close when no turn began.
 func TestRestoreAhead(t *testing.T) {
-	window, err := filepath.Abs("testdata/support_window.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ahead.db")
-	st, err := storage.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(st, demoModel(0))
-	a.SetAgentDirs()
-	conv := mustConversation(t, a, window)
-	for i := range 8 {
-		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path, conv := windowedBranch(t)
 	runs := path + "-runs"
 	for _, send := range []bool{true, false} {
-		if st, err = storage.Open(ctx, path); err != nil {
-			t.Fatal(err)
-		}
-		a = New(st, demoModel(0))
-		a.SetAgentDirs()
-		a.warm.store.Store(true) // no warm-ups: their reads, in the background, would be counted too
-		a.warm.branch(conv, storage.MainBranch)
+		st, a := quietProcess(t, path, conv)
 		a.RestoreAhead(ctx, conv, storage.MainBranch)()
 		if entries, err := os.ReadDir(runs); err != nil || len(entries) != 1 {
 			t.Errorf("journals after the restore ahead: %v (%v), want the branch's", entries, err)
@@ -341,4 +294,44 @@ func TestRestoreAhead(t *testing.T) {
 			t.Errorf("after Close (a turn sent: %v) the journals are still there: %v", send, err)
 		}
 	}
+}
+
+// windowedBranch is a database holding a conversation of the 4-turn-window agent with 8
+// turns on its main branch, closed.
+func windowedBranch(t *testing.T) (path, conv string) {
+	t.Helper()
+	window, err := filepath.Abs("testdata/support_window.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "windowed.db")
+	st, err := storage.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(st, demoModel(0))
+	a.SetAgentDirs()
+	conv = mustConversation(t, a, window)
+	for i := range 8 {
+		mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, conv
+}
+
+// quietProcess opens path as a new process would, with a Service that starts no
+// warm-ups (their reads, in the background, would be counted with a Send's).
+func quietProcess(t *testing.T, path, conv string) (*storage.Store, *Service) {
+	t.Helper()
+	st, err := storage.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(st, demoModel(0))
+	a.SetAgentDirs()
+	a.warm.store.Store(true)
+	a.warm.branch(conv, storage.MainBranch)
+	return st, a
 }
