@@ -21,6 +21,8 @@ import (
 // 1,000 turns, and beside a 30 ms model the commit waited for it). Not earlier: beside
 // the session's restore and the request's last steps they would slow them down on a
 // two-core machine, and a turn that never reaches its model has nothing to commit.
+// `run` restores its branch's session ahead all the same (RestoreAhead), while it reads
+// its own setup: that is work its first Send would do before its model call.
 
 // warmed is what a Service has warmed up.
 type warmed struct {
@@ -85,33 +87,37 @@ func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 const warmAfter = 2 * time.Millisecond
 
 // Prefetch readies the branch for its next turn, so that the Send does not wait for it:
-// it restores and keeps the session (as a Send would) and puts the tip turn's stored
-// requests in the store's write cache (storage.WarmBranch). The workbench calls it when
-// the user starts typing. Errors are left for the Send to report.
+// it restores and keeps the session (as a Send would), opens the branch's journal for
+// the turn's lock (storage.OpenJournal) and puts the tip turn's stored requests in the
+// store's write cache (storage.WarmBranch). The workbench calls it when the user starts
+// typing. Errors are left for the Send to report.
 func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
-	_, _, _, err := a.liveState(ctx, conv, branch, false, false)
-	if err == nil {
-		a.store.OpenJournal(conv, branch)
-	}
-	if err == nil && a.warm.branch(conv, branch) {
+	if a.readyTurn(ctx, conv, branch) && a.warm.branch(conv, branch) {
 		a.store.WarmBranch(ctx, conv, branch)
 	}
 }
 
-// RestoreAhead restores the branch's session in the background, as Prefetch does, and
-// keeps it for the branch's next Send, which finds it ready (or waits for it rather
-// than restoring it again); `sessionbench run` calls it as soon as it knows the
-// conversation, so that the restore runs while it reads the agent and the inputs. It
-// warms none of the branch's stored requests (on a long branch that is tens of
-// milliseconds of CPU, left to the turn's model call: warmAtCall). wait waits for it
-// to end; what goes wrong is left for the Send to report.
+// RestoreAhead does in the background what Prefetch does but the write cache's warm-up
+// (on a long branch tens of milliseconds of CPU, left to the turn's model call:
+// warmAtCall): the branch's next Send finds its session ready, or waits for it rather
+// than restoring it again. `sessionbench run` calls it as soon as it has opened the
+// store, so that the restore runs while it reads the conversation, the agent and the
+// inputs. wait waits for it to end; what goes wrong is left for the Send to report.
 func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err == nil {
-			a.store.OpenJournal(conv, branch)
-		}
+		a.readyTurn(ctx, conv, branch)
 	}()
 	return func() { <-done }
+}
+
+// readyTurn restores and keeps the branch's session and opens its journal, and says
+// whether it could.
+func (a *Service) readyTurn(ctx context.Context, conv, branch string) bool {
+	if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err != nil {
+		return false
+	}
+	a.store.OpenJournal(conv, branch)
+	return true
 }
