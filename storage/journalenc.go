@@ -13,9 +13,10 @@ import (
 )
 
 // A call's journal record is written as every inner call ends, on the turn's path: with
-// encoding/json it cost ~50 µs for a small call, four fifths of it re-scanning what the
-// values' own MarshalJSON methods wrote (encoding/json compacts and escapes each one's
-// output, and a history's maps twice). appendCallRecord writes the same bytes directly:
+// encoding/json it cost 22 µs for a small call (BenchmarkCallRecord; 9 µs written
+// directly), most of it re-scanning what the values' own MarshalJSON methods wrote
+// (encoding/json compacts and escapes each one's output, and a history's maps twice).
+// appendCallRecord writes the same bytes directly:
 // the values' JSON once, with encoding/json's escaping of <, >, & and U+2028/U+2029
 // applied as it copies them (TestCallRecordBytes holds it to json.Marshal's output, field
 // for field of trace.Call). Other records (the header, the end) are rarer and small, and
