@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -13,7 +14,7 @@ import (
 )
 
 // A call's journal record is written as every inner call ends, on the turn's path: with
-// encoding/json it cost 22 µs for a small call (BenchmarkCallRecord; 9 µs written
+// encoding/json it cost 22 µs for a small call (BenchmarkCallRecord; 6 µs written
 // directly), most of it re-scanning what the values' own MarshalJSON methods wrote
 // (encoding/json compacts and escapes each one's output, and a history's maps twice).
 // appendCallRecord writes the same bytes directly:
@@ -95,10 +96,11 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 	dst = appendJSONString(dst, c.ID)
 	str("path", c.Path, false)
 	str("predictor_type", c.PredictorType, false)
-	if dst, err = appendMap(append(dst, `,"inputs":`...), c.Inputs); err != nil {
+	var scratch bytes.Buffer
+	if dst, err = appendMap(append(dst, `,"inputs":`...), &scratch, c.Inputs); err != nil {
 		return nil, err
 	}
-	if dst, err = appendMap(append(dst, `,"outputs":`...), c.Outputs); err != nil {
+	if dst, err = appendMap(append(dst, `,"outputs":`...), &scratch, c.Outputs); err != nil {
 		return nil, err
 	}
 	dst = append(dst, `,"history":{"messages":[`...)
@@ -106,22 +108,37 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendMap(dst, m); err != nil {
+		if dst, err = appendMap(dst, &scratch, m); err != nil {
 			return nil, err
 		}
 	}
 	dst = append(dst, "]}"...)
 	str("adapter", c.Adapter, false)
 	dst = appendMessages(append(dst, `,"messages":`...), c.Messages)
-	val("params", c.Params)
+	if p := c.Params; p.Model == "" && p.Temperature == nil && p.MaxTokens == nil && p.TopP == nil && len(p.Stop) == 0 && p.Seed == nil {
+		dst = append(dst, `,"params":{}`...) // every field is omitted when empty
+	} else {
+		val("params", c.Params)
+	}
 	str("completion", c.Completion, false)
-	val("usage", c.Usage)
+	dst = appendUsage(append(dst, `,"usage":`...), c.Usage)
 	str("model", c.Model, true)
-	val("started", c.Started)
+	started, terr := c.Started.MarshalJSON() // a quoted RFC 3339 time: nothing to escape
+	if terr != nil {
+		return nil, errNotJSON // a year JSON cannot hold: encoding/json says so
+	}
+	dst = append(append(dst, `,"started":`...), started...)
 	dst = strconv.AppendInt(append(dst, `,"latency":`...), int64(c.Latency), 10)
 	str("error", c.Error, true)
 	if len(c.Tries) > 0 {
-		val("attempts", c.Tries)
+		dst = append(dst, `,"attempts":[`...)
+		for i, t := range c.Tries {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendTry(dst, t)
+		}
+		dst = append(dst, ']')
 	}
 	if c.Score != nil {
 		val("score", c.Score)
@@ -147,8 +164,8 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendMarshal appends v by encoding/json: the small values with no MarshalJSON of
-// their own to re-scan (params, usage, times).
+// appendMarshal appends v by encoding/json: the rare values (set params, a score, a
+// base) with no MarshalJSON of their own to re-scan.
 func appendMarshal(dst []byte, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -157,17 +174,19 @@ func appendMarshal(dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-// appendMap appends m's JSON (sig.Map.MarshalJSON's), escaped as encoding/json escapes a
-// marshaler's output; null for nil, as encoding/json writes a nil pointer.
-func appendMap(dst []byte, m *sig.Map) ([]byte, error) {
+// appendMap appends m's JSON (sig.Map.MarshalJSON's: py.CompactJSON, written into
+// scratch), escaped as encoding/json escapes a marshaler's output; null for nil, as
+// encoding/json writes a nil pointer.
+func appendMap(dst []byte, scratch *bytes.Buffer, m *sig.Map) ([]byte, error) {
 	if m == nil {
 		return append(dst, "null"...), nil
 	}
 	if !finite(m) {
 		return nil, errNotJSON
 	}
-	b, _ := m.MarshalJSON() // never fails
-	return appendEscaped(dst, b), nil
+	scratch.Reset()
+	py.WriteCompactJSON(scratch, m)
+	return appendEscaped(dst, scratch.Bytes()), nil
 }
 
 // finite reports whether v (a map's value, as py.CompactJSON walks it) holds no NaN or
@@ -201,8 +220,7 @@ func finite(v any) bool {
 }
 
 // appendMessages appends l as lm.MessageList.MarshalJSON writes it, escaped as
-// encoding/json escapes it: a message with no extra keys directly, as its own
-// MarshalJSON writes it ({"role","content"}, its strings then escaped).
+// encoding/json escapes it.
 func appendMessages(dst []byte, l lm.MessageList) []byte {
 	if l.IsNil() {
 		return append(dst, "null"...)
@@ -212,20 +230,80 @@ func appendMessages(dst []byte, l lm.MessageList) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if m.Extra != "" {
-			b, err := m.MarshalJSON()
-			if err == nil {
-				dst = appendEscaped(dst, b)
-				continue
-			}
-		}
-		dst = append(dst, `{"role":`...)
-		dst = appendJSONString(dst, m.Role)
-		dst = append(dst, `,"content":`...)
-		dst = appendJSONString(dst, m.Content)
-		dst = append(dst, '}')
+		dst = appendMessage(dst, m)
 	}
 	return append(dst, ']')
+}
+
+// appendMessage appends m as encoding/json writes it: one with no extra keys directly,
+// as its own MarshalJSON writes it ({"role","content"}, its strings then escaped).
+func appendMessage(dst []byte, m lm.Message) []byte {
+	if m.Extra != "" {
+		if b, err := m.MarshalJSON(); err == nil {
+			return appendEscaped(dst, b)
+		}
+	}
+	dst = append(dst, `{"role":`...)
+	dst = appendJSONString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = appendJSONString(dst, m.Content)
+	return append(dst, '}')
+}
+
+// usageRecordFields and tryRecordFields are lm.Usage's and lm.Try's JSON keys in the
+// order appendUsage and appendTry write them (TestCallRecordFields).
+var (
+	usageRecordFields = []string{"prompt_tokens", "completion_tokens", "cached_tokens", "total_tokens", "estimated"}
+	tryRecordFields   = []string{"n", "status", "error", "wait", "latency", "retrying", "adapter", "messages", "completion"}
+)
+
+// appendUsage appends u as encoding/json writes it.
+func appendUsage(dst []byte, u lm.Usage) []byte {
+	dst = strconv.AppendInt(append(dst, `{"prompt_tokens":`...), int64(u.PromptTokens), 10)
+	dst = strconv.AppendInt(append(dst, `,"completion_tokens":`...), int64(u.CompletionTokens), 10)
+	if u.CachedTokens != 0 {
+		dst = strconv.AppendInt(append(dst, `,"cached_tokens":`...), int64(u.CachedTokens), 10)
+	}
+	dst = strconv.AppendInt(append(dst, `,"total_tokens":`...), int64(u.TotalTokens), 10)
+	if u.Estimated {
+		dst = append(dst, `,"estimated":true`...)
+	}
+	return append(dst, '}')
+}
+
+// appendTry appends t as encoding/json writes it (every field but n omitted when empty).
+func appendTry(dst []byte, t lm.Try) []byte {
+	num := func(key string, v int64) {
+		if v != 0 {
+			dst = strconv.AppendInt(append(append(append(dst, ',', '"'), key...), '"', ':'), v, 10)
+		}
+	}
+	str := func(key, v string) {
+		if v != "" {
+			dst = appendJSONString(append(append(append(dst, ',', '"'), key...), '"', ':'), v)
+		}
+	}
+	dst = strconv.AppendInt(append(dst, `{"n":`...), int64(t.N), 10)
+	num("status", int64(t.Status))
+	str("error", t.Err)
+	num("wait", int64(t.Wait))
+	num("latency", int64(t.Latency))
+	if t.Retrying {
+		dst = append(dst, `,"retrying":true`...)
+	}
+	str("adapter", t.Adapter)
+	if len(t.Messages) > 0 {
+		dst = append(dst, `,"messages":[`...)
+		for i, m := range t.Messages {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendMessage(dst, m)
+		}
+		dst = append(dst, ']')
+	}
+	str("completion", t.Completion)
+	return append(dst, '}')
 }
 
 // appendEscaped appends compact JSON text b with encoding/json's escaping of what a

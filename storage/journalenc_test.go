@@ -14,19 +14,28 @@ import (
 	"github.com/sessionbench/sessionbench/core/trace"
 )
 
-// TestCallRecordFields fails when trace.Call gains, loses or reorders a JSON field that
-// appendCall does not know of: a call's journal record would drop it.
+// TestCallRecordFields fails when trace.Call, lm.Usage or lm.Try gains, loses or
+// reorders a JSON field that journalenc.go does not know of: a call's journal record
+// would drop it.
 func TestCallRecordFields(t *testing.T) {
-	var got []string
-	ct := reflect.TypeFor[trace.Call]()
-	for i := range ct.NumField() {
-		name, _, _ := strings.Cut(ct.Field(i).Tag.Get("json"), ",")
-		if name != "-" {
-			got = append(got, name)
+	for _, c := range []struct {
+		typ   reflect.Type
+		known []string
+	}{
+		{reflect.TypeFor[trace.Call](), callRecordFields},
+		{reflect.TypeFor[lm.Usage](), usageRecordFields},
+		{reflect.TypeFor[lm.Try](), tryRecordFields},
+	} {
+		var got []string
+		for i := range c.typ.NumField() {
+			name, _, _ := strings.Cut(c.typ.Field(i).Tag.Get("json"), ",")
+			if name != "-" {
+				got = append(got, name)
+			}
 		}
-	}
-	if !reflect.DeepEqual(got, callRecordFields) {
-		t.Fatalf("trace.Call's JSON fields are\n%v\nappendCall writes\n%v\n(update storage/journalenc.go)", got, callRecordFields)
+		if !reflect.DeepEqual(got, c.known) {
+			t.Errorf("%s's JSON fields are\n%v\nstorage/journalenc.go writes\n%v", c.typ, got, c.known)
+		}
 	}
 }
 
@@ -54,7 +63,11 @@ func fullCall() *trace.Call {
 		Started:    time.Date(2026, 11, 28, 10, 0, 0, 123456789, time.UTC),
 		Latency:    1234 * time.Microsecond,
 		Error:      "parse <failed>",
-		Tries:      []lm.Try{{N: 1, Status: 429, Err: "rate <limited>", Wait: time.Second, Retrying: true, Adapter: "json", Messages: []lm.Message{{Role: "user", Content: "x<y"}}, Completion: "no"}},
+		Tries: []lm.Try{
+			{N: 1, Status: 429, Err: "rate <limited>", Wait: time.Second, Latency: time.Millisecond, Retrying: true, Adapter: "json",
+				Messages: []lm.Message{{Role: "user", Content: "x<y"}, {Role: "user", Content: "n", Extra: `{"name":"a&b"}`}}, Completion: "no"},
+			{N: 2},
+		},
 		Score:      &score,
 		Children:   []*trace.Call{{ID: "t3.c2.1", Path: "inner", Messages: lm.MessagesOf(nil)}, nil},
 		RawRequest: `{"a":"<b>"}`, RawResponse: "data: {}\n\n", Recovered: trace.RecoveredExact,
@@ -63,10 +76,11 @@ func fullCall() *trace.Call {
 
 func TestCallRecordBytes(t *testing.T) {
 	full := fullCall()
-	v := reflect.ValueOf(*full)
-	for i := range v.NumField() {
-		if v.Field(i).IsZero() {
-			t.Fatalf("fullCall leaves %s unset: the test would not check it", v.Type().Field(i).Name)
+	for _, v := range []reflect.Value{reflect.ValueOf(*full), reflect.ValueOf(full.Usage), reflect.ValueOf(full.Tries[0])} {
+		for i := range v.NumField() {
+			if v.Field(i).IsZero() {
+				t.Fatalf("fullCall leaves %s.%s unset: the test would not check it", v.Type(), v.Type().Field(i).Name)
+			}
 		}
 	}
 	cases := []struct {
@@ -76,16 +90,20 @@ func TestCallRecordBytes(t *testing.T) {
 		{"every field", runCall{Call: full}},
 		{"nested, with a base", runCall{Parent: "t3.c1", Call: full, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3, Hist: 2, MsgsFrom: 4, MsgsLen: 1}}},
 		{"empty call", runCall{Call: &trace.Call{}}},
+		{"params set", runCall{Call: &trace.Call{Params: lm.Params{Stop: []string{}, Seed: new(int64)}}}},
+		{"a year JSON cannot hold", runCall{Call: &trace.Call{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
 		{"nil maps, empty history, no request", runCall{Call: &trace.Call{ID: "x", History: sig.History{Messages: []*sig.Map{}}, Messages: lm.MessagesOf([]lm.Message{})}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want, err := json.Marshal(c.rc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, wantErr := json.Marshal(c.rc)
 			got, err := recordJSON(c.rc)
-			if err != nil {
+			switch {
+			case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
+				t.Fatalf("recordJSON = %s, %v; want encoding/json's error %v", got, err, wantErr)
+			case wantErr != nil:
+				return
+			case err != nil:
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {

@@ -94,6 +94,9 @@ func CompactJSON(v any) string {
 	return b.String()
 }
 
+// WriteCompactJSON writes what CompactJSON returns into b, for a caller reusing a buffer.
+func WriteCompactJSON(b *bytes.Buffer, v any) { _ = writeJSON(b, v, jsonStd) }
+
 func writeJSON(b *bytes.Buffer, v any, mode jsonMode) error {
 	sep, kv := ",", ":"
 	if mode.py {
