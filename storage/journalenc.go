@@ -131,14 +131,7 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 	dst = strconv.AppendInt(append(dst, `,"latency":`...), int64(c.Latency), 10)
 	str("error", c.Error, true)
 	if len(c.Tries) > 0 {
-		dst = append(dst, `,"attempts":[`...)
-		for i, t := range c.Tries {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendTry(dst, t)
-		}
-		dst = append(dst, ']')
+		dst = appendList(dst, "attempts", c.Tries, appendTry)
 	}
 	if c.Score != nil {
 		val("score", c.Score)
@@ -293,14 +286,7 @@ func appendTry(dst []byte, t lm.Try) []byte {
 	}
 	str("adapter", t.Adapter)
 	if len(t.Messages) > 0 {
-		dst = append(dst, `,"messages":[`...)
-		for i, m := range t.Messages {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendMessage(dst, m)
-		}
-		dst = append(dst, ']')
+		dst = appendList(dst, "messages", t.Messages, appendMessage)
 	}
 	str("completion", t.Completion)
 	return append(dst, '}')
@@ -326,4 +312,16 @@ func appendEscaped(dst, b []byte) []byte {
 		}
 	}
 	return append(dst, b[start:]...)
+}
+
+// appendList appends `,"key":[...]`, each item by f.
+func appendList[T any](dst []byte, key string, items []T, f func([]byte, T) []byte) []byte {
+	dst = append(append(append(dst, ',', '"'), key...), `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = f(dst, it)
+	}
+	return append(dst, ']')
 }
