@@ -17,11 +17,11 @@ import (
 // encoding/json it cost 22 µs for a small call (BenchmarkCallRecord; 6 µs written
 // directly), most of it re-scanning what the values' own MarshalJSON methods wrote
 // (encoding/json compacts and escapes each one's output, and a history's maps twice).
-// appendCallRecord writes the same bytes directly:
-// the values' JSON once, with encoding/json's escaping of <, >, & and U+2028/U+2029
-// applied as it copies them (TestCallRecordBytes holds it to json.Marshal's output, field
-// for field of trace.Call). Other records (the header, the end) are rarer and small, and
-// go through encoding/json.
+// appendCallRecord writes the same bytes directly: the values' JSON once, with
+// encoding/json's escaping of <, >, & and U+2028/U+2029 applied as it copies them
+// (TestCallRecordBytes holds it to json.Marshal's output, field for field of
+// trace.Call). Other records (the header, the end) are rarer and small, and go through
+// encoding/json.
 
 // callRecordFields are trace.Call's JSON keys in the order appendCall writes them: a field
 // added to trace.Call must be added to both (TestCallRecordFields).
@@ -188,10 +188,6 @@ func finite(v any) bool {
 	switch t := v.(type) {
 	case float64:
 		return !math.IsNaN(t) && !math.IsInf(t, 0)
-	case *sig.Map:
-		ok := true
-		t.Range(func(_ string, e any) bool { ok = finite(e); return ok })
-		return ok
 	case []any:
 		for _, e := range t {
 			if !finite(e) {
@@ -204,7 +200,7 @@ func finite(v any) bool {
 			fields.Range(func(_ string, e any) bool { ok = finite(e); return ok })
 			return ok
 		}
-	case py.Dict:
+	case py.Dict: // a *sig.Map among them
 		ok := true
 		t.Range(func(_ string, e any) bool { ok = finite(e); return ok })
 		return ok
