@@ -35,6 +35,8 @@ type BranchSink struct {
 	// turn following another journals them against that turn's stored calls: seededCall).
 	prev      int64
 	prevCalls map[string]*trace.Call
+	// adopted is the hold the next BeginTurn takes over (Adopt).
+	adopted *TurnHold
 	// branchID is the branch's id as BeginTurn last found it (before: as the store's
 	// last head read of the branch found it, or 0): the next turn locks that journal
 	// without looking the branch up first, and its header, read under the lock, finds
@@ -163,55 +165,30 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 		in = sql.NullString{String: "{}", Valid: true}
 	}
 	b.mu.Lock()
-	resume := b.resume
-	b.resume, b.began = "", ""
+	resume, held := b.resume, b.adopted
+	b.resume, b.began, b.adopted = "", "", nil
 	b.mu.Unlock()
-	if b.s.readOnly != "" {
-		return "", fmt.Errorf("storage: %s: %s; nothing was changed: %w", b.s.path, b.s.readOnly, ErrReadOnly)
+	var f *os.File
+	if held != nil {
+		f = held.take() // nil when it was released meanwhile
 	}
-	// the turn before, committed here, is in the database first (commitlater.go)
-	if err := b.s.pending.wait(ctx); err != nil {
+	if f == nil {
+		if held, err = b.Hold(ctx); err != nil {
+			return "", err
+		}
+		f = held.take()
+	}
+	h, err := b.begin(ctx, f, held, in.String, resume)
+	if err != nil {
+		b.s.releaseRun(f)
+		f.Close()
 		return "", err
 	}
+	key := turnKey(h.ID)
 	b.mu.Lock()
-	id := b.branchID
+	b.runs[key], b.began = &run{f: f, h: h}, key
 	b.mu.Unlock()
-	for {
-		known := id != 0
-		if !known {
-			br, err := b.openBranch(ctx)
-			if err != nil {
-				return "", err
-			}
-			id = br.ID
-		}
-		f, holder, err := b.s.lockRun(ctx, id)
-		if err != nil {
-			return "", err
-		}
-		if f == nil {
-			return "", runBusyError(b.branch, holder)
-		}
-		if err := b.s.late.take(id); err != nil {
-			b.s.leaveOpen(id, f)
-			return "", fmt.Errorf("%w; this turn was not begun: send it again", lateError(err))
-		}
-		h, err := b.begin(ctx, f, id, in.String, resume)
-		if err != nil {
-			f.Close()
-			if known && errors.Is(err, errBranchReplaced) {
-				id = 0 // the name names another branch now: look it up
-				continue
-			}
-			return "", err
-		}
-		key := turnKey(h.ID)
-		b.s.holdRun(f)
-		b.mu.Lock()
-		b.runs[key], b.began, b.branchID = &run{f: f, h: h}, key, id
-		b.mu.Unlock()
-		return key, nil
-	}
+	return key, nil
 }
 
 // errBranchReplaced is header's when the branch it was given is no longer the one the
@@ -226,25 +203,20 @@ func (b *BranchSink) openBranch(ctx context.Context) (*Branch, error) {
 	return branchByName(ctx, b.s.r, b.conv, b.branch)
 }
 
-// begin writes the header of the turn beginning on branch branchID into its journal f,
-// which this process has just locked.
-func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inputs, resume string) (*runHeader, error) {
-	// the journal of a turn whose process died before anyone read it: keep it first
-	if err := b.s.keepLeft(ctx, f); err != nil {
-		return nil, err
-	}
-	// Read after the lock: the branch as the last turn on it left it.
-	h, left, err := b.header(ctx, branchID, inputs, resume)
+// begin writes the header of the turn beginning on the branch held into its journal
+// f, which the hold had locked.
+func (b *BranchSink) begin(ctx context.Context, f *os.File, held *TurnHold, inputs, resume string) (*runHeader, error) {
+	h, left, err := b.header(ctx, held.br, held.open, inputs, resume)
 	if err != nil {
 		return nil, err
 	}
 	if left > 0 {
-		if err := b.s.write(ctx, func(tx *wtx) error { return supersede(ctx, tx, b.conv, branchID, h.ID) }); err != nil {
+		if err := b.s.write(ctx, func(tx *wtx) error { return supersede(ctx, tx, b.conv, held.id, h.ID) }); err != nil {
 			return nil, err
 		}
 	}
 	if h.ID == 0 { // the branch has no turn id reserved (turnids.go)
-		if h.ID, err = b.s.reserveForBranch(ctx, branchID); err != nil {
+		if h.ID, err = b.s.reserveForBranch(ctx, held.id); err != nil {
 			return nil, err
 		}
 	}
@@ -254,38 +226,10 @@ func (b *BranchSink) begin(ctx context.Context, f *os.File, branchID int64, inpu
 	return h, nil
 }
 
-// header is the journal header of a turn beginning on branch branchID (its id still 0
-// unless it takes up turn resume in place), read from the database, and how many turns
-// left running or interrupted there the turn supersedes.
-func (b *BranchSink) header(ctx context.Context, branchID int64, inputs, resume string) (*runHeader, int, error) {
-	hot := b.s.hotReads(ctx) // the branch as the last commit left it (hotread.go)
-	br, st, nLeft, err := branchForTurn(ctx, hot, b.conv, b.branch)
-	if err != nil {
-		return nil, 0, err
-	}
-	if br.ID != branchID {
-		return nil, 0, fmt.Errorf("storage: branch %q of %q was replaced while the turn began: %w: %w", b.branch, b.conv, ErrConflict, errBranchReplaced)
-	}
-	if err := takesTurns(b.conv, st); err != nil {
-		return nil, 0, err
-	}
-	// The turns left running or interrupted on the branch (rarely any: read only then):
-	// one stored running by a live process (an earlier version of this program kept
-	// turns in flight in the database) makes the branch busy; the others the caller
-	// supersedes.
-	var open []*TurnNode
-	if nLeft > 0 {
-		open, err = queryNodes(ctx, hot, "SELECT "+nodeColumns+` FROM turns t WHERE t.conv_id = ? AND t.status IN ('running', 'interrupted') AND t.branch_id = ?`,
-			b.conv, br.ID)
-		if err != nil {
-			return nil, 0, fmt.Errorf("storage: running turns of %q: %w", br.Name, err)
-		}
-	}
-	for _, n := range open {
-		if n.Status == trace.StatusRunning && n.Owner != nil && n.Owner.Alive {
-			return nil, 0, busyError(br.Name, n.Index, n.id.Int64, n.Owner, n.Started)
-		}
-	}
+// header is the journal header of a turn beginning on branch br as read under its lock,
+// with open the turns left running or interrupted there (its id still 0 unless it takes
+// up turn resume in place), and how many of those the turn supersedes.
+func (b *BranchSink) header(ctx context.Context, br *Branch, open []*TurnNode, inputs, resume string) (*runHeader, int, error) {
 	h := &runHeader{V: journalVersion, Conv: b.conv, Branch: b.branch, BranchID: br.ID, Parent: br.tipID.Int64, Depth: br.Length,
 		Inputs: inputs, PID: os.Getpid(), Host: hostName(), Started: now()}
 	if resume != "" {

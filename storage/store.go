@@ -39,6 +39,7 @@ type Store struct {
 	hot  *readDB // the reads right before a turn, on the writer connection (hotread.go)
 
 	// imports is held shared by importDeadOf while it imports a journal it found dead,
+	// and by Hold from its lock through the import of what the journal held (keepLeft);
 	// exclusively by liveRuns: a listing never meets a turn half-imported (its journal
 	// locked by this process, its row not stored yet), which it would take for one
 	// running, as a `run` restoring its branch ahead (importing) while it lists the turns

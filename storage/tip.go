@@ -45,11 +45,16 @@ func (s *Store) readHead(ctx context.Context, convID, branch string) (string, *T
 		return "", nil, 0, 0, err
 	}
 	s.branchIDs.Store(branchKey(convID, branch), b.ID)
+	agent, tip, total := headOf(b)
+	return agent, tip, total, b.ID, nil
+}
+
+// headOf is branch b's head as BranchHead gives it, b read by branchForTurn.
+func headOf(b *Branch) (agent string, tip *TurnNode, total int) {
 	if !b.tipID.Valid {
-		return b.agent, nil, 0, b.ID, nil
+		return b.agent, nil, 0
 	}
-	n := &TurnNode{Key: turnKey(b.tipID.Int64), Index: b.Length - 1, Started: parseTime(b.tipStarted.String)}
-	return b.agent, n, b.Length, b.ID, nil
+	return b.agent, &TurnNode{Key: turnKey(b.tipID.Int64), Index: b.Length - 1, Started: parseTime(b.tipStarted.String)}, b.Length
 }
 
 // branchKey is the key of a branch name in Store.branchIDs.

@@ -303,7 +303,11 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if err != nil {
 		return err
 	}
-	h, _, err := sink.header(rctx, br.ID, inJSON.String, "")
+	held, open, err := sink.readHeld(rctx, br.ID)
+	if err != nil {
+		return err
+	}
+	h, _, err := sink.header(rctx, held, open, inJSON.String, "")
 	if err != nil {
 		return err
 	}

@@ -329,13 +329,24 @@ func (a *Service) moveLive(st *branchState, e *pathEntry, n int, added []string)
 // caller alone (a turn is about to run on it) and must be given back with giveBack;
 // otherwise it is shared and only read.
 func (a *Service) liveState(ctx context.Context, conv, branch string, take, full bool) (*branchState, *pathEntry, *liveSession, error) {
+	return a.liveStateAt(ctx, conv, branch, take, full, nil)
+}
+
+// liveStateAt is liveState on the branch as hold read it under the branch's lock (nil:
+// as read now).
+func (a *Service) liveStateAt(ctx context.Context, conv, branch string, take, full bool, hold *storage.TurnHold) (*branchState, *pathEntry, *liveSession, error) {
 	st := a.cache.state(conv + "\x00" + branch)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	// the conversation's agent and the branch's tip, in one read (under st.mu, as check
 	// reads the tip: what the read finds is compared with the cached path)
-	ref, tip, total, err := a.store.BranchHead(ctx, conv, branch)
-	if err != nil {
+	var ref string
+	var tip *storage.TurnNode
+	var total int
+	var err error
+	if hold != nil {
+		ref, tip, total = hold.Head()
+	} else if ref, tip, total, err = a.store.BranchHead(ctx, conv, branch); err != nil {
 		return nil, nil, nil, err
 	}
 	head := &branchTip{tip, total}

@@ -49,6 +49,9 @@ type Service struct {
 	callHists pathCache[sig.History]
 	// warm is what this service has warmed up (warm.go).
 	warm warmed
+	// aheads holds the RestoreAheads not yet taken over by a Send, by conv + "\x00" +
+	// branch; guarded by mu.
+	aheads map[string]*aheadTurn
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
@@ -318,10 +321,18 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
-	st, from, live, err := a.liveState(ctx, req.Conv, req.Branch, true, false)
+	// the branch locked for the turn first, so that the session is restored from the
+	// branch the turn follows (storage.TurnHold), which the turn then begins on
+	hold, err := a.holdTurn(ctx, req.Conv, req.Branch)
 	if err != nil {
 		return nil, err
 	}
+	defer hold.Release() // a no-op once the turn took it over
+	st, from, live, err := a.liveStateAt(ctx, req.Conv, req.Branch, true, false, hold)
+	if err != nil {
+		return nil, err
+	}
+	live.run.sink.Adopt(hold)
 	t, err := a.run(ctx, live.run, a.model, a.resolver, req.Inputs, events)
 	if _, explicit := req.Inputs.Get(live.run.s.HistoryField()); !explicit && keepsLive(live.run.s) {
 		// An explicit history may replace the session's; otherwise the session is the

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sessionbench/sessionbench/storage"
 )
 
 // Warming up: the first turn of a process pays for what later turns find ready, SQLite's
@@ -97,19 +99,75 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 	}
 }
 
-// RestoreAhead does in the background what Prefetch does but the write cache's warm-up
-// (on a long branch tens of milliseconds of CPU, left to the turn's model call:
-// warmAtCall): the branch's next Send finds its session ready, or waits for it rather
-// than restoring it again. `sessionbench run` calls it as soon as it has opened the
-// store, so that the restore runs while it reads the conversation, the agent and the
-// inputs. wait waits for it to end; what goes wrong is left for the Send to report.
+// RestoreAhead does in the background what a Send does before its turn begins: it
+// locks the branch for the turn (storage.TurnHold: the branch as read under the lock
+// is the branch the turn follows) and restores its session from what it read. The
+// branch's next Send takes both over, waiting for them if need be, and neither locks
+// nor reads the branch again. `sessionbench run` calls it as soon as it has opened
+// the store, so that this runs while it reads the conversation, the agent and the
+// inputs. wait waits for it to end and lets the branch go if no Send took the hold;
+// what goes wrong is left for the Send to report. The write cache's warm-up (on a long
+// branch tens of milliseconds of CPU) is left to the turn's model call (warmAtCall).
 func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
-	done := make(chan struct{})
+	ah := &aheadTurn{done: make(chan struct{})}
+	k := conv + "\x00" + branch
+	a.mu.Lock()
+	if a.aheads == nil {
+		a.aheads = map[string]*aheadTurn{}
+	}
+	a.aheads[k] = ah
+	a.mu.Unlock()
 	go func() {
-		defer close(done)
-		a.readyTurn(ctx, conv, branch)
+		defer close(ah.done)
+		hold, err := a.store.Sink(conv, branch).Hold(ctx)
+		if err != nil {
+			return // busy, or no such branch: the Send says so
+		}
+		if _, _, _, err := a.liveStateAt(ctx, conv, branch, false, false, hold); err != nil {
+			hold.Release()
+			return
+		}
+		ah.hold = hold
 	}()
-	return func() { <-done }
+	return func() {
+		<-ah.done
+		a.mu.Lock()
+		if a.aheads[k] == ah {
+			delete(a.aheads, k)
+		}
+		a.mu.Unlock()
+		if ah.hold != nil {
+			ah.hold.Release() // a no-op once a turn took it over
+		}
+	}
+}
+
+// aheadTurn is a RestoreAhead in progress or done: hold is set (before done is
+// closed) when it holds the branch with its session restored.
+type aheadTurn struct {
+	done chan struct{}
+	hold *storage.TurnHold
+}
+
+// holdTurn locks the branch for a Send's turn: the hold RestoreAhead took, once it is
+// done, or a new one.
+func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.TurnHold, error) {
+	k := conv + "\x00" + branch
+	a.mu.Lock()
+	ah := a.aheads[k]
+	delete(a.aheads, k)
+	a.mu.Unlock()
+	if ah != nil {
+		select {
+		case <-ah.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if ah.hold != nil {
+			return ah.hold, nil
+		}
+	}
+	return a.store.Sink(conv, branch).Hold(ctx)
 }
 
 // readyTurn restores and keeps the branch's session and opens its journal, and says

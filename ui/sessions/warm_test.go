@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
+	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
 )
@@ -161,10 +162,10 @@ func TestFirstCallWarmsUp(t *testing.T) {
 	}
 }
 
-// A later Send on a branch reads before its turn begins only the branch's head (the
-// conversation's agent and the tip, in one read) and, under the journal's lock, the
-// branch with its conversation's status and the turns left open on it: its reads are
-// each tens of microseconds on this driver, so they are counted.
+// A later Send on a branch reads before its turn begins only the branch under the
+// journal's lock (the conversation's agent and status, the tip and the turns left open
+// on it, in one read), which its cached session is checked against: its reads are each
+// tens of microseconds on this driver, so they are counted.
 func TestLaterSendReads(t *testing.T) {
 	window, err := filepath.Abs("testdata/support_window.toml")
 	if err != nil {
@@ -188,9 +189,10 @@ func TestLaterSendReads(t *testing.T) {
 				mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("question %d: I can't log in", i)))
 			}
 			// 6 before the branch's head was one read, the sink kept its branch's id and the
-			// header read the turns left running on it in the same query;
-			// all on the writer connection, whose pages the last commit left warm
-			const maxReads = 2
+			// header read the turns left running on it in the same query; 2 before the head
+			// was read under the lock (storage.TurnHold) instead of once before it and again
+			// under it; on the writer connection, whose pages the last commit left warm
+			const maxReads = 1
 			for i := range 3 {
 				r0, w0 := st.Reads()
 				mustSend(t, a, conv, storage.MainBranch, question(fmt.Sprintf("one more question (%d)", i)))
@@ -267,25 +269,53 @@ func TestCallWarmUpRunsOnceWhileTheModelThinks(t *testing.T) {
 }
 
 // TestRestoreAhead: what `run` does while it reads its setup (RestoreAhead) leaves the
-// first Send of the process its head read and its header alone, and the journal it
-// opened for the turn's lock goes with the store's Close when no turn began.
+// first Send of the process no read at all (it locked the branch and read it under the
+// lock, for the Send to take over); the branch is held until then, and let go by the
+// wait when no Send came; the journal goes with the store's Close either way.
 func TestRestoreAhead(t *testing.T) {
 	ctx := context.Background()
 	path, conv := windowedBranch(t)
 	runs := path + "-runs"
 	for _, send := range []bool{true, false} {
 		st, a := quietProcess(t, path, conv)
-		a.RestoreAhead(ctx, conv, storage.MainBranch)()
-		if entries, err := os.ReadDir(runs); err != nil || len(entries) != 1 {
-			t.Errorf("journals after the restore ahead: %v (%v), want the branch's", entries, err)
+		wait := a.RestoreAhead(ctx, conv, storage.MainBranch)
+		a.mu.Lock()
+		ahead := a.aheads[conv+"\x00"+storage.MainBranch]
+		a.mu.Unlock()
+		<-ahead.done // done, not waited for: the hold is still the Send's to take
+		other, err := storage.Open(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink := other.Sink(conv, storage.MainBranch)
+		if send {
+			// another process finds the branch held (it waits a second for a turn's
+			// header that does not come, then gives up)
+			if _, err := sink.BeginTurn(ctx, question("meanwhile")); !errors.Is(err, storage.ErrBusy) {
+				t.Errorf("another process's turn while the restore ahead holds the branch: %v, want busy", err)
+			}
 		}
 		if send {
 			r0, w0 := st.Reads()
 			mustSend(t, a, conv, storage.MainBranch, question("one more question"))
 			r1, w1 := st.Reads()
-			if n := r1 - r0 + w1 - w0; n > 2 {
-				t.Errorf("the Send after the restore ahead ran %d reads (%d on the readers, %d on the writer); want the head and the header alone", n, r1-r0, w1-w0)
+			if n := r1 - r0 + w1 - w0; n > 0 {
+				t.Errorf("the Send after the restore ahead ran %d reads (%d on the readers, %d on the writer); want none", n, r1-r0, w1-w0)
 			}
+		}
+		wait()
+		if entries, err := os.ReadDir(runs); err != nil || len(entries) != 1 {
+			t.Errorf("journals after the restore ahead: %v (%v), want the branch's", entries, err)
+		}
+		// let go: the other process's turn begins now (and is given up)
+		key, err := sink.BeginTurn(ctx, question("after"))
+		if err != nil {
+			t.Errorf("another process's turn after the restore ahead's wait (a turn sent: %v): %v", send, err)
+		} else if err := sink.AbortTurn(ctx, key, &trace.Turn{Status: trace.StatusCancelled}); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
 		}
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
