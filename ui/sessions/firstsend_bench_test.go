@@ -41,8 +41,9 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 // work more room). It is issue 19's "overhead beyond the model call", on the paths a user
 // hits:
 //   - run: the first Send of a new process as `sessionbench run` makes it (ui/cli/run.go):
-//     a fresh Store, what `run` does before it (its reads, with the branch's session
-//     restored beside them: Service.RestoreAhead), then the Send (model call, commit),
+//     a fresh Store, what `run` does before it (its reads, with the branch held for the
+//     turn and its session restored beside them: Service.RestoreAhead), then the Send
+//     (model call, commit),
 //     whose first model call starts the store's and the branch's warm-ups in the
 //     background (ui/sessions/warm.go).
 //   - cold: the same with the restore ahead and the warm-ups turned off, what they save:
