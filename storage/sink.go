@@ -153,8 +153,8 @@ func dash(s string) string {
 
 // BeginTurn begins a turn after the branch tip, in flight in this process: it takes the
 // branch's journal (a branch with a turn in flight in a live process is busy: ErrBusy,
-// naming the process) and writes the turn's header there; the database is not written.
-// Turns on the branch whose process is gone are superseded (kept, cancelled): new input
+// naming the process), or takes over the hold Adopt gave it, and writes the turn's
+// header there; the database is not written. Turns on the branch whose process is gone are superseded (kept, cancelled): new input
 // replaces an interrupted turn, as in HPD-Agent.
 func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, error) {
 	in, err := jsonOf(inputs)
@@ -191,7 +191,7 @@ func (b *BranchSink) BeginTurn(ctx context.Context, inputs *sig.Map) (string, er
 	return key, nil
 }
 
-// errBranchReplaced is header's when the branch it was given is no longer the one the
+// errBranchReplaced is readHeld's when the branch it was given is no longer the one the
 // sink's branch name names.
 var errBranchReplaced = errors.New("the branch was replaced")
 
