@@ -93,10 +93,7 @@ func (b *BranchSink) Hold(ctx context.Context) (*TurnHold, error) {
 
 // Head is the branch as read under the lock, as Store.BranchHead gives it: the
 // conversation's agent, the tip (nil when the branch is empty) and the path's length.
-func (h *TurnHold) Head() (agent string, tip *TurnNode, total int) {
-	agent, tip, total = headOf(h.br)
-	return agent, tip, total
-}
+func (h *TurnHold) Head() (agent string, tip *TurnNode, total int) { return headOf(h.br) }
 
 // Release lets the branch go, unless a turn took the hold over. It may be called more
 // than once.
