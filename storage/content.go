@@ -433,6 +433,7 @@ func storedPrefix(ctx context.Context, wc *writeCache, tx *wtx, items []listItem
 // cache (one walk up the tree), and returns that last node; n 0 when the path there is
 // not items[:n] (its hashes only collide).
 func (c *writeCache) cachePath(ctx context.Context, tx *wtx, last int64, items []listItem, chain []hash16, n int) (nodeRef, int, error) {
+	c.readBack.Add(1)
 	path, err := walkUp(ctx, tx, last)
 	if err != nil {
 		return nodeRef{}, 0, err

@@ -98,6 +98,17 @@ func (s *Store) Parses() (writer, reader int64) {
 	return s.wParses.Load(), s.rParses.Load()
 }
 
+// ListsReadBack is how many stored requests and histories the store's commits have read
+// back, to learn what a new one shares with them: the costly lookup that seeding a
+// call (BranchSink.PrepareCall) and warming a branch (WarmBranch) spare a commit.
+func (s *Store) ListsReadBack() int64 {
+	s.pending.wait(context.Background())
+	if s.wc == nil {
+		return 0
+	}
+	return s.wc.readBack.Load()
+}
+
 // Reads is how many read statements the store has run since Open: on its readers
 // (routed into a write transaction included), and on the writer connection (hot reads,
 // hotread.go). On this driver each costs tens of microseconds, so a Send's reads are

@@ -197,8 +197,22 @@ func (b *BranchSink) PrepareCall(ctx context.Context, c *trace.Call) {
 		defer close(sd.done)
 		r.seedMu.Lock()
 		defer r.seedMu.Unlock()
+		b.s.readyCache(ctx)
 		_, sd.ref = r.seededCall(ctx, b.s, snap, true)
 	}()
+}
+
+// readyCache begins the write cache when no write transaction of the process has yet
+// (the first turn of a process, when nothing prefetched the branch): what seededCall
+// puts into a cache not begun is refused (seedPath), for the first begin empties it,
+// and the turn's commit then reads back every text the call shares with the turn
+// before (at 1,000 turns of an agent with no window, a 2,000-message request: about
+// 20 ms of CPU). A transaction begun and rolled back does it, beside the model's answer.
+func (s *Store) readyCache(ctx context.Context) {
+	if s.readOnly != "" || s.wc == nil || s.wc.resets.Load() > 0 {
+		return
+	}
+	_ = s.trial(ctx, false, func(*wtx) error { return nil }) // a failure leaves the seed refused: the commit looks the prefix up
 }
 
 // seeded is seededCall for RecordCall: PrepareCall's result when it was done for what c

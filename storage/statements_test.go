@@ -30,7 +30,8 @@ func TestWindowedTurnStatements(t *testing.T) {
 	nodes := func() int { return listNodes(t, s) }
 	reserved := 0
 	for i := 0; i < n; i++ {
-		ran0, next0 := s.wc.ran.Load(), nextTurnIDs(t, s)
+		next0 := nextTurnIDs(t, s) // a read: it waits for the turn before's transaction
+		ran0 := s.wc.ran.Load()
 		if _, err := runTurn(ctx, sink, fixtureTurn(i, window, false)); err != nil {
 			t.Fatal(err)
 		}

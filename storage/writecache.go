@@ -66,6 +66,9 @@ type writeCache struct {
 	// ran counts the statements run in write transactions (a turn's cost is mostly
 	// theirs: 10-100 µs each on this driver).
 	ran atomic.Int64
+	// readBack counts the stored lists read back to learn the prefix a list shares with
+	// them (cachePath): the one costly lookup, which seeding and warming spare a commit.
+	readBack atomic.Int64
 }
 
 type contentRef struct {

@@ -229,6 +229,30 @@ func TestFirstSendReads(t *testing.T) {
 	}
 }
 
+// The first Send of a process that nobody prefetched for (`sessionbench run`) seeds its
+// long calls against the turn before as they begin (storage.BranchSink.PrepareCall),
+// although the process has written nothing yet: its commit reads none of the stored
+// requests and histories back (at 1,000 turns of SupportAgent, that read cost the first
+// Send's process about 30 ms of CPU after the model had answered).
+func TestFirstSendReadsNoListBack(t *testing.T) {
+	fixture, conv := sendFixtureOf(t, "SupportAgent", 40) // requests of 80 messages and more
+	st, a := quietProcess(t, fixture.Path(), conv)
+	defer st.Close()
+	mustSend(t, a, conv, storage.MainBranch, question("one more question"))
+	if n := st.ListsReadBack(); n != 0 {
+		t.Errorf("the first Send's commit read %d stored lists back, want none", n)
+	}
+	// the check can fail: a turn whose calls are not seeded (an agent too short for
+	// seeding; here the branch undone to a few turns) reads what it shares back
+	if _, err := a.Undo(context.Background(), conv, storage.MainBranch, 38); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, a, conv, storage.MainBranch, question("and another"))
+	if n := st.ListsReadBack(); n == 0 {
+		t.Error("a commit that shares unseeded lists with the turn before read none back: ListsReadBack counts nothing")
+	}
+}
+
 // What SetCallWarmUp is given runs once per Service, in the background while the
 // model thinks: not when the Service is made, not before the first call begins, and
 // not again for later turns.
