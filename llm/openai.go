@@ -123,13 +123,14 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 		defer cancel()
 	}
 	chatReq, extra := o.buildRequest(model, req)
+	msgs := preEncode(&chatReq, req.Messages)
 	tgt := target{baseURL: o.opts.BaseURL, model: model, keyEnv: o.opts.APIKeyEnv, hasKey: o.opts.APIKey != ""}
 
 	var out lm.Response
 	for n := 1; ; n++ {
 		start := time.Now()
 		tryCtx, cancelTry := context.WithCancelCause(callCtx)
-		res, x, err := o.try(tryCtx, cancelTry, chatReq, extra, req.OnDelta)
+		res, x, err := o.try(tryCtx, cancelTry, chatReq, extra, msgs, req.OnDelta)
 		cancelTry(nil)
 		out.RequestBody = x.reqBody
 		_, _, raw := x.response()
@@ -341,7 +342,36 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 	return r, extra
 }
 
-func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []string) *openai.Client {
+// preEncode takes the messages out of r when they are all plain (a role and content,
+// no other keys), returning them as the JSON array the client would write, for
+// captureDoer to put back (nil: r keeps them). go-openai marshals each message through
+// its own MarshalJSON, which encoding/json then compacts and escapes again: 4 ms for
+// the 2,000 messages of a 1,000-turn request, against a few tenths of one here. The
+// body is the same, byte for byte (TestPreEncodedBody).
+func preEncode(r *openai.ChatCompletionRequest, msgs []lm.Message) []byte {
+	size := 2
+	for _, m := range msgs {
+		if m.Extra != "" || m.Content == "" {
+			return nil // go-openai's own way, with fillEmptyContent
+		}
+		size += len(m.Role) + len(m.Content) + 32
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = lm.AppendMessageJSON(b, m)
+	}
+	r.Messages = nil
+	return append(b, ']')
+}
+
+func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []string, msgs []byte) *openai.Client {
 	cfg := openai.DefaultConfig(o.opts.APIKey)
 	if o.opts.Azure {
 		cfg = openai.DefaultAzureConfig(o.opts.APIKey, o.opts.BaseURL)
@@ -356,7 +386,7 @@ func (o *OpenAI) client(r openai.ChatCompletionRequest, x *exchange, extra []str
 	for _, m := range r.Messages {
 		fill = fill || m.Content == ""
 	}
-	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, fillContent: fill, stream: r.Stream, x: x}
+	cfg.HTTPClient = &captureDoer{client: o.http, headers: o.opts.Headers, extra: extra, messages: msgs, fillContent: fill, stream: r.Stream, x: x}
 	return openai.NewClientWithConfig(cfg)
 }
 

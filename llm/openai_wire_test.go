@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 
+	"github.com/sashabaranov/go-openai"
 	"github.com/sessionbench/sessionbench/core/lm"
 )
 
@@ -59,6 +61,69 @@ func TestTokenLimitOnTheWire(t *testing.T) {
 			}
 			if _, ok := body[tc.absent]; ok {
 				t.Errorf("%s sent too: %s", tc.absent, s.body(0))
+			}
+		})
+	}
+}
+
+// TestPreEncodedBody checks that a body whose messages preEncode wrote is the body
+// go-openai writes (its marshalling, then captureDoer's members), byte for byte: plain
+// messages with every character encoding/json escapes, streamed or not, with the
+// members go-openai cannot express; and that messages preEncode leaves to go-openai (a
+// name, an empty content) are sent as before.
+func TestPreEncodedBody(t *testing.T) {
+	tricky := []lm.Message{
+		{Role: "system", Content: "Your input fields are:\n1. `question` (str)\t<tab> & \"quotes\" \\ back"},
+		{Role: "user", Content: "unicode é 日本 🎉 \u2028\u2029 \x00\x1f\x7f and invalid \xff\xfe"},
+		{Role: "assistant", Content: "[[ ## reply ## ]]\n<b>bold</b>\n\n[[ ## completed ## ]]"},
+	}
+	cases := []struct {
+		name    string
+		msgs    []lm.Message
+		params  lm.Params
+		stream  bool
+		encoded bool // preEncode writes the messages
+	}{
+		{"plain", twoMessages, lm.Params{}, false, true},
+		{"every escape, streamed", tricky, lm.Params{}, true, true},
+		{"members go-openai cannot express", tricky, lm.Params{Temperature: ptr(0.0), TopP: ptr(0.0), MaxTokens: ptr(50), Stop: []string{"\n\n"}, Seed: ptr(int64(7))}, true, true},
+		{"float params", twoMessages, lm.Params{Temperature: ptr(0.7), TopP: ptr(0.9)}, false, true},
+		{"a name", []lm.Message{{Role: "user", Content: "hi", Extra: `{"name":"ann"}`}}, lm.Params{}, false, false},
+		{"an empty content", []lm.Message{{Role: "system", Content: "s"}, {Role: "user", Content: ""}}, lm.Params{}, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if tc.stream {
+					streamAll(w, "ok")
+				} else {
+					writeCompletion(w, "ok", 0)
+				}
+			})
+			m := newTestLM(t, s, nil)
+			req := lm.Request{Messages: tc.msgs, Params: tc.params}
+			if tc.stream {
+				req.OnDelta = func(string) {}
+			}
+			r, extra := m.buildRequest(m.Name(), req)
+			if enc := preEncode(&openai.ChatCompletionRequest{}, tc.msgs) != nil; enc != tc.encoded {
+				t.Fatalf("preEncode wrote the messages: %v, want %v", enc, tc.encoded)
+			}
+			if _, err := m.Call(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			// go-openai's way: encoding/json over the request, which CreateChatCompletionStream
+			// marks as streamed, then captureDoer's edits
+			plain, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := appendMembers(plain, extra)
+			if slices.ContainsFunc(tc.msgs, func(m lm.Message) bool { return m.Content == "" }) {
+				want = fillEmptyContent(want) // as client sets captureDoer.fillContent
+			}
+			if got := s.body(0); string(got) != string(want) {
+				t.Errorf("body differs from go-openai's:\n got %s\nwant %s", got, want)
 			}
 		})
 	}

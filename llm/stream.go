@@ -26,9 +26,9 @@ type result struct {
 }
 
 func (o *OpenAI) try(ctx context.Context, cancel context.CancelCauseFunc, r openai.ChatCompletionRequest,
-	extra []string, onDelta func(string)) (result, *exchange, error) {
+	extra []string, msgs []byte, onDelta func(string)) (result, *exchange, error) {
 	x := &exchange{}
-	c := o.client(r, x, extra)
+	c := o.client(r, x, extra, msgs)
 	if !r.Stream {
 		resp, err := c.CreateChatCompletion(ctx, r)
 		status, _, _ := x.response()

@@ -59,6 +59,9 @@ type captureDoer struct {
 	// extra holds JSON members appended to the body, in order ("temperature":0 and the
 	// like: go-openai drops zero floats because of omitempty).
 	extra []string
+	// messages is the messages array, written by preEncode, for the body's
+	// "messages":null (nil: go-openai wrote them).
+	messages []byte
 	// fillContent restores "content":"" on messages go-openai wrote without it (its
 	// omitempty drops empty content, which servers reject and the preview would not show).
 	fillContent bool
@@ -79,6 +82,11 @@ func (d *captureDoer) Do(req *http.Request) (*http.Response, error) {
 		body = appendMembers(b, d.extra)
 		if d.fillContent {
 			body = fillEmptyContent(body)
+		}
+		if d.messages != nil {
+			if body, err = fillMessages(body, d.messages); err != nil {
+				return nil, err
+			}
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
@@ -220,6 +228,24 @@ func appendMembers(obj []byte, members []string) []byte {
 	}
 	b.WriteByte('}')
 	return []byte(b.String())
+}
+
+// messagesNull is the messages member go-openai writes for a request without messages.
+// A JSON string cannot hold it (its quotes would be escaped), so its first occurrence is
+// the member itself.
+const messagesNull = `"messages":null`
+
+// fillMessages puts the messages array msgs in place of the body's "messages":null.
+func fillMessages(body, msgs []byte) ([]byte, error) {
+	at := bytes.Index(body, []byte(messagesNull))
+	if at < 0 {
+		return nil, errors.New("building the request body: no messages member to fill in")
+	}
+	key := len(`"messages":`)
+	out := make([]byte, 0, len(body)-len(messagesNull)+key+len(msgs))
+	out = append(out, body[:at+key]...)
+	out = append(out, msgs...)
+	return append(out, body[at+len(messagesNull):]...), nil
 }
 
 // fillEmptyContent gives every message without a "content" key an empty one, right after

@@ -52,7 +52,7 @@ func appendCallRecord(dst []byte, rc runCall) ([]byte, error) {
 	dst = append(dst, '{')
 	if rc.Parent != "" {
 		dst = append(dst, `"parent":`...)
-		dst = appendJSONString(dst, rc.Parent)
+		dst = lm.AppendJSONString(dst, rc.Parent)
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"call":`...)
@@ -81,7 +81,7 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 		dst = append(dst, ',', '"')
 		dst = append(dst, key...)
 		dst = append(dst, '"', ':')
-		dst = appendJSONString(dst, s)
+		dst = lm.AppendJSONString(dst, s)
 	}
 	val := func(key string, v any) {
 		if err != nil {
@@ -93,7 +93,7 @@ func appendCall(dst []byte, c *trace.Call) ([]byte, error) {
 		dst, err = appendMarshal(dst, v)
 	}
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, c.ID)
+	dst = lm.AppendJSONString(dst, c.ID)
 	str("path", c.Path, false)
 	str("predictor_type", c.PredictorType, false)
 	var scratch bytes.Buffer
@@ -233,9 +233,9 @@ func appendMessage(dst []byte, m lm.Message) []byte {
 		}
 	}
 	dst = append(dst, `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
+	dst = lm.AppendJSONString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
-	dst = appendJSONString(dst, m.Content)
+	dst = lm.AppendJSONString(dst, m.Content)
 	return append(dst, '}')
 }
 
@@ -269,7 +269,7 @@ func appendTry(dst []byte, t lm.Try) []byte {
 	}
 	str := func(key, v string) {
 		if v != "" {
-			dst = appendJSONString(append(append(append(dst, ',', '"'), key...), '"', ':'), v)
+			dst = lm.AppendJSONString(append(append(append(dst, ',', '"'), key...), '"', ':'), v)
 		}
 	}
 	dst = strconv.AppendInt(append(dst, `{"n":`...), int64(t.N), 10)

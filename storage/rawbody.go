@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/sessionbench/sessionbench/core/lm"
 )
@@ -100,7 +99,7 @@ func encodeMessagesBody(raw string, msgs []lm.Message) (string, bool) {
 			}
 			pos++
 		}
-		buf = messageJSON(buf[:0], m)
+		buf = lm.AppendMessageJSON(buf[:0], m)
 		if !strings.HasPrefix(raw[pos:], string(buf)) {
 			return "", false
 		}
@@ -131,79 +130,11 @@ func decodeMessagesBody(stored string, msgs []lm.Message) (string, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = messageJSON(b, m)
+		b = lm.AppendMessageJSON(b, m)
 	}
 	b = append(b, ']')
 	b = append(b, parts[1]...)
 	return string(b), nil
-}
-
-// messageJSON appends m as the OpenAI client encodes a chat message: {"role":..} and
-// "content" unless it is empty.
-func messageJSON(dst []byte, m lm.Message) []byte {
-	dst = append(dst, `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
-	if m.Content != "" {
-		dst = append(dst, `,"content":`...)
-		dst = appendJSONString(dst, m.Content)
-	}
-	return append(dst, '}')
-}
-
-// appendJSONString appends s as a JSON string as encoding/json writes it with its HTML
-// escaping: <, > and & as \u003c..., control characters as \n, \t... or \u00XX,
-// U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd. It is this package's own, so
-// stored bodies decode the same whatever Go version reads them.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // encodeRawRequest returns the template of raw over msgs, or ok=false: literal segments

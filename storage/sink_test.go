@@ -98,14 +98,14 @@ func TestRawRequestStoredAsTemplate(t *testing.T) {
 	// other way, literal otherwise.
 	msgs := []lm.Message{{Role: "system", Content: "Answer <b>&</b>\n\t\u2028 \x01 é"}, {Role: "user", Content: strings.Repeat("q", 40)},
 		{Role: "assistant"}}
-	openaiBody := `{"model":"m","messages":[` + string(messageJSON(nil, msgs[0])) + `,` + string(messageJSON(nil, msgs[1])) + `,` +
-		string(messageJSON(nil, msgs[2])) + `],"stream":true}`
+	openaiBody := `{"model":"m","messages":[` + string(lm.AppendMessageJSON(nil, msgs[0])) + `,` + string(lm.AppendMessageJSON(nil, msgs[1])) + `,` +
+		string(lm.AppendMessageJSON(nil, msgs[2])) + `],"stream":true}`
 	type message struct {
 		Role    string `json:"role"`
 		Content string `json:"content,omitempty"`
 	}
 	viaJSON, _ := json.Marshal(map[string]any{"messages": []message{{"system", msgs[0].Content}}})
-	if string(viaJSON) != `{"messages":[`+string(messageJSON(nil, msgs[0]))+`]}` {
+	if string(viaJSON) != `{"messages":[`+string(lm.AppendMessageJSON(nil, msgs[0]))+`]}` {
 		t.Errorf("messageJSON differs from encoding/json: %s", viaJSON)
 	}
 	for _, c := range []struct {

@@ -357,7 +357,7 @@ func warmCall(i int) *trace.Call {
 		if k > 0 {
 			body = append(body, ',')
 		}
-		body = messageJSON(body, m)
+		body = lm.AppendMessageJSON(body, m)
 	}
 	return &trace.Call{ID: fmt.Sprintf("t%d.c1", i), Path: warmPath, PredictorType: "Predict", Adapter: "chat", Model: "warm-up",
 		Inputs:  sig.NewMap("question", fmt.Sprintf("warm-up question %d", i)),

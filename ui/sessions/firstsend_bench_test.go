@@ -3,36 +3,71 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sessionbench/sessionbench/core/lm"
+	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// slowLM answers as inner does after latency, as a served model takes time to answer,
-// and adds the time each call took to spent: what a Send took beyond it is the engine's
-// and storage's.
-type slowLM struct {
-	inner       lm.LM
-	latency     time.Duration
+// modelTime is the time a Send's model calls took: what the Send took beyond it is
+// the engine's and storage's (and, over HTTP, the client's).
+type modelTime struct {
 	spent       atomic.Int64 // ns
 	first, last atomic.Int64 // unix ns: the first call's start, the last call's end
+}
+
+// call times one model call from t0 to now.
+func (m *modelTime) call(t0 time.Time) {
+	m.first.CompareAndSwap(0, t0.UnixNano())
+	m.spent.Add(int64(time.Since(t0)))
+	m.last.Store(time.Now().UnixNano())
+}
+
+// slowLM answers as inner does after latency, as a served model takes time to answer,
+// timing each call.
+type slowLM struct {
+	modelTime
+	inner   lm.LM
+	latency time.Duration
 }
 
 func (m *slowLM) Name() string { return m.inner.Name() }
 func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	t0 := time.Now()
-	m.first.CompareAndSwap(0, t0.UnixNano())
-	defer func() { m.spent.Add(int64(time.Since(t0))); m.last.Store(time.Now().UnixNano()) }()
+	defer m.call(t0)
 	select {
 	case <-ctx.Done():
 		return lm.Response{}, ctx.Err()
 	case <-time.After(m.latency):
 	}
 	return m.inner.Call(ctx, req)
+}
+
+// slowServer is an OpenAI-compatible server (sseServer's answers) that answers after
+// latency, timing each request from its arrival to its last byte: the model's time as
+// the client sees it is that and the loopback's, and all the client does besides (its
+// request's JSON, the stream's parsing) counts as the Send's.
+func slowServer(b *testing.B, latency time.Duration) (*modelTime, lm.LM) {
+	m := &modelTime{}
+	inner := sseHandler()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t0 := time.Now()
+		defer m.call(t0)
+		time.Sleep(latency)
+		inner(w, r)
+	}))
+	b.Cleanup(s.Close)
+	model, err := llm.NewOpenAI(llm.OpenAIOptions{Provider: "test", BaseURL: s.URL + "/v1", Model: "gpt-4o-mini"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m, model
 }
 
 // BenchmarkBeyondModel is the wall time a Send adds to its model calls (beyond-ms/op: the
@@ -72,7 +107,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 				_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 				return err
 			}
-			for _, mode := range []string{"run", "cold"} {
+			for _, mode := range []string{"run", "cold", "run-http"} {
 				b.Run(mode, func(b *testing.B) {
 					var open *storage.Store
 					defer func() {
@@ -80,7 +115,15 @@ func BenchmarkBeyondModel(b *testing.B) {
 							open.Close()
 						}
 					}()
-					loopBeyond(b, func() (*slowLM, func() error, func() error, error) {
+					var clock *modelTime
+					var model lm.LM
+					if mode == "run-http" {
+						clock, model = slowServer(b, latency)
+					} else {
+						sl := &slowLM{inner: instantLM{}, latency: latency}
+						clock, model = &sl.modelTime, sl
+					}
+					loopBeyond(b, func() (*modelTime, func() error, func() error, error) {
 						if open != nil {
 							open.Close()
 						}
@@ -88,7 +131,6 @@ func BenchmarkBeyondModel(b *testing.B) {
 						if open, err = storage.Open(ctx, st.Path()); err != nil {
 							return nil, nil, nil, err
 						}
-						model := &slowLM{inner: instantLM{}, latency: latency}
 						a := New(open, model)
 						a.SetAgentDirs()
 						if mode == "cold" {
@@ -101,7 +143,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 						// catalog it gives the Service), reads the branch and the turns left
 						// pending
 						restored := func() {}
-						if mode == "run" {
+						if mode != "cold" {
 							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
 						}
 						err = func() error {
@@ -123,24 +165,33 @@ func BenchmarkBeyondModel(b *testing.B) {
 							return err
 						}()
 						settle := func() error { restored(); return open.Settle() }
-						return model, func() error { return send(a) }, settle, err
+						return clock, func() error { return send(a) }, settle, err
 					})
 				})
 			}
-			b.Run("next", func(b *testing.B) {
-				model := &slowLM{inner: instantLM{}, latency: latency}
-				a := New(st, model)
-				a.SetAgentDirs()
-				if err := send(a); err != nil { // the first Send of this Service
-					b.Fatal(err)
-				}
-				if err := st.Settle(); err != nil { // its transaction, as after each Send below
-					b.Fatal(err)
-				}
-				loopBeyond(b, func() (*slowLM, func() error, func() error, error) {
-					return model, func() error { return send(a) }, st.Settle, nil
+			for _, mode := range []string{"next", "next-http"} {
+				b.Run(mode, func(b *testing.B) {
+					var clock *modelTime
+					var model lm.LM
+					if mode == "next-http" {
+						clock, model = slowServer(b, latency)
+					} else {
+						sl := &slowLM{inner: instantLM{}, latency: latency}
+						clock, model = &sl.modelTime, sl
+					}
+					a := New(st, model)
+					a.SetAgentDirs()
+					if err := send(a); err != nil { // the first Send of this Service
+						b.Fatal(err)
+					}
+					if err := st.Settle(); err != nil { // its transaction, as after each Send below
+						b.Fatal(err)
+					}
+					loopBeyond(b, func() (*modelTime, func() error, func() error, error) {
+						return clock, func() error { return send(a) }, st.Settle, nil
+					})
 				})
-			})
+			}
 		})
 	}
 }
@@ -149,7 +200,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 // wall time each took beyond its model's calls, and the process's CPU time per Send
 // (whatever runs beside it, the background warm-ups and the turn's transaction, which
 // settle waits for after the Send, included).
-func loopBeyond(b *testing.B, prep func() (*slowLM, func() error, func() error, error)) {
+func loopBeyond(b *testing.B, prep func() (*modelTime, func() error, func() error, error)) {
 	var beyond, cpu, pre, post time.Duration
 	n := 0
 	for b.Loop() {

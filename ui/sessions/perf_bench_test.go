@@ -78,8 +78,15 @@ func requestDigest(msgs []lm.Message) [32]byte {
 // answer in word-sized chunks, as a real server does: the client then records the exact
 // HTTP request and the SSE text of the response, which the store keeps.
 func sseServer(b *testing.B) string {
+	s := httptest.NewServer(http.HandlerFunc(sseHandler()))
+	b.Cleanup(s.Close)
+	return s.URL + "/v1"
+}
+
+// sseHandler is sseServer's handler.
+func sseHandler() http.HandlerFunc {
 	demoLM := llm.NewDemo(llm.DemoOptions{})
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []lm.Message `json:"messages"`
 		}
@@ -106,9 +113,7 @@ func sseServer(b *testing.B) string {
 			text = text[n:]
 		}
 		fmt.Fprint(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":30,\"total_tokens\":130}}\n\ndata: [DONE]\n\n")
-	}))
-	b.Cleanup(s.Close)
-	return s.URL + "/v1"
+	}
 }
 
 // sentFixture runs n real Sends of agent (a built-in name or an agent file) through a
