@@ -67,11 +67,34 @@ type runHeader struct {
 // (the conversation so far, or under a sliding window most of it): when Base is set, Call
 // holds only what follows what it takes of that stored call (journalBase), so a record
 // costs what is new in the call, not the length of the conversation or of the window.
+//
+// A request body that is its messages array between a few bytes (an OpenAI-compatible
+// model's, whose messages lm.AppendMessageJSON writes) is recorded as those bytes in
+// RawMessages (the store's own encoding of it, rawRequestMessages), Call.RawRequest left
+// out: at 1,000 turns a body is 600 KB, which escaped again into every call's record cost
+// a Send 1.5 ms a call. Reading the journal rebuilds it (resolveBases).
 type runCall struct {
-	Parent string       `json:"parent,omitempty"`
-	Call   *trace.Call  `json:"call,omitempty"`
-	Base   *journalBase `json:"base,omitempty"`
-	End    *runEnd      `json:"end,omitempty"` // the last record, alone (readJournal puts it in the header)
+	Parent      string       `json:"parent,omitempty"`
+	Call        *trace.Call  `json:"call,omitempty"`
+	Base        *journalBase `json:"base,omitempty"`
+	RawMessages string       `json:"raw_messages,omitempty"`
+	End         *runEnd      `json:"end,omitempty"` // the last record, alone (readJournal puts it in the header)
+}
+
+// recordBody returns jc, the call c as its record holds it (c itself, or its
+// continuation), without its request body when that is its messages array between a few
+// bytes, and those bytes ("" when the body is kept whole). c is not changed.
+func recordBody(c, jc *trace.Call) (*trace.Call, string) {
+	if c.RawRequest == "" {
+		return jc, ""
+	}
+	parts, ok := encodeMessagesBody(c.RawRequest, c.Messages.Slice())
+	if !ok {
+		return jc, ""
+	}
+	out := *jc
+	out.RawRequest = ""
+	return &out, parts
 }
 
 // journalBase names a stored call, and how much of its request and history a journaled call
@@ -177,6 +200,17 @@ func resolveBases(ctx context.Context, q querier, calls []runCall) error {
 		c.History = sig.History{Messages: append(h, c.History.Messages...)}
 		calls[i].Base = nil
 	}
+	for i := range calls {
+		if p := calls[i].RawMessages; p != "" {
+			c := calls[i].Call
+			raw, err := decodeMessagesBody(p, c.Messages.Slice())
+			if err != nil {
+				return fmt.Errorf("storage: turn journal: call %s: %w", c.ID, err)
+			}
+			c.RawRequest = raw
+			calls[i].RawMessages = ""
+		}
+	}
 	return nil
 }
 
@@ -214,7 +248,7 @@ func baseOptions(calls []runCall, turn int64) LoadOptions {
 }
 
 const (
-	journalVersion = 3       // 2: journalBase's slides; 3: the end record; earlier versions are read as well
+	journalVersion = 4       // 2: journalBase's slides; 3: the end record; 4: raw_messages; earlier versions are read as well
 	maxRecord      = 1 << 30 // a length beyond this is a damaged journal, not a record
 )
 

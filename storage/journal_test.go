@@ -44,8 +44,9 @@ func TestSlideOf(t *testing.T) {
 }
 
 // A turn whose process died with records that name slides of the turn before's calls (a
-// sliding window, recorded by the sink that committed that turn) is imported with every
-// call's request and history as the engine sent them.
+// sliding window, recorded by the sink that committed that turn), their request bodies
+// recorded as the bytes around the messages, is imported with every call's request,
+// history and body as the engine sent them.
 func TestSlidJournalImported(t *testing.T) {
 	ctx := context.Background()
 	const n, window = 12, 4
@@ -65,14 +66,20 @@ func TestSlidJournalImported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slid := 0
+	slid, bodies := 0, 0
 	for _, rc := range journalRecords(t, s, br) {
 		if rc.Base != nil && rc.Base.MsgsLen > 0 && rc.Base.HistLen > 0 {
 			slid++
 		}
+		if rc.RawMessages != "" && rc.Call.RawRequest == "" {
+			bodies++ // the body as the bytes around its messages (runCall.RawMessages)
+		}
 	}
 	if slid != 3 {
 		t.Fatalf("%d of the 3 records name a slide of their base; the case tests nothing", slid)
+	}
+	if bodies != 3 {
+		t.Errorf("%d of the 3 records hold their request body as its messages' surroundings, want all", bodies)
 	}
 	crash(t, s, sink, key)
 	got, err := s.LoadTurn(ctx, key) // imported on the way

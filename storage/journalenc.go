@@ -65,6 +65,9 @@ func appendCallRecord(dst []byte, rc runCall) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if rc.RawMessages != "" {
+		dst = lm.AppendJSONString(append(dst, `,"raw_messages":`...), rc.RawMessages)
+	}
 	return append(dst, '}'), nil
 }
 

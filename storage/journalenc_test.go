@@ -89,6 +89,7 @@ func TestCallRecordBytes(t *testing.T) {
 	}{
 		{"every field", runCall{Call: full}},
 		{"nested, with a base", runCall{Parent: "t3.c1", Call: full, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3, Hist: 2, MsgsFrom: 4, MsgsLen: 1}}},
+		{"a body around its messages", runCall{Call: &trace.Call{ID: "x"}, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3}, RawMessages: `["{\"model\":\"m\",\"messages\":","}"]`}},
 		{"empty call", runCall{Call: &trace.Call{}}},
 		{"params set", runCall{Call: &trace.Call{Params: lm.Params{Stop: []string{}, Seed: new(int64)}}}},
 		{"a year JSON cannot hold", runCall{Call: &trace.Call{Started: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},

@@ -81,41 +81,56 @@ func decodeRequestBody(mode int, stored string, list lm.MessageList) (string, er
 const messagesKey = `"messages":[`
 
 // encodeMessagesBody stores raw as [prefix, suffix] around its messages array, when the
-// array is exactly the messages as messageJSON writes them.
+// array is exactly the messages as lm.AppendMessageJSON writes them.
 func encodeMessagesBody(raw string, msgs []lm.Message) (string, bool) {
-	at := strings.Index(raw, messagesKey)
-	if at < 0 || len(msgs) == 0 {
+	at, end, ok := messagesArray(raw, msgs)
+	if !ok {
 		return "", false
 	}
-	pos := at + len(messagesKey)
+	prefix, suffix := raw[:at], raw[end:]
+	b, err := json.Marshal([2]string{prefix, suffix})
+	if err != nil {
+		return "", false
+	}
+	// the array between them was compared message by message: what remains to check is
+	// that the two parts come back as they were (JSON keeps any valid UTF-8)
+	var back [2]string
+	if err := json.Unmarshal(b, &back); err != nil || back[0] != prefix || back[1] != suffix {
+		return "", false
+	}
+	return string(b), true
+}
+
+// messagesArray finds in raw the messages array msgs as lm.AppendMessageJSON writes them:
+// raw[at:end] is "[" + the messages + "]", where at follows messagesKey's colon.
+func messagesArray(raw string, msgs []lm.Message) (at, end int, ok bool) {
+	at = strings.Index(raw, messagesKey)
+	if at < 0 || len(msgs) == 0 {
+		return 0, 0, false
+	}
+	at += len(messagesKey) - 1
+	pos := at + 1
 	var buf []byte
 	for i, m := range msgs {
 		if m.Extra != "" {
-			return "", false // more keys than role and content: not this encoding
+			return 0, 0, false // more keys than role and content: not this encoding
 		}
 		if i > 0 {
 			if pos >= len(raw) || raw[pos] != ',' {
-				return "", false
+				return 0, 0, false
 			}
 			pos++
 		}
 		buf = lm.AppendMessageJSON(buf[:0], m)
 		if !strings.HasPrefix(raw[pos:], string(buf)) {
-			return "", false
+			return 0, 0, false
 		}
 		pos += len(buf)
 	}
 	if pos >= len(raw) || raw[pos] != ']' {
-		return "", false
+		return 0, 0, false
 	}
-	b, err := json.Marshal([2]string{raw[:at+len(messagesKey)-1], raw[pos+1:]})
-	if err != nil {
-		return "", false
-	}
-	if back, err := decodeMessagesBody(string(b), msgs); err != nil || back != raw {
-		return "", false
-	}
-	return string(b), true
+	return at, pos + 1, true
 }
 
 func decodeMessagesBody(stored string, msgs []lm.Message) (string, error) {

@@ -365,7 +365,8 @@ func (b *BranchSink) RecordCall(ctx context.Context, key, parentCallID string, c
 	if !committed {
 		jc, ref = r.seeded(ctx, b.s, c)
 	}
-	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: jc, Base: ref}); err != nil {
+	jc, body := recordBody(c, jc)
+	if err := appendRecord(r.f, runCall{Parent: parentCallID, Call: jc, Base: ref, RawMessages: body}); err != nil {
 		return err
 	}
 	r.calls = append(r.calls, runCall{Parent: parentCallID, Call: snapshotCall(c)})
