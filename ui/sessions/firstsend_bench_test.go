@@ -84,6 +84,9 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, lm.LM) {
 //   - cold: the same with the restore ahead and the warm-ups turned off, what they save:
 //     the Send restores the session itself.
 //   - next: a later Send of the same process.
+//   - run-http, next-http: run and next with a real llm.OpenAI client over HTTP, its
+//     answers streamed (slowServer): what the client does besides (the request's JSON,
+//     600 KB at 1,000 turns of SupportAgent, and its record) counts too.
 //
 // before-ms/op and after-ms/op split the beyond figure: the time before the first model
 // call (restore, beginning the turn) and after the last (the turn's end record; its
