@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,6 +48,16 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	case <-time.After(m.latency):
 	}
 	return m.inner.Call(ctx, req)
+}
+
+// benchModel is a model that answers after latency: over HTTP (slowServer) or in the
+// process (slowLM over instantLM).
+func benchModel(b *testing.B, http bool, latency time.Duration) (*modelTime, lm.LM) {
+	if http {
+		return slowServer(b, latency)
+	}
+	sl := &slowLM{inner: instantLM{}, latency: latency}
+	return &sl.modelTime, sl
 }
 
 // slowServer is an OpenAI-compatible server (sseServer's answers) that answers after
@@ -118,14 +129,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 							open.Close()
 						}
 					}()
-					var clock *modelTime
-					var model lm.LM
-					if mode == "run-http" {
-						clock, model = slowServer(b, latency)
-					} else {
-						sl := &slowLM{inner: instantLM{}, latency: latency}
-						clock, model = &sl.modelTime, sl
-					}
+					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)
 					loopBeyond(b, func() (*modelTime, func() error, func() error, error) {
 						if open != nil {
 							open.Close()
@@ -174,14 +178,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 			}
 			for _, mode := range []string{"next", "next-http"} {
 				b.Run(mode, func(b *testing.B) {
-					var clock *modelTime
-					var model lm.LM
-					if mode == "next-http" {
-						clock, model = slowServer(b, latency)
-					} else {
-						sl := &slowLM{inner: instantLM{}, latency: latency}
-						clock, model = &sl.modelTime, sl
-					}
+					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)
 					a := New(st, model)
 					a.SetAgentDirs()
 					if err := send(a); err != nil { // the first Send of this Service
