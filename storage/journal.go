@@ -201,8 +201,7 @@ func resolveBases(ctx context.Context, q querier, calls []runCall) error {
 		calls[i].Base = nil
 	}
 	for i := range calls {
-		if p := calls[i].RawMessages; p != "" {
-			c := calls[i].Call
+		if p, c := calls[i].RawMessages, calls[i].Call; p != "" && c != nil {
 			raw, err := decodeMessagesBody(p, c.Messages.Slice())
 			if err != nil {
 				return fmt.Errorf("storage: turn journal: call %s: %w", c.ID, err)
