@@ -186,10 +186,29 @@ func (c *convList) Update(msg tea.Msg) tea.Cmd {
 			return c.setList(msg.list)
 		}
 		return nil
+	case list.FilterMatchesMsg:
+		// the list filters in a command, one per key typed, whose answers may come in
+		// any order: the matches for "e" after those for "e2e" showed rows "e2e" does
+		// not match. The filter is applied at once instead (refilter); these are stale.
+		return nil
 	}
 	var cmd tea.Cmd
 	c.list, cmd = c.list.Update(msg)
+	switch msg.(type) {
+	case tea.KeyPressMsg, tea.PasteMsg:
+		c.refilter()
+	}
 	return cmd
+}
+
+// refilter applies the list's filter to its rows now, as setList does.
+func (c *convList) refilter() {
+	if c.list.FilterState() == list.Unfiltered {
+		return
+	}
+	if cmd := c.list.SetItems(c.list.Items()); cmd != nil {
+		c.list, _ = c.list.Update(cmd())
+	}
 }
 
 func (c *convList) open() tea.Cmd {
