@@ -60,17 +60,19 @@ func benchModel(b *testing.B, http bool, latency time.Duration) (*modelTime, lm.
 	return &sl.modelTime, sl
 }
 
-// slowServer is an OpenAI-compatible server (sseServer's answers) that answers after
-// latency, timing each request from its arrival to its last byte: the model's time as
-// the client sees it is that and the loopback's, and all the client does besides (its
-// request's JSON, the stream's parsing) counts as the Send's.
+// slowServer is an OpenAI-compatible server (sseServer's answers) that takes latency to
+// answer, as a served model streams: its first word after half of it, the others over
+// the other half. Each request is timed from its arrival to its last byte: the model's
+// time as the client sees it is that and the loopback's, and all the client does
+// besides (its request's JSON, the stream's parsing once the last word came, the record)
+// counts as the Send's.
 func slowServer(b *testing.B, latency time.Duration) (*modelTime, lm.LM) {
 	m := &modelTime{}
-	inner := sseHandler()
+	inner := sseHandler(latency / 2)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t0 := time.Now()
 		defer m.call(t0)
-		time.Sleep(latency)
+		time.Sleep(latency / 2)
 		inner(w, r)
 	}))
 	b.Cleanup(s.Close)

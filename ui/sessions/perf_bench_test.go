@@ -78,13 +78,14 @@ func requestDigest(msgs []lm.Message) [32]byte {
 // answer in word-sized chunks, as a real server does: the client then records the exact
 // HTTP request and the SSE text of the response, which the store keeps.
 func sseServer(b *testing.B) string {
-	s := httptest.NewServer(http.HandlerFunc(sseHandler()))
+	s := httptest.NewServer(http.HandlerFunc(sseHandler(0)))
 	b.Cleanup(s.Close)
 	return s.URL + "/v1"
 }
 
-// sseHandler is sseServer's handler.
-func sseHandler() http.HandlerFunc {
+// sseHandler is sseServer's handler, which streams its answer's words over pace (0: at
+// once).
+func sseHandler(pace time.Duration) http.HandlerFunc {
 	demoLM := llm.NewDemo(llm.DemoOptions{})
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -100,17 +101,22 @@ func sseHandler() http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		chunk := func(delta string) {
-			d, _ := json.Marshal(delta)
-			fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", d)
-		}
+		var chunks []string // a word each
 		for len(text) > 0 {
 			n := strings.IndexByte(text[1:], ' ') + 1
 			if n <= 0 {
 				n = len(text)
 			}
-			chunk(text[:n])
+			chunks = append(chunks, text[:n])
 			text = text[n:]
+		}
+		for _, delta := range chunks {
+			d, _ := json.Marshal(delta)
+			fmt.Fprintf(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":null}]}\n\n", d)
+			if pace > 0 {
+				w.(http.Flusher).Flush()
+				time.Sleep(pace / time.Duration(len(chunks)))
+			}
 		}
 		fmt.Fprint(w, "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-4o-mini\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":30,\"total_tokens\":130}}\n\ndata: [DONE]\n\n")
 	}
