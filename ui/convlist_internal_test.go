@@ -33,7 +33,7 @@ func TestConvListFilterMatchesComeInAnyOrder(t *testing.T) {
 	}
 	// the commands' messages, the last typed first
 	for _, cmd := range slices.Backward(late) {
-		for _, msg := range flatten(cmd) {
+		for _, msg := range drain(cmd) {
 			c.Update(msg)
 		}
 	}
@@ -45,20 +45,4 @@ func TestConvListFilterMatchesComeInAnyOrder(t *testing.T) {
 	if !slices.Equal(shown, []string{"e2e story"}) {
 		t.Errorf("under the filter %q the list shows %q, want only \"e2e story\"", c.list.FilterValue(), shown)
 	}
-}
-
-// flatten runs cmd, and the commands of a batch, for their messages.
-func flatten(cmd tea.Cmd) []tea.Msg {
-	if cmd == nil {
-		return nil
-	}
-	msg := cmd()
-	if b, ok := msg.(tea.BatchMsg); ok {
-		var out []tea.Msg
-		for _, c := range b {
-			out = append(out, flatten(c)...)
-		}
-		return out
-	}
-	return []tea.Msg{msg}
 }
