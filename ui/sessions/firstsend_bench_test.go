@@ -50,14 +50,18 @@ func (m *slowLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	return m.inner.Call(ctx, req)
 }
 
-// benchModel is a model that answers after latency: over HTTP (slowServer) or in the
-// process (slowLM over instantLM).
-func benchModel(b *testing.B, http bool, latency time.Duration) (*modelTime, lm.LM) {
+// benchModel makes a model that answers after latency, with the clock that times it:
+// a client of one server over HTTP (slowServer; each its own connection, as each
+// process has), or one in the process (slowLM over instantLM).
+func benchModel(b *testing.B, http bool, latency time.Duration) func() (*modelTime, lm.LM) {
 	if http {
-		return slowServer(b, latency)
+		clock, newClient := slowServer(b, latency)
+		return func() (*modelTime, lm.LM) { return clock, newClient() }
 	}
-	sl := &slowLM{inner: instantLM{}, latency: latency}
-	return &sl.modelTime, sl
+	return func() (*modelTime, lm.LM) {
+		sl := &slowLM{inner: instantLM{}, latency: latency}
+		return &sl.modelTime, sl
+	}
 }
 
 // slowServer is an OpenAI-compatible server (sseServer's answers) that takes latency to
@@ -66,7 +70,7 @@ func benchModel(b *testing.B, http bool, latency time.Duration) (*modelTime, lm.
 // time as the client sees it is that and the loopback's, and all the client does
 // besides (its request's JSON, the stream's parsing once the last word came, the record)
 // counts as the Send's.
-func slowServer(b *testing.B, latency time.Duration) (*modelTime, lm.LM) {
+func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) {
 	m := &modelTime{}
 	inner := sseHandler(latency / 2)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,11 +80,13 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, lm.LM) {
 		inner(w, r)
 	}))
 	b.Cleanup(s.Close)
-	model, err := llm.NewOpenAI(llm.OpenAIOptions{Provider: "test", BaseURL: s.URL + "/v1", Model: "gpt-4o-mini"})
-	if err != nil {
-		b.Fatal(err)
+	return m, func() lm.LM {
+		model, err := llm.NewOpenAI(llm.OpenAIOptions{Provider: "test", BaseURL: s.URL + "/v1", Model: "gpt-4o-mini"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return model
 	}
-	return m, model
 }
 
 // BenchmarkBeyondModel is the wall time a Send adds to its model calls (beyond-ms/op: the
@@ -131,7 +137,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 							open.Close()
 						}
 					}()
-					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)
+					newModel := benchModel(b, strings.HasSuffix(mode, "-http"), latency)
 					loopBeyond(b, func() (*modelTime, func() error, func() error, error) {
 						if open != nil {
 							open.Close()
@@ -140,6 +146,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 						if open, err = storage.Open(ctx, st.Path()); err != nil {
 							return nil, nil, nil, err
 						}
+						clock, model := newModel()
 						a := New(open, model)
 						a.SetAgentDirs()
 						if mode == "cold" {
@@ -180,7 +187,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 			}
 			for _, mode := range []string{"next", "next-http"} {
 				b.Run(mode, func(b *testing.B) {
-					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)
+					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)()
 					a := New(st, model)
 					a.SetAgentDirs()
 					if err := send(a); err != nil { // the first Send of this Service
