@@ -7,9 +7,11 @@ package llm
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -72,6 +74,8 @@ type OpenAI struct {
 	retry    RetryPolicy
 	timeouts Timeouts
 	http     *http.Client
+	// used is when a call or a Preconnect last used the server (unix ns).
+	used atomic.Int64
 }
 
 // NewOpenAI builds an OpenAI-compatible model. It does not contact the server.
@@ -106,6 +110,43 @@ func (o *OpenAI) Name() string { return o.opts.Model }
 // Options returns the options the model was built with.
 func (o *OpenAI) Options() OpenAIOptions { return o.opts }
 
+// Preconnect opens a connection to the server ahead of a call, so that the call does not
+// wait for DNS, TCP and TLS (tens to hundreds of milliseconds to a hosted model): a HEAD
+// request to the base URL, without the key, whose answer is ignored; the transport keeps
+// the connection for the next call. It does nothing when a call or a Preconnect used the
+// server in the last preconnectFresh, whose connection is still kept. The workbench
+// calls it as the user starts typing, `sessionbench run` as it starts (Service.Prefetch
+// and RestoreAhead). It blocks until the server answered or the connect timeout passed.
+func (o *OpenAI) Preconnect(ctx context.Context) {
+	now := time.Now().UnixNano()
+	last := o.used.Load()
+	if now-last < int64(preconnectFresh) || !o.used.CompareAndSwap(last, now) {
+		return
+	}
+	timeout := o.timeouts.Connect
+	if timeout <= 0 {
+		timeout = DefaultTimeouts().Connect
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, o.opts.BaseURL, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("User-Agent", "sessionbench")
+	resp, err := o.http.Do(req)
+	if err != nil {
+		return // the call reports what is wrong with the server
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_ = resp.Body.Close()
+}
+
+// preconnectFresh is how long after the server was last used Preconnect takes its
+// connection to be still open: well within the transport's idle timeout and servers'
+// keep-alive (a minute or more at the common hosts).
+const preconnectFresh = 20 * time.Second
+
 // Call sends the request, streaming when req.OnDelta is set, retrying per the policy.
 // On failure the returned Response still carries the last try's RequestBody,
 // ResponseBody and all Tries (Text stays empty); a failure after text arrived is an
@@ -122,6 +163,8 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 		callCtx, cancel = context.WithTimeoutCause(ctx, o.timeouts.Total, errTotal)
 		defer cancel()
 	}
+	o.used.Store(time.Now().UnixNano())
+	defer func() { o.used.Store(time.Now().UnixNano()) }()
 	chatReq, extra := o.buildRequest(model, req)
 	msgs := preEncode(&chatReq, req.Messages)
 	tgt := target{baseURL: o.opts.BaseURL, model: model, keyEnv: o.opts.APIKeyEnv, hasKey: o.opts.APIKey != ""}

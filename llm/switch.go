@@ -39,3 +39,11 @@ func (s *Switch) Name() string { return s.Current().Name() }
 func (s *Switch) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	return s.Current().Call(ctx, req)
 }
+
+// Preconnect opens the current model's connection ahead of a call, when it has one
+// (OpenAI.Preconnect).
+func (s *Switch) Preconnect(ctx context.Context) {
+	if p, ok := s.Current().(interface{ Preconnect(context.Context) }); ok {
+		p.Preconnect(ctx)
+	}
+}

@@ -232,12 +232,17 @@ func TestRunContinueChecksAgentAndBranch(t *testing.T) {
 	}
 }
 
-// chatServer is an OpenAI-compatible server answering every request with answer(n), n
-// counting requests from 1, streamed or not as asked.
+// chatServer is an OpenAI-compatible server answering every completion request with
+// answer(n), n counting them from 1, streamed or not as asked; other requests (the
+// HEAD a run sends to open its connection early) are not found.
 func chatServer(t *testing.T, answer func(n int64, w http.ResponseWriter, r *http.Request) (string, bool)) *httptest.Server {
 	t.Helper()
 	var n atomic.Int64
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		var req struct {
 			Stream bool `json:"stream"`

@@ -31,11 +31,16 @@ import (
 const supportReply = "[[ ## intent ## ]]\ntechnical\n\n[[ ## reasoning ## ]]\nA login problem.\n\n[[ ## reply ## ]]\nTry a reset.\n\n[[ ## completed ## ]]"
 
 // modelServer speaks the OpenAI chat protocol (streamed, as the binary asks) and
-// answers every request with supportReply after hold(n) returns, n counting from 1.
+// answers every completion request with supportReply after hold(n) returns, n counting
+// them from 1.
 func modelServer(t *testing.T, hold func(n int64, r *http.Request)) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // the HEAD that opens a connection early: not a call
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body)) // for hold to read
 		k := n.Add(1)

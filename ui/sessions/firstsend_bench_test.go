@@ -74,6 +74,10 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) 
 	m := &modelTime{}
 	inner := sseHandler(latency / 2)
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // the HEAD that opens a connection early (Preconnect)
+			return
+		}
 		t0 := time.Now()
 		defer m.call(t0)
 		time.Sleep(latency / 2)

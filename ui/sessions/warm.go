@@ -90,11 +90,13 @@ func (a *Service) warmAtCall(ctx context.Context, conv, branch string) {
 const warmAfter = 2 * time.Millisecond
 
 // Prefetch readies the branch for its next turn, so that the Send does not wait for it:
-// it restores and keeps the session (as a Send would), opens the branch's journal for
+// it opens the model's connection (preconnect), restores and keeps the session (as a
+// Send would), opens the branch's journal for
 // the turn's lock (storage.OpenJournal) and puts the tip turn's stored requests in the
 // store's write cache (storage.WarmBranch). The workbench calls it when the user starts
 // typing. Errors are left for the Send to report.
 func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
+	a.preconnect(ctx)
 	if a.readyTurn(ctx, conv, branch) && a.warm.branch(conv, branch) {
 		a.store.WarmBranch(ctx, conv, branch)
 	}
@@ -110,6 +112,7 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 // what goes wrong is left for the Send to report. The write cache's warm-up (on a long
 // branch tens of milliseconds of CPU) is left to the turn's model call (warmAtCall).
 func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
+	a.preconnect(ctx)
 	ah := &aheadTurn{done: make(chan struct{})}
 	k := conv + "\x00" + branch
 	a.mu.Lock()
@@ -145,6 +148,15 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 		if ah.hold != nil {
 			ah.hold.Release() // a no-op once a turn took it over
 		}
+	}
+}
+
+// preconnect opens the model's connection to its server in the background, when the
+// model has one (llm.OpenAI.Preconnect): the turn about to be sent then does not wait
+// for DNS, TCP and TLS.
+func (a *Service) preconnect(ctx context.Context) {
+	if p, ok := a.model.(interface{ Preconnect(context.Context) }); ok {
+		go p.Preconnect(ctx)
 	}
 }
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -388,4 +393,68 @@ func quietProcess(t *testing.T, path, conv string) (*storage.Store, *Service) {
 	a.warm.store.Store(true)
 	a.warm.branch(conv, storage.MainBranch)
 	return st, a
+}
+
+// What readies a turn (RestoreAhead for `run`, Prefetch as the user types) also opens
+// the model's connection to its server, so that the Send does not wait for it: the
+// server sees the connection, with a HEAD, before the Send, and the Send's calls open
+// none of their own.
+func TestReadyingOpensTheModelsConnection(t *testing.T) {
+	ctx := context.Background()
+	for _, ready := range []string{"RestoreAhead", "Prefetch"} {
+		t.Run(ready, func(t *testing.T) {
+			var mu sync.Mutex
+			conns, heads := 0, 0
+			handler := sseHandler(0)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodHead {
+					mu.Lock()
+					heads++
+					mu.Unlock()
+					http.NotFound(w, r)
+					return
+				}
+				handler(w, r)
+			}))
+			srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			srv.Start()
+			defer srv.Close()
+			seen := func() (int, int) { mu.Lock(); defer mu.Unlock(); return conns, heads }
+
+			st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "pre.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			model, err := llm.NewOpenAI(llm.OpenAIOptions{Provider: "test", BaseURL: srv.URL + "/v1", Model: "gpt-4o-mini"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := New(st, llm.NewSwitch(model)) // as the workbench gives it
+			conv := mustConversation(t, a, "SupportAgent")
+			switch ready {
+			case "RestoreAhead":
+				defer a.RestoreAhead(ctx, conv, storage.MainBranch)()
+			case "Prefetch":
+				a.Prefetch(ctx, conv, storage.MainBranch)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for c, h := seen(); c == 0 || h == 0; c, h = seen() {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: the server saw %d connections and %d HEADs", ready, c, h)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			mustSend(t, a, conv, storage.MainBranch, question("Why was I charged twice?"))
+			if c, h := seen(); c != 1 || h != 1 {
+				t.Errorf("%s, then a Send: %d connections and %d HEADs, want 1 and 1", ready, c, h)
+			}
+		})
+	}
 }
