@@ -23,7 +23,7 @@ type chatServer struct {
 	handle  func(w http.ResponseWriter, r *http.Request, n int)
 }
 
-func newChatServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) *chatServer {
+func newChatServer(t testing.TB, handle func(w http.ResponseWriter, r *http.Request, n int)) *chatServer {
 	t.Helper()
 	s := &chatServer{handle: handle, gone: make(chan int, 16)}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
