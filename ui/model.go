@@ -61,7 +61,7 @@ type Model struct {
 	pollEvery time.Duration
 	polling   bool
 	// prefetched holds the branches (conv + "\x00" + branch) whose next turn was readied
-	// when the user started typing on them (prefetch)
+	// when the user started typing on them (prefetch), until a turn ran there
 	prefetched map[string]bool
 }
 
@@ -389,9 +389,10 @@ func (m *Model) sync() []tea.Cmd {
 	return cmds
 }
 
-// prefetch asks the backend, once per branch, to ready the branch's next turn when the
-// user starts typing on it: the first Send of a process then does not restore the
-// session (on a long branch, much of what it would cost).
+// prefetch asks the backend to ready the branch's next turn when the user starts typing
+// on it, once per turn (again after each turn run on the branch, onRunDone): the first
+// Send of a process then does not restore the session (on a long branch, much of what
+// it would cost), and no Send waits for the model's connection to open.
 func (m *Model) prefetch() tea.Cmd {
 	p := m.pane()
 	if m.focus != focusInput || m.input.empty() || m.input.editTurn != "" || m.e.conv == nil || p == nil {

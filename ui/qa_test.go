@@ -218,8 +218,9 @@ func TestModuleRecordInTreeAndWire(t *testing.T) {
 	assertLacks(t, s, "has no call")
 }
 
-// Typing on a branch readies its next turn once (the backend restores the session while
-// the user types, so enter does not wait for it); an empty editor asks nothing.
+// Typing on a branch readies its next turn once per turn (the backend restores the
+// session and opens the model's connection while the user types, so enter waits for
+// neither); an empty editor asks nothing.
 func TestTypingPrefetchesTheBranchOnce(t *testing.T) {
 	hs, b := open(t, 120, 36, 3)
 	hs.settle()
@@ -230,5 +231,15 @@ func TestTypingPrefetchesTheBranchOnce(t *testing.T) {
 	hs.typeText(" was I charged")
 	if p := b.Prefetched(); len(p) != 1 || !strings.HasSuffix(p[0], "/main") {
 		t.Fatalf("prefetched %v, want main once", p)
+	}
+	hs.press("enter")
+	hs.settle()
+	if p := b.Prefetched(); len(p) != 1 {
+		t.Fatalf("prefetched %v after the send, before any typing; want main once", p)
+	}
+	hs.typeText("and again")
+	hs.typeText("?")
+	if p := b.Prefetched(); len(p) != 2 || !strings.HasSuffix(p[1], "/main") {
+		t.Fatalf("prefetched %v, want main again once for the next turn", p)
 	}
 }

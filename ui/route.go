@@ -383,6 +383,11 @@ func (m *Model) giveBack(kind runKind, st *streamState) {
 func (m *Model) onRunDone(msg runDoneMsg) tea.Cmd {
 	e := m.e
 	f, ok := m.runner.done(msg)
+	if ok && msg.branch != "" && e.conv != nil {
+		// the branch's next message readies its turn again (prefetch): the model's
+		// connection may have closed while the user read this one
+		delete(m.prefetched, e.convID()+"\x00"+msg.branch)
+	}
 	if !ok || f.pane == nil {
 		if !ok && msg.err != nil {
 			// a cancelled run has ended: the turn it kept appears beside its branch
