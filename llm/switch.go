@@ -40,10 +40,15 @@ func (s *Switch) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	return s.Current().Call(ctx, req)
 }
 
-// Preconnect opens the current model's connection ahead of a call, when it has one
+// Preconnecter is a model that can open its connection to its server ahead of a call
 // (OpenAI.Preconnect).
+type Preconnecter interface {
+	Preconnect(ctx context.Context)
+}
+
+// Preconnect opens the current model's connection ahead of a call, when it has one.
 func (s *Switch) Preconnect(ctx context.Context) {
-	if p, ok := s.Current().(interface{ Preconnect(context.Context) }); ok {
+	if p, ok := s.Current().(Preconnecter); ok {
 		p.Preconnect(ctx)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -91,10 +92,10 @@ const warmAfter = 2 * time.Millisecond
 
 // Prefetch readies the branch for its next turn, so that the Send does not wait for it:
 // it opens the model's connection (preconnect), restores and keeps the session (as a
-// Send would), opens the branch's journal for
-// the turn's lock (storage.OpenJournal) and puts the tip turn's stored requests in the
-// store's write cache (storage.WarmBranch). The workbench calls it when the user starts
-// typing. Errors are left for the Send to report.
+// Send would), opens the branch's journal for the turn's lock (storage.OpenJournal) and
+// puts the tip turn's stored requests in the store's write cache (storage.WarmBranch).
+// The workbench calls it when the user starts typing. Errors are left for the Send to
+// report.
 func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 	a.preconnect(ctx)
 	if a.readyTurn(ctx, conv, branch) && a.warm.branch(conv, branch) {
@@ -155,7 +156,7 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 // model has one (llm.OpenAI.Preconnect): the turn about to be sent then does not wait
 // for DNS, TCP and TLS.
 func (a *Service) preconnect(ctx context.Context) {
-	if p, ok := a.model.(interface{ Preconnect(context.Context) }); ok {
+	if p, ok := a.model.(llm.Preconnecter); ok {
 		go p.Preconnect(ctx)
 	}
 }
