@@ -106,6 +106,8 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) 
 //     background (ui/sessions/warm.go).
 //   - cold: the same with the restore ahead and the warm-ups turned off, what they save:
 //     the Send restores the session itself.
+//   - typed: the first Send of a workbench process, which the user typed: typing
+//     readied the branch (Service.Prefetch) before the Send.
 //   - next: a later Send of the same process.
 //   - run-http, next-http: run and next with a real llm.OpenAI client over HTTP, its
 //     answers streamed (slowServer): what the client does besides (the request's JSON,
@@ -133,7 +135,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 				_, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil)
 				return err
 			}
-			for _, mode := range []string{"run", "cold", "run-http"} {
+			for _, mode := range []string{"run", "cold", "run-http", "typed"} {
 				b.Run(mode, func(b *testing.B) {
 					var open *storage.Store
 					defer func() {
@@ -163,7 +165,12 @@ func BenchmarkBeyondModel(b *testing.B) {
 						// catalog it gives the Service), reads the branch and the turns left
 						// pending
 						restored := func() {}
-						if mode != "cold" {
+						switch mode {
+						case "typed":
+							// the workbench's first Send: typing readied the branch
+							a.Prefetch(ctx, conv, storage.MainBranch)
+							return clock, func() error { return send(a) }, open.Settle, nil
+						case "run", "run-http":
 							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
 						}
 						err = func() error {

@@ -92,10 +92,10 @@ const warmAfter = 2 * time.Millisecond
 
 // Prefetch readies the branch for its next turn, so that the Send does not wait for it:
 // it opens the model's connection (preconnect), restores and keeps the session (as a
-// Send would), opens the branch's journal for the turn's lock (storage.OpenJournal) and
-// puts the tip turn's stored requests in the store's write cache (storage.WarmBranch).
-// The workbench calls it when the user starts typing. Errors are left for the Send to
-// report.
+// Send would) with its histories rendered (core.Session.RenderAhead), opens the
+// branch's journal for the turn's lock (storage.OpenJournal) and puts the tip turn's
+// stored requests in the store's write cache (storage.WarmBranch). The workbench calls
+// it when the user starts typing. Errors are left for the Send to report.
 func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 	a.preconnect(ctx)
 	if a.readyTurn(ctx, conv, branch) && a.warm.branch(conv, branch) {
@@ -105,16 +105,18 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 
 // RestoreAhead does in the background what a Send does before its turn begins: it
 // locks the branch for the turn (storage.TurnHold: the branch as read under the lock
-// is the branch the turn follows) and restores its session from what it read. The
+// is the branch the turn follows) and restores its session from what it read, then
+// renders the session's histories (core.Session.RenderAhead) beside the Send. The
 // branch's next Send takes both over, waiting for them if need be, and neither locks
 // nor reads the branch again. `sessionbench run` calls it as soon as it has opened
 // the store, so that this runs while it reads the conversation, the agent and the
-// inputs. wait waits for it to end and lets the branch go if no Send took the hold;
-// what goes wrong is left for the Send to report. The write cache's warm-up (on a long
-// branch tens of milliseconds of CPU) is left to the turn's model call (warmAtCall).
+// inputs. wait waits for it to end (the rendering too) and lets the branch go if no
+// Send took the hold; what goes wrong is left for the Send to report. The write
+// cache's warm-up (on a long branch tens of milliseconds of CPU) is left to the turn's
+// model call (warmAtCall).
 func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
 	a.preconnect(ctx)
-	ah := &aheadTurn{done: make(chan struct{})}
+	ah := &aheadTurn{done: make(chan struct{}), rendered: make(chan struct{})}
 	k := conv + "\x00" + branch
 	a.mu.Lock()
 	if a.aheads == nil {
@@ -123,16 +125,26 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 	a.aheads[k] = ah
 	a.mu.Unlock()
 	go func() {
-		defer close(ah.done)
-		hold, err := a.store.Sink(conv, branch).Hold(ctx)
-		if err != nil {
-			return // busy, or no such branch: the Send says so
+		defer close(ah.rendered)
+		l := func() *liveSession {
+			defer close(ah.done)
+			hold, err := a.store.Sink(conv, branch).Hold(ctx)
+			if err != nil {
+				return nil // busy, or no such branch: the Send says so
+			}
+			_, _, l, err := a.liveStateAt(ctx, conv, branch, false, false, hold)
+			if err != nil {
+				hold.Release()
+				return nil
+			}
+			ah.hold = hold
+			return l
+		}()
+		if l != nil {
+			// beside the Send, which need not wait for it: its first call finds its
+			// history rendered, or some of it, and the next calls all of theirs
+			l.run.s.RenderAhead()
 		}
-		if _, _, _, err := a.liveStateAt(ctx, conv, branch, false, false, hold); err != nil {
-			hold.Release()
-			return
-		}
-		ah.hold = hold
 	}()
 	// Let the restore start now, on this thread. Otherwise it waits in this thread's
 	// run queue for another thread to wake and take it, or for the caller to block: a
@@ -149,6 +161,7 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 		if ah.hold != nil {
 			ah.hold.Release() // a no-op once a turn took it over
 		}
+		<-ah.rendered
 	}
 }
 
@@ -162,10 +175,12 @@ func (a *Service) preconnect(ctx context.Context) {
 }
 
 // aheadTurn is a RestoreAhead in progress or done: hold is set (before done is
-// closed) when it holds the branch with its session restored.
+// closed) when it holds the branch with its session restored; rendered is closed once
+// the session's histories are rendered too.
 type aheadTurn struct {
-	done chan struct{}
-	hold *storage.TurnHold
+	done     chan struct{}
+	rendered chan struct{}
+	hold     *storage.TurnHold
 }
 
 // holdTurn locks the branch for a Send's turn: the hold RestoreAhead took, once it is
@@ -192,9 +207,11 @@ func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.T
 // readyTurn restores and keeps the branch's session and opens its journal, and says
 // whether it could.
 func (a *Service) readyTurn(ctx context.Context, conv, branch string) bool {
-	if _, _, _, err := a.liveState(ctx, conv, branch, false, false); err != nil {
+	_, _, l, err := a.liveState(ctx, conv, branch, false, false)
+	if err != nil {
 		return false
 	}
 	a.store.OpenJournal(conv, branch)
+	l.run.s.RenderAhead()
 	return true
 }

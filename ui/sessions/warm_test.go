@@ -458,3 +458,42 @@ func TestReadyingOpensTheModelsConnection(t *testing.T) {
 		})
 	}
 }
+
+// What readies a turn in a new process (RestoreAhead for `run`, Prefetch as the user
+// types) also renders the restored session's histories, so the first Send's calls find
+// every entry of the history they send rendered, as a later Send's do. Restoring alone
+// renders nothing, which shows the check can fail.
+func TestReadyingRendersTheHistories(t *testing.T) {
+	ctx := context.Background()
+	fixture, conv := sendFixtureOf(t, "SupportAgent", 12)
+	for _, c := range []struct {
+		ready    string
+		rendered bool
+	}{{"RestoreAhead", true}, {"Prefetch", true}, {"restore only", false}} {
+		t.Run(c.ready, func(t *testing.T) {
+			st, a := quietProcess(t, fixture.Path(), conv)
+			defer st.Close()
+			switch c.ready {
+			case "RestoreAhead":
+				a.RestoreAhead(ctx, conv, storage.MainBranch)()
+			case "Prefetch":
+				a.Prefetch(ctx, conv, storage.MainBranch)
+			}
+			_, _, l, err := a.liveState(ctx, conv, storage.MainBranch, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, path := range []string{"classify", "respond"} {
+				h, _ := l.run.s.NextHistory(path)
+				if len(h.Messages) < 12 {
+					t.Fatalf("%s: %d history entries, want one a turn", path, len(h.Messages))
+				}
+				for i, m := range h.Messages {
+					if got := m.Rendering() != nil; got != c.rendered {
+						t.Fatalf("%s: entry %d rendered: %v, want %v", path, i, got, c.rendered)
+					}
+				}
+			}
+		})
+	}
+}
