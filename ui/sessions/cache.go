@@ -257,6 +257,7 @@ func (a *Service) checkAt(ctx context.Context, st *branchState, conv, branch str
 // reads the branch). sameTip says the cached path ended at the tip of total turns, so
 // its live session stays when the path read ends there too (caller holds st.mu).
 func (a *Service) load(ctx context.Context, st *branchState, conv, branch string, want, total int, sameTip bool, head *branchTip) error {
+	defer pauseGC()()
 	var ne *pathEntry
 	var read int
 	if want > 0 {
@@ -338,6 +339,10 @@ func (a *Service) liveStateAt(ctx context.Context, conv, branch string, take, fu
 	st := a.cache.state(conv + "\x00" + branch)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.path == nil || st.live == nil {
+		// the session is loaded and restored: the collector waits (gcpause.go)
+		defer pauseGC()()
+	}
 	// the conversation's agent and the branch's tip, in one read (under st.mu, as check
 	// reads the tip: what the read finds is compared with the cached path)
 	var ref string

@@ -109,6 +109,11 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) 
 //   - typed: the first Send of a workbench process, which the user typed: typing
 //     readied the branch (Service.Prefetch) before the Send.
 //   - next: a later Send of the same process.
+//   - run-process: run, each op in a process of its own (this test binary started
+//     again: TestBeyondModelProcess), as `sessionbench run` is. In the benchmark's
+//     process (run) the heap is the fixture's, large enough that the collector seldom
+//     runs; a new process starts with a few megabytes, and the collector ran again and
+//     again during its first restore (ui/sessions/gcpause.go).
 //   - run-http, next-http: run and next with a real llm.OpenAI client over HTTP, its
 //     answers streamed (slowServer): what the client does besides (the request's JSON,
 //     600 KB at 1,000 turns of SupportAgent, and its record) counts too.
@@ -159,11 +164,6 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.warm.store.Store(true)
 							a.warm.branch(conv, storage.MainBranch)
 						}
-						// what `run` does before its first Send (ui/cli/run.go): it restores
-						// the branch's session beside what follows (RestoreAhead), reads the
-						// conversation, resolves and builds the agent (runPrepare, with the
-						// catalog it gives the Service), reads the branch and the turns left
-						// pending
 						restored := func() {}
 						switch mode {
 						case "typed":
@@ -173,29 +173,13 @@ func BenchmarkBeyondModel(b *testing.B) {
 						case "run", "run-http":
 							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
 						}
-						err = func() error {
-							c, err := open.Conversation(ctx, conv)
-							if err != nil {
-								return err
-							}
-							ag, err := a.files.Resolve(c.Agent)
-							if err != nil {
-								return err
-							}
-							if _, _, err := ag.Build(); err != nil {
-								return err
-							}
-							if _, err := open.Branch(ctx, conv, storage.MainBranch); err != nil {
-								return err
-							}
-							_, err = open.PendingTurns(ctx)
-							return err
-						}()
+						err = runSetup(ctx, a, open, conv)
 						settle := func() error { restored(); return open.Settle() }
 						return clock, func() error { return send(a) }, settle, err
 					})
 				})
 			}
+			b.Run("run-process", func(b *testing.B) { beyondInProcesses(b, st.Path(), conv) })
 			for _, mode := range []string{"next", "next-http"} {
 				b.Run(mode, func(b *testing.B) {
 					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)()
@@ -214,6 +198,29 @@ func BenchmarkBeyondModel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// runSetup is what `sessionbench run` does before its first Send (ui/cli/run.go),
+// beside the restore ahead it started: it reads the conversation, resolves and builds
+// the agent (runPrepare, with the catalog it gives the Service), reads the branch and
+// the turns left pending.
+func runSetup(ctx context.Context, a *Service, open *storage.Store, conv string) error {
+	c, err := open.Conversation(ctx, conv)
+	if err != nil {
+		return err
+	}
+	ag, err := a.files.Resolve(c.Agent)
+	if err != nil {
+		return err
+	}
+	if _, _, err := ag.Build(); err != nil {
+		return err
+	}
+	if _, err := open.Branch(ctx, conv, storage.MainBranch); err != nil {
+		return err
+	}
+	_, err = open.PendingTurns(ctx)
+	return err
 }
 
 // loopBeyond runs the Sends prep makes in b.Loop (prep itself untimed), reporting the

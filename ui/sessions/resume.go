@@ -169,7 +169,7 @@ func (a *Service) Retry(ctx context.Context, req RetryRequest, events chan<- Eve
 			return a.store.ReplayLM(key, m), nil
 		}
 	}
-	t, err := a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, inputs, events)
+	t, err := a.run(ctx, r, a.store.ReplayLM(key, a.model), resolver, inputs, events, nil)
 	return branch, t, err
 }
 

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
@@ -246,6 +248,7 @@ func (a *Service) session(ctx context.Context, conv, branch, agentOverride strin
 		}
 		return l.run, nil
 	}
+	defer pauseGC()() // over the path's load and the restore (gcpause.go)
 	path, err := a.branchPath(ctx, conv, branch)
 	if err != nil {
 		return nil, err
@@ -273,6 +276,7 @@ func (a *Service) restore(ctx context.Context, conv, branch, agentOverride strin
 // keeps its calls without their requests (record "calls"): the store has them, and a
 // session kept between turns would otherwise hold every request of the branch.
 func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, first int, turns []*trace.Turn) (*turnRun, bool, error) {
+	defer pauseGC()()
 	mod, opts, err := ag.Build()
 	if err != nil {
 		return nil, false, fmt.Errorf("agent %s: %w", ag.Name, err)
@@ -292,10 +296,19 @@ func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, fir
 	return &turnRun{s: s, mod: mod, sink: sink, agent: ag, conv: conv, branch: branch}, exact, nil
 }
 
-// run runs one turn of r with model, streaming to events.
-func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver workflow.ModelResolver, inputs *sig.Map, events chan<- Event) (*trace.Turn, error) {
+// run runs one turn of r with model, streaming to events. gc is a pause of the collector
+// (pauseGC) that ends once the turn's first call is on its way, or with the turn (nil:
+// none).
+func (a *Service) run(ctx context.Context, r *turnRun, model lm.LM, resolver workflow.ModelResolver, inputs *sig.Map, events chan<- Event, gc func()) (*trace.Turn, error) {
+	var gcEnding atomic.Bool
+	if gc != nil {
+		defer gc()
+	}
 	obs := newObserver(events, r.mod)
 	obs.started = func(c *trace.Call) {
+		if gc != nil && gcEnding.CompareAndSwap(false, true) {
+			time.AfterFunc(warmAfter, gc)
+		}
 		a.warmAtCall(ctx, r.conv, r.branch)
 		r.sink.PrepareCall(context.WithoutCancel(ctx), c)
 	}
@@ -321,6 +334,10 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
+	// the collector waits until the turn's first request is on its way: the restore,
+	// if any, and the request then do not share the CPU with it (gcpause.go)
+	gc := pauseGC()
+	defer gc()
 	// the branch locked for the turn first, so that the session is restored from the
 	// branch the turn follows (storage.TurnHold), which the turn then begins on
 	hold, err := a.holdTurn(ctx, req.Conv, req.Branch)
@@ -333,7 +350,7 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 		return nil, err
 	}
 	live.run.sink.Adopt(hold)
-	t, err := a.run(ctx, live.run, a.model, a.resolver, req.Inputs, events)
+	t, err := a.run(ctx, live.run, a.model, a.resolver, req.Inputs, events, gc)
 	if _, explicit := req.Inputs.Get(live.run.s.HistoryField()); !explicit && keepsLive(live.run.s) {
 		// An explicit history may replace the session's; otherwise the session is the
 		// branch's path, with the new turn when one was committed.
@@ -451,7 +468,7 @@ func (a *Service) Replay(ctx context.Context, req ReplayRequest, events chan<- E
 			r, err = a.restore(ctx, req.Conv, name, req.Agent, req.Strategy, p.turns)
 		}
 		if err == nil {
-			_, err = a.run(ctx, r, model, a.resolver, t.Inputs, events)
+			_, err = a.run(ctx, r, model, a.resolver, t.Inputs, events, nil)
 		}
 		l.Unlock()
 		if err != nil {
