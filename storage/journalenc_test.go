@@ -165,3 +165,55 @@ func TestCallRecordNotJSON(t *testing.T) {
 		}
 	}
 }
+
+// The header and the end record are written as encoding/json writes them, byte for
+// byte, every field set or left out, and refused where it refuses them. The cases with
+// every field set fail when runHeader or runEnd gains a field the writers do not know.
+func TestHeaderAndEndRecordBytes(t *testing.T) {
+	at := time.Date(2026, 11, 28, 14, 3, 4, 5060708, time.FixedZone("x", 3600))
+	score := 0.1234567
+	fullHeader := &runHeader{V: journalVersion, ID: 42, Conv: "c-<a>&\"b\"\u2028", Branch: "main\t\x01", BranchID: 7, Parent: 41,
+		Depth: 12, Inputs: `{"question":"why <b>?"}`, RetryOf: 40, InPlace: true, PID: 1234, Host: "höst\xff", Started: at}
+	fullEnd := &runEnd{Outputs: `{"reply":"a & b"}`, Inputs: `{"q":"\u2029"}`, Score: &score, Started: at, Ended: at.Add(time.Second),
+		Attempts: []*trace.Attempt{{Step: "s", N: 1, Score: 0.5, Time: at, Summary: "ok", Best: true}}}
+	for _, v := range []reflect.Value{reflect.ValueOf(*fullHeader), reflect.ValueOf(*fullEnd)} {
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() && v.Field(i).IsZero() {
+				t.Fatalf("the full case leaves %s.%s unset: the test would not check it", v.Type(), v.Type().Field(i).Name)
+			}
+		}
+	}
+	nan, tiny := math.NaN(), 1e-9
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		rec  any
+	}{
+		{"full header", fullHeader},
+		{"bare header", &runHeader{}},
+		{"header in a year JSON cannot hold", &runHeader{Started: far}},
+		{"full end", runCall{End: fullEnd}},
+		{"bare end", runCall{End: &runEnd{}}},
+		{"end with inputs only", runCall{End: &runEnd{Inputs: "{}", Started: at, Ended: at}}},
+		{"end with a tiny score", runCall{End: &runEnd{Score: &tiny}}},
+		{"end with a NaN score", runCall{End: &runEnd{Score: &nan}}},
+		{"end in a year JSON cannot hold", runCall{End: &runEnd{Ended: far}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want, wantErr := json.Marshal(c.rec)
+			got, err := recordJSON(c.rec)
+			switch {
+			case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
+				t.Fatalf("recordJSON = %s, %v; want encoding/json's error %v", got, err, wantErr)
+			case wantErr != nil:
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("record differs from encoding/json's\n got: %s\nwant: %s", got, want)
+			}
+		})
+	}
+}
