@@ -1,6 +1,8 @@
 package core
 
 import (
+	"slices"
+
 	"github.com/sessionbench/sessionbench/core/adapter"
 	"github.com/sessionbench/sessionbench/core/sig"
 )
@@ -13,6 +15,8 @@ import (
 // call per 1,000 turns of history), where a later turn renders one entry. Callers run it
 // while nothing waits (as the user types, or while a model answers); it only reads the
 // session, and what goes wrong (a template that cannot render) is left for the turn.
+// The last predictors go first: a turn that starts meanwhile renders its first call's
+// history itself, and finds its later calls' done rather than done twice.
 func (s *Session) RenderAhead() {
 	if len(s.children) == 0 {
 		// a flat session gives its own history to every predictor inside it
@@ -20,14 +24,18 @@ func (s *Session) RenderAhead() {
 		h := s.buildHistory(nil)
 		hf := s.opts.HistoryField
 		s.mu.Unlock()
+		ps := []*Predict{}
 		if p, ok := s.module.(*Predict); ok {
-			renderHistory(p, withHistoryField(p.Signature, hf), h)
+			ps = append(ps, p)
 		}
 		walk(s.module, "", func(_ string, m Module) {
 			if p, ok := m.(*Predict); ok {
-				renderHistory(p, withHistoryField(p.Signature, hf), h)
+				ps = append(ps, p)
 			}
 		})
+		for _, p := range slices.Backward(ps) {
+			renderHistory(p, withHistoryField(p.Signature, hf), h)
+		}
 		return
 	}
 	s.renderChildren(s, "")
@@ -36,7 +44,7 @@ func (s *Session) RenderAhead() {
 // renderChildren renders ahead for the predictors among s's children (prefix: s's own
 // call path under root), and inside its nested sessions.
 func (s *Session) renderChildren(root *Session, prefix string) {
-	for _, ch := range s.children {
+	for _, ch := range slices.Backward(s.children) {
 		path := joinPath(prefix, ch.path)
 		if ch.kind == childSession && ch.session != nil {
 			ch.session.renderChildren(root, path)
