@@ -17,17 +17,19 @@ import (
 const (
 	beyondDBEnv   = "SESSIONBENCH_BEYOND_DB"
 	beyondConvEnv = "SESSIONBENCH_BEYOND_CONV"
+	beyondModeEnv = "SESSIONBENCH_BEYOND_MODE" // run or typed
 )
 
-// beyondInProcesses is BenchmarkBeyondModel's run-process mode: each op starts this test
-// binary again (TestBeyondModelProcess) for the first Send of a new process on
-// conversation conv of the database at path, and reports what the child measured.
-func beyondInProcesses(b *testing.B, path, conv string) {
+// beyondInProcesses is BenchmarkBeyondModel's run-process and typed-process modes: each
+// op starts this test binary again (TestBeyondModelProcess) for the first Send of a new
+// process on conversation conv of the database at path, readied as mode (run or typed)
+// says, and reports what the child measured.
+func beyondInProcesses(b *testing.B, path, conv, mode string) {
 	var beyond, pre, post, cpu time.Duration
 	n := 0
 	for b.Loop() {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestBeyondModelProcess$", "-test.v")
-		cmd.Env = append(os.Environ(), beyondDBEnv+"="+path, beyondConvEnv+"="+conv)
+		cmd.Env = append(os.Environ(), beyondDBEnv+"="+path, beyondConvEnv+"="+conv, beyondModeEnv+"="+mode)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			b.Fatalf("the child process: %v\n%s", err, out)
@@ -55,9 +57,10 @@ func beyondInProcesses(b *testing.B, path, conv string) {
 	b.ReportMetric(ms(post), "after-ms/op")
 }
 
-// TestBeyondModelProcess is the child process of BenchmarkBeyondModel's run-process
-// mode, skipped otherwise: the first Send of a new process as `sessionbench run` makes
-// it (see the benchmark's run mode), with a model answering after 30 ms. It prints the
+// TestBeyondModelProcess is the child process of BenchmarkBeyondModel's run-process and
+// typed-process modes, skipped otherwise: the first Send of a new process as
+// `sessionbench run` makes it (see the benchmark's run mode), or as the workbench does
+// once the user typed (Prefetch first), with a model answering after 30 ms. It prints the
 // Send's time beyond the model, before its first call and after its last, and the
 // process's CPU time from the Send to its turn's transaction, in nanoseconds.
 func TestBeyondModelProcess(t *testing.T) {
@@ -74,9 +77,14 @@ func TestBeyondModelProcess(t *testing.T) {
 	model := &slowLM{inner: instantLM{}, latency: 30 * time.Millisecond}
 	a := New(open, model)
 	a.SetAgentDirs()
-	restored := a.RestoreAhead(ctx, conv, storage.MainBranch)
-	if err := runSetup(ctx, a, open, conv); err != nil {
-		t.Fatal(err)
+	restored := func() {}
+	if os.Getenv(beyondModeEnv) == "typed" {
+		a.Prefetch(ctx, conv, storage.MainBranch)
+	} else {
+		restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
+		if err := runSetup(ctx, a, open, conv); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c0, t0 := cpuTime(), time.Now()
 	if _, err := a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: question("Why was I charged twice?")}, nil); err != nil {

@@ -109,11 +109,13 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) 
 //   - typed: the first Send of a workbench process, which the user typed: typing
 //     readied the branch (Service.Prefetch) before the Send.
 //   - next: a later Send of the same process.
-//   - run-process: run, each op in a process of its own (this test binary started
-//     again: TestBeyondModelProcess), as `sessionbench run` is. In the benchmark's
-//     process (run) the heap is the fixture's, large enough that the collector seldom
-//     runs; a new process starts with a few megabytes, and the collector ran again and
-//     again during its first restore (ui/sessions/gcpause.go).
+//   - run-process, typed-process: run and typed, each op in a process of its own (this
+//     test binary started again: TestBeyondModelProcess), as `sessionbench run` and the
+//     workbench are. In the benchmark's process the heap is the fixture's, large enough
+//     that the collector seldom runs, and what a process does once (encoding/json's
+//     encoders, statements prepared) is done; a new process starts with a heap of a few
+//     megabytes, and the collector ran again and again during its first restore
+//     (ui/sessions/gcpause.go).
 //   - run-http, next-http: run and next with a real llm.OpenAI client over HTTP, its
 //     answers streamed (slowServer): what the client does besides (the request's JSON,
 //     600 KB at 1,000 turns of SupportAgent, and its record) counts too.
@@ -179,7 +181,9 @@ func BenchmarkBeyondModel(b *testing.B) {
 					})
 				})
 			}
-			b.Run("run-process", func(b *testing.B) { beyondInProcesses(b, st.Path(), conv) })
+			for _, mode := range []string{"run", "typed"} {
+				b.Run(mode+"-process", func(b *testing.B) { beyondInProcesses(b, st.Path(), conv, mode) })
+			}
 			for _, mode := range []string{"next", "next-http"} {
 				b.Run(mode, func(b *testing.B) {
 					clock, model := benchModel(b, strings.HasSuffix(mode, "-http"), latency)()
