@@ -296,6 +296,9 @@ func (a *Service) restoreAgent(ag demo.Agent, conv, branch string, strategy, fir
 	return &turnRun{s: s, mod: mod, sink: sink, agent: ag, conv: conv, branch: branch}, exact, nil
 }
 
+// sendPauseMax bounds how long a Send holds the collector off before its first call.
+const sendPauseMax = 100 * time.Millisecond
+
 // run runs one turn of r with model, streaming to events. gc is a pause of the collector
 // (pauseGC) that ends once the turn's first call is on its way, or with the turn (nil:
 // none).
@@ -334,10 +337,12 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 	l := a.branchLock(req.Conv, req.Branch)
 	l.Lock()
 	defer l.Unlock()
-	// the collector waits until the turn's first request is on its way: the restore,
-	// if any, and the request then do not share the CPU with it (gcpause.go)
+	// the collector waits until the turn's first request is on its way, or for
+	// sendPauseMax at most (an agent may work a while before it calls a model): the
+	// restore, if any, and the request then do not share the CPU with it (gcpause.go)
 	gc := pauseGC()
 	defer gc()
+	defer time.AfterFunc(sendPauseMax, gc).Stop()
 	// the branch locked for the turn first, so that the session is restored from the
 	// branch the turn follows (storage.TurnHold), which the turn then begins on
 	hold, err := a.holdTurn(ctx, req.Conv, req.Branch)
