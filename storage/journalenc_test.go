@@ -97,18 +97,9 @@ func TestCallRecordBytes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			want, wantErr := json.Marshal(c.rc)
-			got, err := recordJSON(c.rc)
-			switch {
-			case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
-				t.Fatalf("recordJSON = %s, %v; want encoding/json's error %v", got, err, wantErr)
-			case wantErr != nil:
+			got := likeEncodingJSON(t, c.rc)
+			if got == nil {
 				return
-			case err != nil:
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("record differs from encoding/json's\n got: %s\nwant: %s", got, want)
 			}
 			var back runCall
 			if err := json.Unmarshal(got, &back); err != nil {
@@ -200,20 +191,26 @@ func TestHeaderAndEndRecordBytes(t *testing.T) {
 		{"end in a year JSON cannot hold", runCall{End: &runEnd{Ended: far}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			want, wantErr := json.Marshal(c.rec)
-			got, err := recordJSON(c.rec)
-			switch {
-			case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
-				t.Fatalf("recordJSON = %s, %v; want encoding/json's error %v", got, err, wantErr)
-			case wantErr != nil:
-				return
-			case err != nil:
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("record differs from encoding/json's\n got: %s\nwant: %s", got, want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { likeEncodingJSON(t, c.rec) })
 	}
+}
+
+// likeEncodingJSON checks that recordJSON writes rec byte for byte as json.Marshal does,
+// or refuses it with encoding/json's error, and returns the record (nil when refused).
+func likeEncodingJSON(t *testing.T, rec any) []byte {
+	t.Helper()
+	want, wantErr := json.Marshal(rec)
+	got, err := recordJSON(rec)
+	switch {
+	case wantErr != nil && (err == nil || err.Error() != wantErr.Error()):
+		t.Fatalf("recordJSON = %s, %v; want encoding/json's error %v", got, err, wantErr)
+	case wantErr != nil:
+		return nil
+	case err != nil:
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("record differs from encoding/json's\n got: %s\nwant: %s", got, want)
+	}
+	return got
 }

@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"context"
-	"path/filepath"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -78,14 +77,8 @@ func (m *gcProbeLM) Call(ctx context.Context, req lm.Request) (lm.Response, erro
 func TestSendPausesTheCollectorUntilItsRequestIsOut(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	ctx := context.Background()
-	st, err := storage.Open(ctx, filepath.Join(t.TempDir(), "gc.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	model := &gcProbeLM{}
-	a := New(st, model)
-	a.SetAgentDirs()
+	a, _ := serviceWith(t, model)
 	conv := mustConversation(t, a, "SupportAgent")
 	mustSend(t, a, conv, storage.MainBranch, question("first"))
 	if len(model.seen) != 2 || model.seen[0] != 100 || model.seen[1] != 100 {

@@ -35,16 +35,23 @@ func demoModel(rate float64) *countingLM {
 // agent directories are searched unless a test sets them.
 func newWorkbench(t *testing.T) (*Service, *storage.Store, *countingLM, string) {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), "wb.db")
-	st, err := storage.Open(context.Background(), db)
+	m := demoModel(0)
+	a, st := serviceWith(t, m)
+	return a, st, m, st.Path()
+}
+
+// serviceWith is a Service with model on a real SQLite file in a temporary folder,
+// closed when the test ends; no agent directories are searched unless a test sets them.
+func serviceWith(t *testing.T, model lm.LM) (*Service, *storage.Store) {
+	t.Helper()
+	st, err := storage.Open(context.Background(), filepath.Join(t.TempDir(), "wb.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	m := demoModel(0)
-	a := New(st, m)
+	a := New(st, model)
 	a.SetAgentDirs()
-	return a, st, m, db
+	return a, st
 }
 
 // events collects everything a run streams.
