@@ -32,8 +32,8 @@ var callRecordFields = []string{"id", "path", "predictor_type", "inputs", "outpu
 	"messages", "params", "completion", "usage", "model", "started", "latency", "error", "attempts", "score",
 	"children", "raw_request", "raw_response", "recovered"}
 
-// recordJSON is the JSON of a journal record: a call's written directly (see above), any
-// other by encoding/json.
+// recordJSON is the JSON of a journal record: a call's, the header and the end record
+// written directly (see above), any other by encoding/json.
 func recordJSON(v any) ([]byte, error) {
 	if h, ok := v.(*runHeader); ok && h != nil {
 		return appendHeaderRecord(make([]byte, 0, 256+len(h.Inputs)), h)

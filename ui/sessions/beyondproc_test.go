@@ -13,7 +13,8 @@ import (
 )
 
 // The environment that makes TestBeyondModelProcess the child process of
-// BenchmarkBeyondModel's run-process mode: the database and the conversation.
+// BenchmarkBeyondModel's run-process and typed-process modes: the database, the
+// conversation and how the Send is readied.
 const (
 	beyondDBEnv   = "SESSIONBENCH_BEYOND_DB"
 	beyondConvEnv = "SESSIONBENCH_BEYOND_CONV"
@@ -66,7 +67,7 @@ func beyondInProcesses(b *testing.B, path, conv, mode string) {
 func TestBeyondModelProcess(t *testing.T) {
 	path, conv := os.Getenv(beyondDBEnv), os.Getenv(beyondConvEnv)
 	if path == "" || conv == "" {
-		t.Skip("the child process of BenchmarkBeyondModel run-process")
+		t.Skip("the child process of BenchmarkBeyondModel run-process and typed-process")
 	}
 	ctx := context.Background()
 	open, err := storage.Open(ctx, path)

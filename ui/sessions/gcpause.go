@@ -9,10 +9,11 @@ import (
 // session built from them. A new process starts with a heap of a few megabytes, so the
 // collector ran again and again during its first restore, each time marking all that
 // was restored so far and freeing almost nothing: at 1,000 turns of SupportAgent it
-// doubled the first Send of `sessionbench run` (about 9 ms beyond the model, 5 ms
+// doubled the first Send of `sessionbench run` (10-13 ms beyond the model, 6 ms
 // without; BenchmarkBeyondModel run-process). So while a session is loaded and
-// restored, the collector's target is raised (restoreGCPercent) and set back after.
-// The heap then grows by what the restore allocates, most of which it keeps anyway.
+// restored, and in a Send until its first request is out (Service.run), the
+// collector's target is raised (restoreGCPercent) and set back after. The heap then
+// grows by what the restore allocates, most of which it keeps anyway.
 // The setting is the process's: pauses nest (a prefetch beside a preview), and the
 // last to end sets back what the first found. Disabling the collector outright
 // (SetGCPercent(-1)) would wait for a collection in progress to end.
