@@ -89,6 +89,8 @@ func TestCallRecordBytes(t *testing.T) {
 	}{
 		{"every field", runCall{Call: full}},
 		{"nested, with a base", runCall{Parent: "t3.c1", Call: full, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3, Hist: 2, MsgsFrom: 4, MsgsLen: 1}}},
+		{"a base with every field", runCall{Call: &trace.Call{ID: "x"}, Base: &journalBase{Turn: -1, Call: "t\"<2>", Msgs: 1, Hist: 2, MsgsFrom: 3, MsgsLen: 4, HistFrom: 5, HistLen: 6}}},
+		{"a base with none", runCall{Call: &trace.Call{ID: "x"}, Base: &journalBase{}}},
 		{"a body around its messages", runCall{Call: &trace.Call{ID: "x"}, Base: &journalBase{Turn: 7, Call: "t2.c2", Msgs: 3}, RawMessages: `["{\"model\":\"m\",\"messages\":","}"]`}},
 		{"empty call", runCall{Call: &trace.Call{}}},
 		{"params set", runCall{Call: &trace.Call{Params: lm.Params{Stop: []string{}, Seed: new(int64)}}}},
