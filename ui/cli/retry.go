@@ -104,8 +104,7 @@ func runRetry(ctx context.Context, env Env) int {
 	fmt.Fprintf(env.Stderr, "retrying %s turn %s (index %d) of conversation %s on branch %s\n", n.Status, key, n.Index, n.Conv, dash(on))
 
 	a := sessions.New(s, model)
-	// the token counter's tables, which counting waits for, load while the model thinks
-	a.SetCallWarmUp(func() { llm.PreloadEncodings(model.Name()) })
+	a.SetCallWarmUp(tokenizerWarmUp(ctx, s, model, func() string { return n.Conv }, on))
 	a.SetCatalog(cat) // runPickAgent read the agent with it
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	start := time.Now()

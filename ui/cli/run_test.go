@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,10 +17,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/py"
 	"github.com/sessionbench/sessionbench/core/sig"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
+	"github.com/sessionbench/sessionbench/llm"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -520,5 +523,56 @@ func TestRunNotesASupersededTurn(t *testing.T) {
 		if code != 0 || strings.Contains(errs, want) != c.note {
 			t.Errorf("branch %s: exit %d, note expected %v:\n%s", c.branch, code, c.note, errs)
 		}
+	}
+}
+
+// TestRunLoadsTheTokenizerOnlyWhenNeeded: run and retry load the token counter's tables
+// (needsTokenizer) unless the branch's calls were all counted by their server, as read
+// from a real store after real runs.
+func TestRunLoadsTheTokenizerOnlyWhenNeeded(t *testing.T) {
+	noUsage := func(_ int64, w http.ResponseWriter, _ *http.Request) (string, bool) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", supportAnswer)
+		return "", false
+	}
+	withUsage := func(int64, http.ResponseWriter, *http.Request) (string, bool) { return supportAnswer, true }
+	cases := []struct {
+		name   string
+		answer func(int64, http.ResponseWriter, *http.Request) (string, bool)
+		model  string
+		turns  bool // a turn was run first
+		want   bool
+	}{
+		{"the server reports usage", withUsage, "test-model", true, false},
+		{"the server reports none", noUsage, "test-model", true, true},
+		{"no turn yet", withUsage, "test-model", false, true},
+		{"the demo model", withUsage, llm.DemoName, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := runIsolated(t)
+			srv := chatServer(t, c.answer)
+			code, out, errs := runMain(context.Background(), "run", "--agent", "SupportAgent", "--input", "question=hi",
+				"--base-url", srv.URL+"/v1", "--model", "test-model", "--db", db)
+			if code != 0 {
+				t.Fatalf("run: %d\n%s\n%s", code, out, errs)
+			}
+			conv := convIDOf(t, out+errs)
+			s := openStore(t, db)
+			branch := storage.MainBranch
+			if !c.turns {
+				if _, err := s.CreateBranch(context.Background(), conv, "empty"); err != nil {
+					t.Fatal(err)
+				}
+				branch = "empty"
+			}
+			u, err := s.BranchUsageOf(context.Background(), conv, branch)
+			if got := needsTokenizer(c.model, u, err); got != c.want {
+				t.Errorf("needsTokenizer(%q, %+v, %v) = %v, want %v", c.model, u, err, got, c.want)
+			}
+		})
+	}
+	if !needsTokenizer("test-model", lm.Usage{TotalTokens: 9}, errors.New("no such branch")) {
+		t.Error("a branch whose usage cannot be read must load the tables")
 	}
 }
