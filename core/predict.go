@@ -23,6 +23,10 @@ type Predict struct {
 	// NoJSONFallback turns off the retry with the JSONAdapter after a ChatAdapter
 	// failure (DSPy's use_json_adapter_fallback=False).
 	NoJSONFallback bool
+
+	// history keeps the history messages of the predictor's last request for its next
+	// (adapter.HistoryCache)
+	history adapter.HistoryCache
 }
 
 // NewPredict parses a signature string ("question -> answer") into a predictor.
@@ -209,7 +213,7 @@ type exchange struct {
 func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) error {
 	path := x.path
 	x.stage = stageFormat
-	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx)})
+	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx), History: &x.p.history})
 	if err != nil {
 		return fmt.Errorf("predictor %s: format: %w", displayPath(path), err)
 	}

@@ -90,7 +90,7 @@ func formatMessages(st style, req Request) ([]lm.Message, error) {
 	msgs := make([]lm.Message, 0, 2+2*len(req.Demos)+2*len(h.Messages))
 	msgs = append(msgs, lm.Message{Role: "system", Content: systemMessage(st, s)})
 	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
-	msgs = historyMessages(msgs, st, turnSig, h)
+	msgs = req.History.messages(msgs, st, turnSig, h)
 	msgs = append(msgs, lm.Message{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)})
 	return msgs, nil
 }

@@ -21,7 +21,7 @@ func historyMessages(msgs []lm.Message, st style, s *sig.Signature, h sig.Histor
 	}
 	key := renderKey(st, s)
 	for _, m := range h.Messages {
-		u, a := historyEntry(st, s, key, m)
+		u, a, _ := historyEntry(st, s, key, m)
 		if u != "" {
 			msgs = append(msgs, lm.Message{Role: "user", Content: u})
 		}
@@ -33,12 +33,13 @@ func historyMessages(msgs []lm.Message, st style, s *sig.Signature, h sig.Histor
 // historyEntry is m's user and assistant texts under s, from a rendering kept with m
 // when one was made under key, else rendered and kept when m's values cannot change in
 // place (Set drops a rendering, but a list or dict value can change under it). Two
-// renderings are kept at most: this one and the last under another key.
-func historyEntry(st style, s *sig.Signature, key string, m *sig.Map) (user, assistant string) {
+// renderings are kept at most: this one and the last under another key. kept says
+// whether the texts are kept with m.
+func historyEntry(st style, s *sig.Signature, key string, m *sig.Map) (user, assistant string, kept bool) {
 	last := m.Rendering()
 	for r := last; r != nil; r = r.Next {
 		if r.Key == key {
-			return r.User, r.Assistant
+			return r.User, r.Assistant, true
 		}
 	}
 	user, assistant = renderEntry(st, s, m)
@@ -48,8 +49,9 @@ func historyEntry(st style, s *sig.Signature, key string, m *sig.Map) (user, ass
 			r.Next = &sig.Rendering{Key: last.Key, User: last.User, Assistant: last.Assistant}
 		}
 		m.SetRendering(r)
+		kept = true
 	}
-	return user, assistant
+	return user, assistant, kept
 }
 
 // renderEntry is userContent(st, s, m, "", false) and st.assistant(s, m, nil), the

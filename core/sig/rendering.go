@@ -1,6 +1,9 @@
 package sig
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"sync/atomic"
+)
 
 // Rendering is how an adapter renders a map as a history message (its user and
 // assistant texts), kept with the map. A history entry is rendered again in every later
@@ -39,10 +42,20 @@ func (m *Map) SetRendering(r *Rendering) {
 
 // dropRendering forgets m's rendering: m's values are changing.
 func (m *Map) dropRendering() {
-	if m.rendering.Load() != nil {
-		m.rendering.Store(nil)
+	if m.rendering.Load() != nil && m.rendering.Swap(nil) != nil {
+		renderingsDropped.Add(1)
 	}
 }
+
+// renderingsDropped counts the renderings dropped because their map changed.
+var renderingsDropped atomic.Uint64
+
+// RenderingsDropped counts the renderings dropped so far, in every map, because the
+// map's values changed (Set, Delete, UnmarshalJSON). What is built from renderings
+// (adapter.HistoryCache) holds while the count stays the same: every map whose
+// rendering was used still has its values. History entries are rarely changed, so the
+// count rarely moves.
+func RenderingsDropped() uint64 { return renderingsDropped.Load() }
 
 // ScalarValues reports whether each of m's values is None, a bool, a number or a
 // string: values nothing can change in place.
