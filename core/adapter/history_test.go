@@ -316,7 +316,8 @@ func benchHistoryQA(n int) sig.History {
 }
 
 // BenchmarkChatFormatHistory formats a request on a history of n entries: warm, every
-// entry rendered by an earlier request (what each turn of a session meets), and cold,
+// entry rendered by an earlier request (what each turn of a session meets), cached, its
+// messages also in the predictor's HistoryCache (what a session's calls meet), and cold,
 // every entry new (a session's first request after it was restored). beyond-list-B/op
 // is what a request allocates besides its message list: flat when warm (4 KB) but for
 // the list's own rounding up to its size class (up to a page: 10 KB in all at 10,000
@@ -325,15 +326,15 @@ func BenchmarkChatFormatHistory(b *testing.B) {
 	s := benchSig()
 	for _, n := range []int{100, 1000, 10000} {
 		h := benchHistory(n)
-		for _, warm := range []bool{true, false} {
-			name := fmt.Sprintf("turns=%d/cold", n)
-			if warm {
-				name = fmt.Sprintf("turns=%d/warm", n)
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"warm", "cached", "cold"} {
+			b.Run(fmt.Sprintf("turns=%d/%s", n, mode), func(b *testing.B) {
 				in := sig.NewMap("question", "The reset email never arrives", "history", h)
-				if warm {
-					if _, err := (Chat{}).Format(Request{Signature: s, Inputs: in}); err != nil {
+				var cache *HistoryCache
+				if mode == "cached" {
+					cache = &HistoryCache{}
+				}
+				if mode != "cold" {
+					if _, err := (Chat{}).Format(Request{Signature: s, Inputs: in, History: cache}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -342,12 +343,12 @@ func BenchmarkChatFormatHistory(b *testing.B) {
 				var m0, m1 runtime.MemStats
 				for b.Loop() {
 					b.StopTimer()
-					if !warm {
+					if mode == "cold" {
 						in.Set("history", h.Clone())
 					}
 					runtime.ReadMemStats(&m0)
 					b.StartTimer()
-					msgs, err := (Chat{}).Format(Request{Signature: s, Inputs: in})
+					msgs, err := (Chat{}).Format(Request{Signature: s, Inputs: in, History: cache})
 					b.StopTimer()
 					if err != nil {
 						b.Fatal(err)
