@@ -24,9 +24,9 @@ type Predict struct {
 	// failure (DSPy's use_json_adapter_fallback=False).
 	NoJSONFallback bool
 
-	// history keeps the history messages of the predictor's last request for its next
-	// (adapter.HistoryCache)
-	history adapter.HistoryCache
+	// requests keeps what the predictor's next request repeats of its last
+	// (adapter.RequestCache)
+	requests adapter.RequestCache
 }
 
 // NewPredict parses a signature string ("question -> answer") into a predictor.
@@ -213,7 +213,7 @@ type exchange struct {
 func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) error {
 	path := x.path
 	x.stage = stageFormat
-	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx), History: &x.p.history})
+	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx), Cache: &x.p.requests})
 	if err != nil {
 		return fmt.Errorf("predictor %s: format: %w", displayPath(path), err)
 	}

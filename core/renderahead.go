@@ -62,11 +62,11 @@ func (s *Session) renderChildren(root *Session, prefix string) {
 
 // renderHistory formats a request of predictor p under signature eff with history h and
 // no other input: the request is dropped, the renderings of h's entries stay with them,
-// and its history's messages in p's cache (adapter.HistoryCache).
+// and its history's messages in p's cache (adapter.RequestCache).
 func renderHistory(p *Predict, eff *sig.Signature, h sig.History) {
 	hf := eff.HistoryField()
 	if hf == "" || len(h.Messages) == 0 {
 		return
 	}
-	_, _ = p.adapterOrDefault().Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: sig.NewMap(hf, h), History: &p.history})
+	_, _ = p.adapterOrDefault().Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: sig.NewMap(hf, h), Cache: &p.requests})
 }

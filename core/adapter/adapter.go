@@ -17,9 +17,9 @@ type Request struct {
 	Inputs *sig.Map
 	// OuterHistory is the enclosing session's history (for template strategies 4 and 5).
 	OuterHistory *sig.History
-	// History, when set, keeps the history messages of the request for the next one
-	// (HistoryCache): the caller's, one per predictor.
-	History *HistoryCache
+	// Cache, when set, keeps what the next request repeats of this one (RequestCache):
+	// the caller's, one per predictor.
+	Cache *RequestCache
 }
 
 // Adapter renders requests and parses completions.

@@ -88,9 +88,9 @@ func formatMessages(st style, req Request) ([]lm.Message, error) {
 	}
 	// Sized once: on a long history the list is most of what a request allocates.
 	msgs := make([]lm.Message, 0, 2+2*len(req.Demos)+2*len(h.Messages))
-	msgs = append(msgs, lm.Message{Role: "system", Content: systemMessage(st, s)})
+	msgs = append(msgs, lm.Message{Role: "system", Content: req.Cache.system(st, s)})
 	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
-	msgs = req.History.messages(msgs, st, turnSig, h)
+	msgs = req.Cache.history(msgs, st, turnSig, h)
 	msgs = append(msgs, lm.Message{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)})
 	return msgs, nil
 }

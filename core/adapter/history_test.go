@@ -317,7 +317,7 @@ func benchHistoryQA(n int) sig.History {
 
 // BenchmarkChatFormatHistory formats a request on a history of n entries: warm, every
 // entry rendered by an earlier request (what each turn of a session meets), cached, its
-// messages also in the predictor's HistoryCache (what a session's calls meet), and cold,
+// messages also in the predictor's RequestCache (what a session's calls meet), and cold,
 // every entry new (a session's first request after it was restored). beyond-list-B/op
 // is what a request allocates besides its message list: flat when warm (4 KB) but for
 // the list's own rounding up to its size class (up to a page: 10 KB in all at 10,000
@@ -329,12 +329,12 @@ func BenchmarkChatFormatHistory(b *testing.B) {
 		for _, mode := range []string{"warm", "cached", "cold"} {
 			b.Run(fmt.Sprintf("turns=%d/%s", n, mode), func(b *testing.B) {
 				in := sig.NewMap("question", "The reset email never arrives", "history", h)
-				var cache *HistoryCache
+				var cache *RequestCache
 				if mode == "cached" {
-					cache = &HistoryCache{}
+					cache = &RequestCache{}
 				}
 				if mode != "cold" {
-					if _, err := (Chat{}).Format(Request{Signature: s, Inputs: in, History: cache}); err != nil {
+					if _, err := (Chat{}).Format(Request{Signature: s, Inputs: in, Cache: cache}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -348,7 +348,7 @@ func BenchmarkChatFormatHistory(b *testing.B) {
 					}
 					runtime.ReadMemStats(&m0)
 					b.StartTimer()
-					msgs, err := (Chat{}).Format(Request{Signature: s, Inputs: in, History: cache})
+					msgs, err := (Chat{}).Format(Request{Signature: s, Inputs: in, Cache: cache})
 					b.StopTimer()
 					if err != nil {
 						b.Fatal(err)

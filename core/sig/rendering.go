@@ -52,7 +52,7 @@ var renderingsDropped atomic.Uint64
 
 // RenderingsDropped counts the renderings dropped so far, in every map, because the
 // map's values changed (Set, Delete, UnmarshalJSON). What is built from renderings
-// (adapter.HistoryCache) holds while the count stays the same: every map whose
+// (adapter.RequestCache) holds while the count stays the same: every map whose
 // rendering was used still has its values. History entries are rarely changed, so the
 // count rarely moves.
 func RenderingsDropped() uint64 { return renderingsDropped.Load() }

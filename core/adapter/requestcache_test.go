@@ -10,12 +10,12 @@ import (
 	"github.com/sessionbench/sessionbench/core/sig"
 )
 
-// TestHistoryCache: one predictor's requests through its HistoryCache, as a session
+// TestRequestCache: one predictor's requests through its RequestCache, as a session
 // makes them (the history grows, an undo shortens it, an edit replaces an entry, an
 // entry's values change, a list value changes in place, another signature, the JSON
 // fallback), are byte for byte the requests formatted with no cache from copies of the
 // entries that never had a rendering; and the cache holds the entries it may.
-func TestHistoryCache(t *testing.T) {
+func TestRequestCache(t *testing.T) {
 	s := benchSig()
 	withOutputs := func(instructions, output string) *sig.Signature {
 		return sig.New("ClassifyIntent", instructions, []sig.Field{field("question", "str", "")},
@@ -27,7 +27,7 @@ func TestHistoryCache(t *testing.T) {
 	}
 	list := []any{"a", "b"}
 	h := benchHistory(3).Messages
-	var c HistoryCache
+	var c RequestCache
 	steps := []struct {
 		name   string
 		change func()
@@ -50,7 +50,7 @@ func TestHistoryCache(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.change()
-		got, err := st.ad.Format(Request{Signature: st.s, Inputs: sig.NewMap("question", "now?", "history", sig.History{Messages: h}), History: &c})
+		got, err := st.ad.Format(Request{Signature: st.s, Inputs: sig.NewMap("question", "now?", "history", sig.History{Messages: h}), Cache: &c})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -67,22 +67,22 @@ func TestHistoryCache(t *testing.T) {
 	}
 }
 
-// TestHistoryCacheConcurrent: requests of one predictor formatted at once (a session's
+// TestRequestCacheConcurrent: requests of one predictor formatted at once (a session's
 // call beside its RenderAhead) all come out whole.
-func TestHistoryCacheConcurrent(t *testing.T) {
+func TestRequestCacheConcurrent(t *testing.T) {
 	s := benchSig()
 	h := benchHistory(200)
 	want, err := Chat{}.Format(Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", h.Clone())})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c HistoryCache
+	var c RequestCache
 	var wg sync.WaitGroup
 	got := make([][]lm.Message, 8)
 	for i := range got {
 		wg.Go(func() {
 			n := 100 + i*10 // histories of different lengths
-			msgs, err := Chat{}.Format(Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", sig.History{Messages: h.Messages[:n]}), History: &c})
+			msgs, err := Chat{}.Format(Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", sig.History{Messages: h.Messages[:n]}), Cache: &c})
 			if err != nil {
 				t.Error(err)
 			}
