@@ -32,7 +32,7 @@ type RequestCache struct {
 	key     string
 	dropped uint64
 	maps    []*sig.Map
-	ends    []int
+	ends    []int32
 	msgs    []lm.Message
 }
 
@@ -72,7 +72,7 @@ func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h 
 	c.key, c.dropped = key, dropped
 	held := 0 // their messages
 	if k > 0 {
-		held = c.ends[k-1]
+		held = int(c.ends[k-1])
 	}
 	// let go of what is no longer in the history
 	clear(c.maps[k:])
@@ -90,7 +90,7 @@ func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h 
 		if caching = caching && kept; caching {
 			c.maps = append(c.maps, m)
 			c.msgs = append(c.msgs, msgs[from:]...)
-			c.ends = append(c.ends, len(c.msgs))
+			c.ends = append(c.ends, int32(len(c.msgs)))
 		}
 	}
 	return msgs

@@ -61,7 +61,7 @@ func TestRequestCache(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: the request through the cache differs:\n got %q\nwant %q", st.name, got, want)
 		}
-		if len(c.maps) != st.cached || len(c.ends) != st.cached || st.cached > 0 && c.ends[st.cached-1] != len(c.msgs) {
+		if len(c.maps) != st.cached || len(c.ends) != st.cached || st.cached > 0 && int(c.ends[st.cached-1]) != len(c.msgs) {
 			t.Errorf("%s: the cache holds %d entries (%d ends, %d messages), want %d", st.name, len(c.maps), len(c.ends), len(c.msgs), st.cached)
 		}
 	}
