@@ -18,7 +18,8 @@ type Request struct {
 	// OuterHistory is the enclosing session's history (for template strategies 4 and 5).
 	OuterHistory *sig.History
 	// Cache, when set, keeps what the next request repeats of this one (RequestCache):
-	// the caller's, one per predictor.
+	// the caller's, one per predictor. The ChatAdapter and the JSONAdapter use it; the
+	// template adapter renders its history through its template and ignores it.
 	Cache *RequestCache
 }
 
