@@ -35,6 +35,9 @@ type warmed struct {
 	branches map[string]bool // conv + "\x00" + branch
 	// atCall is what the caller gave SetCallWarmUp, run with the store's warm-up.
 	atCall func()
+	// connecting counts the preconnects under way (tests wait for them: a Send begun
+	// before one answered opens a connection of its own).
+	connecting sync.WaitGroup
 }
 
 // SetCallWarmUp has f run once, in the background, with the store's warm-up: a moment
@@ -170,7 +173,11 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 // for DNS, TCP and TLS.
 func (a *Service) preconnect(ctx context.Context) {
 	if p, ok := a.model.(llm.Preconnecter); ok {
-		go p.Preconnect(ctx)
+		a.warm.connecting.Add(1)
+		go func() {
+			defer a.warm.connecting.Done()
+			p.Preconnect(ctx)
+		}()
 	}
 }
 
