@@ -132,12 +132,12 @@ func (s *Session) childHistory(f *frame, path string, cs *Session) sig.History {
 	if f.readonly {
 		saved := cs.tip
 		if f.replay != nil {
-			cs.tip = s.kidsBefore(f.replay)[path]
+			cs.tip = s.kidsBefore(f.replay).get(path)
 		}
 		defer func() { cs.tip = saved }()
 	}
 	if cs.opts.InnerScope == PerTurn {
-		start := f.start[path]
+		start := f.start.get(path)
 		if f.readonly {
 			start = cs.tip // a replayed turn starts from the restored tip
 		}
@@ -236,7 +236,7 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 	finish2 := func(p *Prediction, err error) (*Prediction, error) { return finish(p, err, nil) }
 	nested := func(readonly bool, h sig.History) *frame {
 		return &frame{root: cs, parent: f, history: h, record: f.record, readonly: readonly,
-			start: map[string]*node{}, sink: f.sink, turnKey: f.turnKey,
+			start: kidTips{}, sink: f.sink, turnKey: f.turnKey,
 			prefix: joinPath(f.prefix, path), seq: f.seq}
 	}
 	switch {
@@ -261,7 +261,7 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 			cs.mu.Lock()
 			saved := cs.tip
 			if f.replay != nil {
-				cs.tip = f.root.kidsBefore(f.replay)[path]
+				cs.tip = f.root.kidsBefore(f.replay).get(path)
 			}
 			h = cs.buildHistory(nil)
 			cs.tip = saved

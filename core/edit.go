@@ -24,7 +24,7 @@ func (s *Session) AddTurn(inputs, outputs *sig.Map) *trace.Turn {
 }
 
 // tipKids is the children's current tips (a hand-added turn leaves them where they are).
-func (s *Session) tipKids() map[string]*node {
+func (s *Session) tipKids() kidTips {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.childTips()
@@ -61,7 +61,7 @@ func (s *Session) Undo(steps int, cascade bool) []*trace.Turn {
 }
 
 // currentKids is the children's tips belonging to the current tip (caller holds s.mu).
-func (s *Session) currentKids() map[string]*node {
+func (s *Session) currentKids() kidTips {
 	if s.tip == nil {
 		return s.baseKids
 	}
@@ -230,8 +230,8 @@ func (s *Session) TurnGroups(path string) []TurnGroup {
 	}
 	var out []TurnGroup
 	for _, nd := range s.visible() {
-		before := depthOf(s.kidsBefore(nd)[path])
-		after := depthOf(nd.kids[path])
+		before := depthOf(s.kidsBefore(nd).get(path))
+		after := depthOf(nd.kids.get(path))
 		out = append(out, TurnGroup{OuterTurn: nd.turn.Index, Start: before, End: after})
 	}
 	return out
@@ -258,7 +258,7 @@ func (s *Session) ChildSnapshots(i int) map[string]sig.History {
 		cs := ch.session
 		cs.mu.Lock()
 		saved := cs.tip
-		cs.tip = kids[ch.path]
+		cs.tip = kids.get(ch.path)
 		out[ch.path] = cs.buildHistory(nil)
 		cs.tip = saved
 		cs.mu.Unlock()

@@ -21,7 +21,7 @@ type frame struct {
 	record   bool // collect call records
 	readonly bool // override replay: nothing anywhere is mutated
 	replay   *node
-	start    map[string]*node // children's tips when the turn began (per_turn scope, rollback)
+	start    kidTips // children's tips when the turn began (per_turn scope, rollback)
 	sink     trace.Sink
 	turnKey  string
 	prefix   string        // path of a nested session; its predictors' paths hang below it
@@ -207,29 +207,50 @@ func (s *Session) childFor(m Module) *child {
 }
 
 // childTips snapshots every child session's tip (caller holds s.mu).
-func (s *Session) childTips() map[string]*node {
+func (s *Session) childTips() kidTips {
 	if len(s.children) == 0 {
 		return nil
 	}
-	tips := make(map[string]*node, len(s.children))
+	tips := make(kidTips, 0, len(s.children))
 	for _, ch := range s.children {
 		if ch.session != nil {
 			ch.session.mu.Lock()
-			tips[ch.path] = ch.session.tip
+			tips = append(tips, kidTip{ch.path, ch.session.tip})
 			ch.session.mu.Unlock()
 		}
 	}
 	return tips
 }
 
+// kidTips is each child session's tip at one moment, by child path (a node's kids). A
+// session has a handful of children: a slice searched in order holds them in a fifth of
+// a map's bytes, and a restore keeps one per turn.
+type kidTips []kidTip
+
+type kidTip struct {
+	path string
+	tip  *node
+}
+
+// get is the tip of the child at path, nil for none (the last one given, as a map's
+// assignment would keep).
+func (ks kidTips) get(path string) *node {
+	for i := len(ks) - 1; i >= 0; i-- {
+		if ks[i].path == path {
+			return ks[i].tip
+		}
+	}
+	return nil
+}
+
 // restoreChildTips moves every child back to the given tips (caller holds s.mu).
-func (s *Session) restoreChildTips(tips map[string]*node) {
+func (s *Session) restoreChildTips(tips kidTips) {
 	for _, ch := range s.children {
 		if ch.session == nil {
 			continue
 		}
 		ch.session.mu.Lock()
-		ch.session.tip = tips[ch.path]
+		ch.session.tip = tips.get(ch.path)
 		ch.session.redo = nil
 		ch.session.mu.Unlock()
 	}
@@ -237,14 +258,14 @@ func (s *Session) restoreChildTips(tips map[string]*node) {
 
 // restorePersistentChildTips moves the persistent children back to the given tips (caller
 // holds s.mu); episodic and stateless ones end their episode instead.
-func (s *Session) restorePersistentChildTips(tips map[string]*node) {
+func (s *Session) restorePersistentChildTips(tips kidTips) {
 	for _, ch := range s.children {
 		if ch.session == nil {
 			continue
 		}
 		ch.session.mu.Lock()
 		if ch.session.opts.Lifespan == LifespanPersistent {
-			ch.session.tip = tips[ch.path]
+			ch.session.tip = tips.get(ch.path)
 			ch.session.redo = nil
 		}
 		ch.session.mu.Unlock()
@@ -252,7 +273,7 @@ func (s *Session) restorePersistentChildTips(tips map[string]*node) {
 }
 
 // kidsBefore returns the children's tips as they were before turn nd.
-func (s *Session) kidsBefore(nd *node) map[string]*node {
+func (s *Session) kidsBefore(nd *node) kidTips {
 	if nd.parent != nil {
 		return nd.parent.kids
 	}

@@ -77,7 +77,7 @@ type msgLog struct {
 // newNode is the node of turn t after parent, its message on parent's line. A node
 // without a parent is at depth base+1 (base > 0: the first of the turns a RestoreTail
 // holds).
-func newNode(parent *node, base int, t *trace.Turn, msg *sig.Map, kids map[string]*node) *node {
+func newNode(parent *node, base int, t *trace.Turn, msg *sig.Map, kids kidTips) *node {
 	if parent == nil {
 		return &node{turn: t, depth: base + 1, msg: msg, kids: kids, log: &msgLog{off: base, msgs: []*sig.Map{msg}}}
 	}

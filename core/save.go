@@ -24,7 +24,7 @@ func (s *Session) SaveState() *savefile.File {
 			e.ChildTurns = []savefile.ChildCount{}
 			for _, ch := range s.children {
 				if ch.session != nil {
-					e.ChildTurns = append(e.ChildTurns, savefile.ChildCount{Path: ch.path, Turns: depthOf(nd.kids[ch.path])})
+					e.ChildTurns = append(e.ChildTurns, savefile.ChildCount{Path: ch.path, Turns: depthOf(nd.kids.get(ch.path))})
 				}
 			}
 		}
@@ -122,7 +122,7 @@ func FromFile(f *savefile.File, module Module, opts Options) (*Session, error) {
 	}
 	for _, e := range f.Turns {
 		t := filled(e.Turn)
-		var kids map[string]*node
+		var kids kidTips
 		if e.ChildTurns != nil {
 			kids = s.kidsAt(e)
 		}
@@ -145,7 +145,7 @@ func (s *Session) childAt(path string) *child {
 }
 
 // pushNode appends a loaded turn without hooks (caller owns s exclusively).
-func (s *Session) pushNode(t *trace.Turn, kids map[string]*node) {
+func (s *Session) pushNode(t *trace.Turn, kids kidTips) {
 	if kids == nil {
 		kids = s.childTips()
 	}
@@ -154,8 +154,8 @@ func (s *Session) pushNode(t *trace.Turn, kids map[string]*node) {
 }
 
 // kidsAt finds each child's node at the depth recorded for an outer turn.
-func (s *Session) kidsAt(e savefile.Entry) map[string]*node {
-	kids := map[string]*node{}
+func (s *Session) kidsAt(e savefile.Entry) kidTips {
+	kids := make(kidTips, 0, len(s.children))
 	for _, ch := range s.children {
 		if ch.session == nil {
 			continue
@@ -165,7 +165,7 @@ func (s *Session) kidsAt(e savefile.Entry) map[string]*node {
 		for nd != nil && nd.depth > d {
 			nd = nd.parent
 		}
-		kids[ch.path] = nd
+		kids = append(kids, kidTip{ch.path, nd})
 	}
 	return kids
 }

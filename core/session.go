@@ -26,7 +26,7 @@ type node struct {
 	// kids holds every child session's tip right after this turn, by child path (root
 	// sessions only): moving this session's tip to a node restores all children exactly
 	// (cascades), and forks share nodes because paths, unlike sessions, do not change.
-	kids map[string]*node
+	kids kidTips
 }
 
 // Session wraps a module, records one turn per user-facing call and injects the history
@@ -45,7 +45,7 @@ type Session struct {
 	children []*child
 	byModule map[Module]*child
 	// baseKids holds the children's tips before this session's first turn.
-	baseKids map[string]*node
+	baseKids kidTips
 	isChild  bool // created by a recursive parent (its turns are the parent's business)
 	// scores overlays metric scores on the shared, immutable turn records.
 	scores map[*trace.Turn]float64
@@ -242,7 +242,7 @@ func (s *Session) nextIndex() int {
 }
 
 // appendTurn records a turn on this session (caller holds no lock).
-func (s *Session) appendTurn(t *trace.Turn, kids map[string]*node) *trace.Turn {
+func (s *Session) appendTurn(t *trace.Turn, kids kidTips) *trace.Turn {
 	s.mu.Lock()
 	next := 0
 	if s.tip != nil {
