@@ -80,7 +80,7 @@ func (s *Session) window() int {
 
 // holdsWindows reports whether a session restored from a tail holds every turn the next
 // turn's histories read: its own window, and the window of each child that keeps turns
-// of its own across outer turns (the children restoreChildren fills; per-turn ones start
+// of its own across outer turns (the children planChildren fills; per-turn ones start
 // each outer turn afresh, episodic ones each root call).
 func (s *Session) holdsWindows() bool {
 	if w := s.window(); w < 0 || s.held() < w {
@@ -117,29 +117,6 @@ func (s *Session) held() int {
 	return n
 }
 
-// replay pushes the restored turns, oldest first.
-func (s *Session) replay(turns []*trace.Turn) error {
-	log := newHistoryLog(s.opts, s.seed)
-	episodic := s.episodicChildren()
-	for i, t := range turns {
-		if t == nil {
-			return fmt.Errorf("restore %s: turn %d is nil", s.name, i)
-		}
-		restoreChildren(s, "", t.Calls)
-		for _, cs := range episodic {
-			cs.tip, cs.redo = nil, nil
-		}
-		nt := *t // the session's own record: its History may differ from the caller's
-		if !nt.Explicit {
-			// Storage keeps only explicit snapshots; the rest derive from the path.
-			nt.History = log.snapshot()
-		}
-		s.pushNode(&nt, nil)
-		log.add(s.tip.msg)
-	}
-	return nil
-}
-
 // episodicChildren are the children whose lifespan ends their turns with each root call:
 // Restore clears them after each turn, as the live session did (their consolidated L2
 // memory is not in the call records, so a restored session starts with what its options
@@ -152,40 +129,6 @@ func (s *Session) episodicChildren() []*Session {
 		}
 	}
 	return out
-}
-
-// restoreChildren replays one outer turn's call records into the keep-children of s
-// whose calls they are (prefix is s's own call path, "" for the root). A child that is
-// itself a session or a module (a nested session around several predictors, or
-// recursive="modules") recorded a module-level call whose Children are its inner calls:
-// those go to its own children first, so its turn remembers their tips, as it does live.
-func restoreChildren(s *Session, prefix string, calls []*trace.Call) {
-	for _, c := range calls {
-		var ch *child
-		for _, cand := range s.children {
-			if cand.session != nil && joinPath(prefix, cand.path) == c.Path {
-				ch = cand
-				break
-			}
-		}
-		if ch == nil || c.Error != "" || c.Outputs == nil {
-			continue
-		}
-		switch {
-		case len(c.Children) == 0:
-		case ch.kind == childModule:
-			// recursive="modules": the parent session routes the module's inner calls too
-			restoreChildren(s, prefix, c.Children)
-		default:
-			restoreChildren(ch.session, c.Path, c.Children)
-		}
-		if ch.nested != NestedKeep || ch.scope == Stateless || ch.session.opts.Lifespan == LifespanStateless {
-			continue // an inheriting or stateless child keeps no turns of its own
-		}
-		ch.session.pushNode(&trace.Turn{Inputs: c.Inputs, Outputs: c.Outputs, History: c.History,
-			Calls: []*trace.Call{}, Started: c.Started, Ended: c.Started.Add(c.Latency)}, nil)
-		fixIndex(ch.session.tip)
-	}
 }
 
 // fixIndex numbers a restored child turn after its parent.

@@ -1,8 +1,12 @@
 package core
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +24,10 @@ func restoreByWalk(module Module, opts Options, turns []*trace.Turn) (*Session, 
 	}
 	for _, t := range turns {
 		nt := t.Clone()
-		restoreChildren(s, "", nt.Calls)
+		for _, k := range planChildren(s, "", nt.Calls, nil) {
+			k.s.pushNode(k.t, nil)
+			fixIndex(k.s.tip)
+		}
 		if !nt.Explicit {
 			nt.History = s.buildHistory(nil)
 		}
@@ -173,4 +180,110 @@ func BenchmarkRestore(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A long restore plans its turns in chunks beside the linking (replay.go): it restores
+// what planning and linking them one by one restores (and, where that applies, walking
+// them), for flat, windowed, episodic and nested sessions, with explicit snapshots on
+// the way, whichever chunk a turn falls in.
+func TestRestoreLongMatchesWalk(t *testing.T) {
+	ctx := ctxWith(echoLM())
+	cases := []struct {
+		name  string
+		build func() (Module, Options)
+		field string
+		walk  bool // restoreByWalk applies (it ends no episodes)
+	}{
+		{"predictors", func() (Module, Options) { return retryAgent(2), Options{Recursive: Predictors} }, "task", true},
+		{"window", func() (Module, Options) {
+			return retryAgent(2), Options{Recursive: Predictors, MaxTurns: Int(3)}
+		}, "task", true},
+		{"episodic child", func() (Module, Options) {
+			return twoCalls(nil), Options{Recursive: Predictors, ChildConfigs: map[string]ChildConfig{"worker": {Lifespan: LifespanEpisodic}}}
+		}, "question", false},
+		{"keep session around a module", func() (Module, Options) {
+			prog, _, _ := twoStep()
+			inner := MustSessionify(prog, Options{Recursive: Predictors})
+			first := MustPredict("q -> q2")
+			return &Program{Name: "Outer", Subs: []Sub{{"first", first}, {"inner", inner}}, Fn: func(ctx context.Context, in *sig.Map) (*Prediction, error) {
+				if _, err := first.Forward(ctx, in); err != nil {
+					return nil, err
+				}
+				return inner.Forward(ctx, in)
+			}}, Options{Recursive: Predictors, NestedSessions: NestedKeep}
+		}, "q", true},
+	}
+	const n = 2*replayChunkMin + 17 // chunks of unequal length
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, o := c.build()
+			live := MustSessionify(m, o)
+			for i := range n {
+				mustRun(t, ctx, live, c.field, fmt.Sprintf("t%d", i))
+			}
+			recorded := live.Turns()
+			for _, i := range []int{5, replayChunkMin, n - 2} {
+				recorded[i].Explicit = true
+				recorded[i].History = sig.History{Messages: []*sig.Map{sig.NewMap(c.field, fmt.Sprintf("explicit %d", i))}}
+			}
+			restore := func(procs int) *Session {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				m, o := c.build()
+				s, err := Restore(m, o, recorded)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			got, want := restore(4), restore(1)
+			if g, w := turnsDigest(t, got), turnsDigest(t, want); g != w {
+				t.Fatalf("restored in chunks:\n%s\nrestored in one go:\n%s", g, w)
+			}
+			if c.walk {
+				m, o := c.build()
+				walked, err := restoreByWalk(m, o, recorded)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := turnsDigest(t, got), turnsDigest(t, walked); g != w {
+					t.Fatalf("restored in chunks:\n%s\nwalked:\n%s", g, w)
+				}
+			}
+			a, b := mustRun(t, ctx, got, c.field, "next"), mustRun(t, ctx, want, c.field, "next")
+			if !py.Same(a.Fields, b.Fields) || !sameValues(got.Turns()[n-8:], want.Turns()[n-8:]) {
+				t.Fatal("restored session diverges on the next turn")
+			}
+		})
+	}
+}
+
+// turnsDigest is a line per turn of a session and its children's: its index, values,
+// history length and the history's last message (turnsJSON's whole histories cost
+// O(turns²) bytes on a long session).
+func turnsDigest(t *testing.T, s *Session) string {
+	t.Helper()
+	var b strings.Builder
+	line := func(path string, ts []*trace.Turn) {
+		for _, x := range ts {
+			var last *sig.Map
+			if k := len(x.History.Messages); k > 0 {
+				last = x.History.Messages[k-1]
+			}
+			j, err := json.Marshal([]any{x.Index, x.Inputs, x.Outputs, len(x.History.Messages), last, len(x.Calls)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "%s %s\n", path, j)
+		}
+	}
+	line("", s.Turns())
+	paths := []string{}
+	for p := range s.Children() {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		line(p, s.Children()[p].Turns())
+	}
+	return b.String()
 }

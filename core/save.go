@@ -146,10 +146,15 @@ func (s *Session) childAt(path string) *child {
 
 // pushNode appends a loaded turn without hooks (caller owns s exclusively).
 func (s *Session) pushNode(t *trace.Turn, kids kidTips) {
+	s.pushMessage(t, kids, s.message(t.Inputs, t.Outputs))
+}
+
+// pushMessage is pushNode with the turn's history message made already.
+func (s *Session) pushMessage(t *trace.Turn, kids kidTips, msg *sig.Map) {
 	if kids == nil {
 		kids = s.childTips()
 	}
-	s.tip = newNode(s.tip, s.base, t, s.message(t.Inputs, t.Outputs), kids)
+	s.tip = newNode(s.tip, s.base, t, msg, kids)
 	s.base = 0
 }
 
