@@ -84,8 +84,8 @@ func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h 
 	// once at the end: copied entry by entry, 4,000 small copies (each with the
 	// collector's write barriers when it runs) were a third of a long history's fill.
 	from, caching := len(msgs), true
-	c.maps = slices.Grow(c.maps, len(h.Messages)-k)
-	c.ends = slices.Grow(c.ends, len(h.Messages)-k)
+	c.maps = roomFor(c.maps, len(h.Messages)-k)
+	c.ends = roomFor(c.ends, len(h.Messages)-k)
 	for _, m := range h.Messages[k:] {
 		u, a, kept := historyEntry(st, s, key, m)
 		if u != "" {
@@ -98,7 +98,18 @@ func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h 
 		}
 	}
 	if len(c.ends) > k {
-		c.msgs = append(slices.Grow(c.msgs, int(c.ends[len(c.ends)-1])-held), msgs[from:from+int(c.ends[len(c.ends)-1])-held]...)
+		n := int(c.ends[len(c.ends)-1]) - held
+		c.msgs = append(roomFor(c.msgs, n), msgs[from:from+n]...)
 	}
 	return msgs
+}
+
+// roomFor is s with room for n more elements and, when it must grow for them, for a
+// quarter more besides, as append leaves: the requests after a fill add an entry each,
+// and a cache filled to its capacity would be copied whole by the next one.
+func roomFor[E any](s []E, n int) []E {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, n+(len(s)+n)/4)
 }

@@ -99,3 +99,26 @@ func TestRequestCacheConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A cache filled at once (a restored session's first request, or RenderAhead) leaves
+// room for the entries the next requests add, one a turn (here 100 of them): filled to
+// its capacity, one of the next requests would copy it whole.
+func TestRequestCacheFillLeavesRoom(t *testing.T) {
+	s := benchSig()
+	h := benchHistory(1100)
+	var c RequestCache
+	format := func(n int) {
+		t.Helper()
+		if _, err := (Chat{}).Format(Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", sig.History{Messages: h.Messages[:n]}), Cache: &c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	format(1000)
+	first := &c.msgs[0]
+	for n := 1001; n <= 1100; n++ {
+		format(n)
+	}
+	if len(c.msgs) != 2200 || &c.msgs[0] != first {
+		t.Fatalf("the cache holds %d messages, moved: %v", len(c.msgs), &c.msgs[0] != first)
+	}
+}
