@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -201,17 +200,7 @@ func TestRestoreLongMatchesWalk(t *testing.T) {
 		{"episodic child", func() (Module, Options) {
 			return twoCalls(nil), Options{Recursive: Predictors, ChildConfigs: map[string]ChildConfig{"worker": {Lifespan: LifespanEpisodic}}}
 		}, "question", false},
-		{"keep session around a module", func() (Module, Options) {
-			prog, _, _ := twoStep()
-			inner := MustSessionify(prog, Options{Recursive: Predictors})
-			first := MustPredict("q -> q2")
-			return &Program{Name: "Outer", Subs: []Sub{{"first", first}, {"inner", inner}}, Fn: func(ctx context.Context, in *sig.Map) (*Prediction, error) {
-				if _, err := first.Forward(ctx, in); err != nil {
-					return nil, err
-				}
-				return inner.Forward(ctx, in)
-			}}, Options{Recursive: Predictors, NestedSessions: NestedKeep}
-		}, "q", true},
+		{"keep session around a module", keepSessionAroundModule, "q", true},
 	}
 	const n = 2*replayChunkMin + 17 // chunks of unequal length
 	for _, c := range cases {

@@ -22,6 +22,21 @@ func twoStep() (*Program, *Predict, *Predict) {
 	}}, a, b
 }
 
+// keepSessionAroundModule is an agent whose second step is a keep-session around
+// twoStep: the inner session's predictors keep their turns, recorded as the children
+// of its call.
+func keepSessionAroundModule() (Module, Options) {
+	prog, _, _ := twoStep()
+	inner := MustSessionify(prog, Options{Recursive: Predictors})
+	first := MustPredict("q -> q2")
+	return &Program{Name: "Outer", Subs: []Sub{{"first", first}, {"inner", inner}}, Fn: func(ctx context.Context, in *sig.Map) (*Prediction, error) {
+		if _, err := first.Forward(ctx, in); err != nil {
+			return nil, err
+		}
+		return inner.Forward(ctx, in)
+	}}, Options{Recursive: Predictors, NestedSessions: NestedKeep}
+}
+
 // requests lists every call of a turn with the exact messages it sent.
 func requests(t *trace.Turn) string {
 	var b strings.Builder
@@ -62,17 +77,7 @@ func TestRestoreNestedModuleHistories(t *testing.T) {
 				return Call(ctx, inner, in)
 			}}, Options{Recursive: Modules, ChildConfigs: map[string]ChildConfig{"inner": {Nested: NestedInherit}}}
 		}},
-		{"keep session around a module", func() (Module, Options) {
-			prog, _, _ := twoStep()
-			inner := MustSessionify(prog, Options{Recursive: Predictors})
-			first := MustPredict("q -> q2")
-			return &Program{Name: "Outer", Subs: []Sub{{"first", first}, {"inner", inner}}, Fn: func(ctx context.Context, in *sig.Map) (*Prediction, error) {
-				if _, err := first.Forward(ctx, in); err != nil {
-					return nil, err
-				}
-				return inner.Forward(ctx, in)
-			}}, Options{Recursive: Predictors, NestedSessions: NestedKeep}
-		}},
+		{"keep session around a module", keepSessionAroundModule},
 	}
 	qs := []string{"one", "two", "three"}
 	for _, c := range cases {
