@@ -17,8 +17,12 @@ import (
 // while it links the first.
 
 // replayChunkMin is the fewest turns a chunk planned beside the linking holds: a shorter
-// restore costs less than starting a goroutine.
-const replayChunkMin = 128
+// restore costs less than starting a goroutine. replayChunksMax bounds the chunks, one a
+// core.
+const (
+	replayChunkMin  = 128
+	replayChunksMax = 8
+)
 
 // turnPlan is what one stored turn pushes: the root's record and message, and its
 // keep-children's turns in the order restoring pushes them.
@@ -43,12 +47,13 @@ func (s *Session) replay(turns []*trace.Turn) error {
 		}
 	}
 	plans := make([]turnPlan, len(turns))
-	k := min(runtime.GOMAXPROCS(0), len(turns)/replayChunkMin)
+	k := min(runtime.GOMAXPROCS(0), replayChunksMax, len(turns)/replayChunkMin)
 	if k <= 1 {
 		s.planTurns(turns, plans, 0, len(turns))
 		s.link(plans)
 		return nil
 	}
+	// no chunk is empty: the last starts before the end, as n/k >= replayChunkMin > k
 	size := (len(turns) + k - 1) / k
 	planned := make([]chan struct{}, k)
 	for c := 1; c < k; c++ {
