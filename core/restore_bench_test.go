@@ -202,7 +202,7 @@ func TestRestoreLongMatchesWalk(t *testing.T) {
 		}, "question", false},
 		{"keep session around a module", keepSessionAroundModule, "q", true},
 	}
-	const n = 2*replayChunkMin + 17 // chunks of unequal length
+	const n = 3*replayChunkMin + 17 // three chunks, of unequal length
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, o := c.build()
