@@ -79,7 +79,7 @@ func readPackRows(ctx context.Context, q querier, branchID int64, bodies bool) (
 // decode decodes the first want turns the rows hold, with their ids: the rows in
 // chunks at once, one per core up to maxChunks (decoding is allocating, one core's
 // work). A row that cannot be decoded, or holds other than its row says, is
-// errPackCorrupt.
+// errPackCorrupt. The turns share the rows' bodies (decodePack), which nothing changes.
 func (rs packRows) decode(want int) (ids []int64, turns []*trace.Turn, err error) {
 	want = min(want, rs.held())
 	ids, turns = make([]int64, want), make([]*trace.Turn, want)
