@@ -167,6 +167,12 @@ func loadValues(t *testing.T, s *Store, conv, branch string) int {
 		t.Fatal(err)
 	}
 	samePath(t, pv, rowsRead(t, s, conv, branch))
+	// room for the next turns, whether read from the pack or from the rows
+	n := len(pv.Keys)
+	if room := pathRoom(n); cap(pv.Keys)-n < room || cap(pv.Started)-n < room || cap(pv.Turns)-n < room {
+		t.Fatalf("a path of %d turns with room for %d, %d and %d more, want %d", n,
+			cap(pv.Keys)-n, cap(pv.Started)-n, cap(pv.Turns)-n, room)
+	}
 	return pv.Packed
 }
 

@@ -40,7 +40,8 @@ const (
 
 // PathValues is a branch's whole path as a session is restored from it: each turn's
 // key and start time, and the turn with its calls' values (what a LoadOptions.ValuesOnly
-// read gives), root first.
+// read gives), root first. Its slices have room for the turns a session kept for the
+// branch adds next (pathRoom), which the caller may append there.
 type PathValues struct {
 	Total   int
 	Keys    []string
@@ -158,14 +159,21 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	if n-p >= packLagTurns || p < min(rows.held(), n) {
 		s.queuePack(convID, branch, b.ID, ids, turns, false)
 	}
-	pv.Turns = turns
-	pv.Keys = make([]string, n)
-	pv.Started = make([]time.Time, n)
+	pv.Turns = slices.Grow(turns, pathRoom(n))
+	pv.Keys = make([]string, n, n+pathRoom(n))
+	pv.Started = make([]time.Time, n, n+pathRoom(n))
 	for i, t := range turns {
 		pv.Keys[i], pv.Started[i] = turnKey(ids[i]), t.Started
 	}
 	return pv, nil
 }
+
+// pathRoom is the room PathValues leaves after a path of n turns: the next Sends' turns
+// are appended there (ui/sessions' path cache) instead of copying the path, which on
+// the first Send of a process ran while the collector caught up with the restore and
+// cost its allocation's share of the marking (0.3-2.3 ms at 1,000 turns, one Send in
+// four).
+func pathRoom(n int) int { return 32 + n/8 }
 
 // repack says what pathValuesOfRows does with the path it read.
 type repack int
@@ -183,7 +191,9 @@ func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack repack) (*
 	if err != nil {
 		return nil, err
 	}
-	pv := &PathValues{Total: p.Total, Keys: p.Keys, Turns: p.Turns, Started: make([]time.Time, len(p.Nodes))}
+	n := len(p.Nodes)
+	pv := &PathValues{Total: p.Total, Keys: slices.Grow(p.Keys, pathRoom(n)), Turns: slices.Grow(p.Turns, pathRoom(n)),
+		Started: make([]time.Time, n, n+pathRoom(n))}
 	ids := make([]int64, len(p.Nodes))
 	for i, nd := range p.Nodes {
 		pv.Started[i], ids[i] = nd.Started, nd.id.Int64
