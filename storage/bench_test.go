@@ -292,6 +292,16 @@ func BenchmarkListing100k(b *testing.B) {
 			}
 		}
 	})
+	b.Run("PendingTurns", func(b *testing.B) {
+		// `sessionbench run` and the workbench's start ask for them, whatever the
+		// conversation: through their partial index, not a scan of every turn
+		loopCPU(b, func() error {
+			if l, err := s.PendingTurns(ctx); err != nil || len(l) != 0 {
+				return fmt.Errorf("pending: %d %v", len(l), err)
+			}
+			return nil
+		})
+	})
 	b.Run("Branches", func(b *testing.B) {
 		for b.Loop() {
 			if l, err := s.Branches(ctx, "big"); err != nil || len(l) != 21 {

@@ -437,3 +437,30 @@ func TestJournalSharesTheTurnBefore(t *testing.T) {
 		t.Errorf("history comes back as\n%s\nwant\n%s", got, want)
 	}
 }
+
+// The turns that have not ended are read through their partial index, not by scanning
+// every turn stored: the query plan names turns_unended and no full scan of turns.
+func TestPendingTurnsUseTheirIndex(t *testing.T) {
+	s := openTemp(t)
+	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+pendingTurnsQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(plan, "; ")
+	if !strings.Contains(all, "SCAN t USING INDEX turns_unended") {
+		t.Errorf("the pending turns' plan is %q; want a scan of index turns_unended", all)
+	}
+}
