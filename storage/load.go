@@ -188,10 +188,16 @@ func (s *Store) LoadTurn(ctx context.Context, key string) (*trace.Turn, error) {
 // turnsOf reads the turns of nodes with their calls, a long restore read in parallel
 // chunks (restoreChunks).
 func (s *Store) turnsOf(ctx context.Context, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
+	return s.turnsOn(ctx, s.r, nodes, o)
+}
+
+// turnsOn is turnsOf reading on q, unless there are enough turns to read them in chunks
+// on the readers at once.
+func (s *Store) turnsOn(ctx context.Context, q querier, nodes []*TurnNode, o LoadOptions) ([]*trace.Turn, error) {
 	if k := s.restoreChunks(ctx, len(nodes), o); k > 1 {
 		return s.turnsInChunks(ctx, nodes, o, k)
 	}
-	return s.turnsOfChunk(ctx, s.r, nodes, o)
+	return s.turnsOfChunk(ctx, q, nodes, o)
 }
 
 // turnsOfChunk reads the turns of nodes with their calls, in a fixed number of queries

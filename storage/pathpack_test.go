@@ -162,18 +162,101 @@ func packedTurnValues(t *testing.T) *trace.Turn {
 // from the pack.
 func loadValues(t *testing.T, s *Store, conv, branch string) int {
 	t.Helper()
-	pv, err := s.LoadPathValues(context.Background(), conv, branch)
+	ctx := context.Background()
+	pv, err := s.LoadPathValues(ctx, conv, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	samePath(t, pv, rowsRead(t, s, conv, branch))
+	rows := rowsRead(t, s, conv, branch)
+	samePath(t, pv, rows)
 	// room for the next turns, whether read from the pack or from the rows
 	n := len(pv.Keys)
 	if room := pathRoom(n); cap(pv.Keys)-n < room || cap(pv.Started)-n < room || cap(pv.Turns)-n < room {
 		t.Fatalf("a path of %d turns with room for %d, %d and %d more, want %d", n,
 			cap(pv.Keys)-n, cap(pv.Started)-n, cap(pv.Turns)-n, room)
 	}
+	// the same read at the head just read, as a turn's restore makes it
+	_, tip, total, err := s.BranchHead(ctx, conv, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := s.LoadPathValuesAt(ctx, conv, branch, tip, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePath(t, at, rows)
+	if at.Packed != pv.Packed {
+		t.Fatalf("read at the head: %d turns packed, want %d as LoadPathValues", at.Packed, pv.Packed)
+	}
 	return pv.Packed
+}
+
+// LoadPathValuesAt reads the path that ends at the head it is given, whatever the
+// branch's tip is by then, from the pack as LoadPathValues does; a branch this store
+// never read the head of is read whole.
+func TestLoadPathValuesAt(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	const n = packMinTurns + 20
+	bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
+	loadValues(t, s, "c", MainBranch) // the path read is packed by the warm-up
+	warmPack(t, s, "c", MainBranch)
+	want := rowsRead(t, s, "c", MainBranch)
+
+	// a new process's warm-up prepares both reads of a pack: neither parses a statement
+	warmed, err := Open(ctx, s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warmed.Close()
+	if err := warmed.Warm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, tip, total, err := warmed.BranchHead(ctx, "c", MainBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0, r0 := warmed.Parses()
+	for _, read := range []func() (*PathValues, error){
+		func() (*PathValues, error) { return warmed.LoadPathValuesAt(ctx, "c", MainBranch, tip, total) },
+		func() (*PathValues, error) { return warmed.LoadPathValues(ctx, "c", MainBranch) },
+	} {
+		pv, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		samePath(t, pv, want)
+		if pv.Packed != n {
+			t.Fatalf("%d turns from the pack, want %d", pv.Packed, n)
+		}
+	}
+	if w1, r1 := warmed.Parses(); w1 != w0 || r1 != r0 {
+		t.Errorf("after Warm the pack's reads parsed %d statements on the writer and %d on the readers, want none", w1-w0, r1-r0)
+	}
+
+	// turns committed after the head read: the path still ends at the head
+	bulkAppend(t, s, "c", MainBranch, 3, 3, packedTurn)
+	pv, err := s.LoadPathValuesAt(ctx, "c", MainBranch, tip, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePath(t, pv, want)
+	if pv.Packed != n {
+		t.Fatalf("%d turns from the pack, want %d", pv.Packed, n)
+	}
+
+	// a store that has read no head of the branch: the branch as it is now
+	other, err := Open(ctx, s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	pv, err = other.LoadPathValuesAt(ctx, "c", MainBranch, tip, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samePath(t, pv, rowsRead(t, s, "c", MainBranch))
 }
 
 func warmPack(t *testing.T, s *Store, conv, branch string) {

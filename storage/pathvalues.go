@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -123,31 +124,56 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	if err != nil {
 		return nil, err
 	}
+	return s.pathValues(ctx, s.r, b)
+}
+
+// LoadPathValuesAt is LoadPathValues of the branch whose tip and length were just read
+// (TurnHold.Head, under the branch's lock: they cannot have moved), without reading the
+// branch again; its pack is read on the connection that read them (hotReads), which a
+// new process has open and warm, where a reader's first read opens its connection and
+// reads the schema (0.5 ms). A branch this process has not held is read as
+// LoadPathValues reads it.
+func (s *Store) LoadPathValuesAt(ctx context.Context, convID, branch string, tip *TurnNode, total int) (*PathValues, error) {
+	v, ok := s.branchIDs.Load(branchKey(convID, branch))
+	if !ok || tip == nil {
+		return s.LoadPathValues(ctx, convID, branch)
+	}
+	id, err := parseTurnKey(tip.Key)
+	if err != nil {
+		return nil, err
+	}
+	b := &Branch{ID: v.(int64), ConvID: convID, Name: branch, Length: total, tipID: sql.NullInt64{Int64: id, Valid: true}}
+	return s.pathValues(ctx, s.hotReads(ctx), b)
+}
+
+// pathValues is LoadPathValues of branch b as read, reading its pack and the rows after
+// it on q.
+func (s *Store) pathValues(ctx context.Context, q querier, b *Branch) (*PathValues, error) {
 	n := b.Length
 	if n < packMinTurns {
-		return s.pathValuesOfRows(ctx, b, repackNone)
+		return s.pathValuesOfRows(ctx, q, b, repackNone)
 	}
-	rows, err := readPackRows(ctx, s.r, b.ID, true)
+	rows, err := readPackRows(ctx, q, b.ID, true)
 	if errors.Is(err, errPackCorrupt) {
-		return s.pathValuesOfRows(ctx, b, repackAnew)
+		return s.pathValuesOfRows(ctx, q, b, repackAnew)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("storage: read the path pack of branch %q: %w", b.Name, err)
 	}
-	ids, turns, nodes, err := s.packedPrefix(ctx, b, rows)
+	ids, turns, nodes, err := s.packedPrefix(ctx, q, b, rows)
 	if errors.Is(err, errPackCorrupt) {
-		return s.pathValuesOfRows(ctx, b, repackAnew)
+		return s.pathValuesOfRows(ctx, q, b, repackAnew)
 	}
 	if err != nil {
 		return nil, err
 	}
 	p := len(turns)
 	if p == 0 {
-		return s.pathValuesOfRows(ctx, b, repackRows)
+		return s.pathValuesOfRows(ctx, q, b, repackRows)
 	}
 	pv := &PathValues{Total: n, Packed: p}
 	if p < n {
-		rest, err := s.turnsOf(ctx, nodes, LoadOptions{ValuesOnly: true})
+		rest, err := s.turnsOn(ctx, q, nodes, LoadOptions{ValuesOnly: true})
 		if err != nil {
 			return nil, err
 		}
@@ -157,7 +183,7 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 		turns = append(turns, rest...)
 	}
 	if n-p >= packLagTurns || p < min(rows.held(), n) {
-		s.queuePack(convID, branch, b.ID, ids, turns, false)
+		s.queuePack(b.ConvID, b.Name, b.ID, ids, turns, false)
 	}
 	pv.Turns = slices.Grow(turns, pathRoom(n))
 	pv.Keys = make([]string, n, n+pathRoom(n))
@@ -184,10 +210,11 @@ const (
 	repackAnew               // keep it for packing, writing every row again (the pack is damaged)
 )
 
-// pathValuesOfRows is LoadPathValues from every row of branch b as read; the path read is
-// kept for WarmBranch to pack as pack says.
-func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack repack) (*PathValues, error) {
-	p, err := s.branchRange(ctx, s.r, b, 0, 0, LoadOptions{ValuesOnly: true})
+// pathValuesOfRows is LoadPathValues from every row of branch b as read (on q, unless
+// branchRange reads them in chunks); the path read is kept for WarmBranch to pack as
+// pack says.
+func (s *Store) pathValuesOfRows(ctx context.Context, q querier, b *Branch, pack repack) (*PathValues, error) {
+	p, err := s.branchRange(ctx, q, b, 0, 0, LoadOptions{ValuesOnly: true})
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +237,7 @@ func (s *Store) pathValuesOfRows(ctx context.Context, b *Branch, pack repack) (*
 // else the pack without its last row when the path goes on from that (an undo, then
 // other turns). It is none when no pack is on the path; a pack that cannot be read is
 // errPackCorrupt (its rows are all there).
-func (s *Store) packedPrefix(ctx context.Context, b *Branch, rows packRows) (ids []int64, turns []*trace.Turn, nodes []*TurnNode, err error) {
+func (s *Store) packedPrefix(ctx context.Context, q querier, b *Branch, rows packRows) (ids []int64, turns []*trace.Turn, nodes []*TurnNode, err error) {
 	n := b.Length
 	if rows == nil || !b.tipID.Valid {
 		return nil, nil, nil, nil
@@ -230,7 +257,7 @@ func (s *Store) packedPrefix(ctx context.Context, b *Branch, rows packRows) (ids
 			continue
 		}
 		// the turns after the pack, from its last turn on, which must be the pack's own
-		nodes, err := pathWindow(ctx, s.r, b.tipID, n, p-1, 0)
+		nodes, err := pathWindow(ctx, q, b.tipID, n, p-1, 0)
 		if err != nil {
 			return nil, nil, nil, err
 		}

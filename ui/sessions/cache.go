@@ -279,7 +279,13 @@ func (a *Service) load(ctx context.Context, st *branchState, conv, branch string
 		read = p.Total
 	} else {
 		// the whole path: from the branch's pack where it has one (storage/pathvalues.go)
-		p, err := a.store.LoadPathValues(ctx, conv, branch)
+		var p *storage.PathValues
+		var err error
+		if head != nil {
+			p, err = a.store.LoadPathValuesAt(ctx, conv, branch, head.node, head.total)
+		} else {
+			p, err = a.store.LoadPathValues(ctx, conv, branch)
+		}
 		if err != nil {
 			return err
 		}

@@ -127,7 +127,10 @@ func slowServer(b *testing.B, latency time.Duration) (*modelTime, func() lm.LM) 
 // 1,000 turns (whose requests stay the same size) and on SupportAgent (no window) at
 // 1,000. cpu-ms/op is the process's CPU time per Send,
 // background work included: the CPU the first Send of a process costs in all, where the
-// beyond figure is what the user waits for.
+// beyond figure is what the user waits for. whole-ms/op (run-process, typed-process) is
+// the child's time from opening the store to the Send's end, beyond the model: for run,
+// its setup and restore included, which overlap (a faster setup shows as a longer
+// before-ms, the restore left for the Send to wait for, with a shorter whole).
 func BenchmarkBeyondModel(b *testing.B) {
 	window, err := filepath.Abs("testdata/support_window.toml")
 	if err != nil {
