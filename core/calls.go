@@ -282,15 +282,16 @@ func (cs *Session) forwardNested(ctx context.Context, f *frame, inputs *sig.Map)
 
 // recordedRequest is msgs as the call records them: when the session keeps requests
 // (RecordAll), as runs shared with what the predictor at path sent before, so a long
-// session's calls cost their new messages, not their length; otherwise msgs alone.
-func recordedRequest(ctx context.Context, path string, msgs []lm.Message) lm.MessageList {
+// session's calls cost their new messages, not their length (shared: msgs' runs are
+// already, as the adapter's request cache made them); otherwise msgs alone.
+func recordedRequest(ctx context.Context, path string, msgs lm.MessageList, shared bool) lm.MessageList {
 	f := frameFrom(ctx)
 	if f == nil || !f.record || f.root.opts.Record != RecordAll {
-		return lm.MessagesOf(msgs)
+		return msgs
 	}
 	g, ok := f.root.wire.Load(path)
 	if !ok {
 		g, _ = f.root.wire.LoadOrStore(path, new(lm.MessageLog))
 	}
-	return g.(*lm.MessageLog).List(msgs)
+	return g.(*lm.MessageLog).Record(msgs, shared)
 }

@@ -179,7 +179,7 @@ type sentLM struct {
 }
 
 func (m *sentLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
-	m.sent = append(m.sent, append([]lm.Message(nil), req.Messages...))
+	m.sent = append(m.sent, req.Messages.Slice())
 	return m.LM.Call(ctx, req)
 }
 

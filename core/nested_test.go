@@ -104,7 +104,7 @@ func requestFor(m *lm.Scripted, path string, n int) []lm.Message {
 	for _, r := range m.Requests() {
 		if r.Meta.Path == path {
 			if n == 0 {
-				return r.Messages
+				return r.Messages.Slice()
 			}
 			n--
 		}
@@ -439,7 +439,7 @@ func TestTimeTravelReplay(t *testing.T) {
 	}
 	replayed := m.Requests()[len(m.Requests())-2] // the replayed classify call
 	orig := requestFor(m, "classify", 1)
-	sameMessages(t, replayed.Messages, orig)
+	sameMessages(t, replayed.Messages.Slice(), orig)
 	snaps := s.ChildSnapshots(1)
 	if len(snaps["classify"].Messages) != 1 || len(snaps["respond"].Messages) != 1 {
 		t.Fatalf("child snapshots = %v", snaps)

@@ -213,11 +213,11 @@ type exchange struct {
 func (x *exchange) run(ctx context.Context, c *trace.Call, ad adapter.Adapter) error {
 	path := x.path
 	x.stage = stageFormat
-	msgs, err := ad.Format(adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx), Cache: &x.p.requests})
+	msgs, shared, err := adapter.FormatList(ad, adapter.Request{Signature: x.eff, Demos: x.p.Demos, Inputs: x.in, OuterHistory: outerHistoryFrom(ctx), Cache: &x.p.requests})
 	if err != nil {
 		return fmt.Errorf("predictor %s: format: %w", displayPath(path), err)
 	}
-	c.Messages = recordedRequest(ctx, path, msgs)
+	c.Messages = recordedRequest(ctx, path, msgs, shared)
 	c.Model = x.model.Name()
 	req := lm.Request{Messages: msgs, Params: x.p.Params, Meta: lm.Meta{
 		Path: path, PredictorType: x.p.TypeName(), Adapter: ad.Name(), Signature: x.eff, Inputs: x.callIn,

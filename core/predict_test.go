@@ -64,7 +64,7 @@ func TestJSONFallback(t *testing.T) {
 				t.Errorf("recorded adapter %q, want %q", c.Adapter, tc.wantAd)
 			}
 			last := m.Calls[len(m.Calls)-1]
-			if last.Meta.Adapter != c.Adapter || !equalMessages(last.Messages, c.Messages.Slice()) {
+			if last.Meta.Adapter != c.Adapter || !equalMessages(last.Messages.Slice(), c.Messages.Slice()) {
 				t.Errorf("recorded request is not the last one sent (%s vs %s)", last.Meta.Adapter, c.Adapter)
 			}
 			if tc.wantAnswer != "" {
@@ -78,7 +78,7 @@ func TestJSONFallback(t *testing.T) {
 				}
 				first := c.Tries[0]
 				if first.Adapter != "chat" || first.Completion != "just 4" || !first.Retrying || first.Err == "" ||
-					!equalMessages(first.Messages, m.Calls[0].Messages) {
+					!equalMessages(first.Messages, m.Calls[0].Messages.Slice()) {
 					t.Errorf("failed chat attempt not kept: %+v", first)
 				}
 				if c.Tries[1].N != 2 {

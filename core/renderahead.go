@@ -68,5 +68,5 @@ func renderHistory(p *Predict, eff *sig.Signature, h sig.History) {
 	if hf == "" || len(h.Messages) == 0 {
 		return
 	}
-	_, _ = p.adapterOrDefault().Format(adapter.Request{Signature: eff, Demos: p.Demos, Inputs: sig.NewMap(hf, h), Cache: &p.requests})
+	_, _, _ = adapter.FormatList(p.adapterOrDefault(), adapter.Request{Signature: eff, Demos: p.Demos, Inputs: sig.NewMap(hf, h), Cache: &p.requests})
 }

@@ -291,13 +291,13 @@ func TestInjectedHistoryFieldOnTheWire(t *testing.T) {
 	mustRun(t, ctx, s, "text", "helo")
 	mustRun(t, ctx, s, "text", "wrld")
 	req := m.Requests()[1]
-	sys := req.Messages[0].Content
+	sys := req.Messages.At(0).Content
 	for _, want := range []string{"2. `history` (History): Conversation history", "Given the fields `text`, produce the fields `corrected`."} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("system message lacks %q:\n%s", want, sys)
 		}
 	}
-	if len(req.Messages) != 4 || req.Messages[1].Content != "[[ ## text ## ]]\nhelo" {
+	if req.Messages.Len() != 4 || req.Messages.At(1).Content != "[[ ## text ## ]]\nhelo" {
 		t.Fatalf("messages = %+v", req.Messages)
 	}
 }

@@ -31,7 +31,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			req := lm.Request{Messages: msgs, OnDelta: func(string) {}}
+			req := lm.Request{Messages: lm.ListOf(msgs), OnDelta: func(string) {}}
 			for b.Loop() {
 				if _, err := m.Call(context.Background(), req); err != nil {
 					b.Fatal(err)

@@ -64,7 +64,8 @@ func (d *Demo) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return lm.Response{}, fmt.Errorf("demo model: call cancelled: %w", err)
 	}
-	text, err := d.Complete(req.Meta, req.Messages)
+	msgs := req.Messages.Slice() // the demo model reads them as a slice; a fraction of its scripted work
+	text, err := d.Complete(req.Meta, msgs)
 	if err != nil {
 		return lm.Response{}, err
 	}
@@ -96,7 +97,7 @@ func (d *Demo) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 		req.OnTry(att)
 	}
 	resp := lm.Response{Text: text, Model: DemoName, FinishReason: "stop", Tries: []lm.Try{att}}
-	if _, prompt, err := CountTokens("demo", req.Messages); err == nil {
+	if _, prompt, err := CountTokens("demo", msgs); err == nil {
 		completion, _ := CountText("demo", text)
 		resp.Usage = lm.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	}

@@ -174,7 +174,7 @@ func TestDemoScripts(t *testing.T) {
 
 func TestDemoStreamsAndCancels(t *testing.T) {
 	d := NewDemo(DemoOptions{TokenRate: 2000})
-	req := lm.Request{Messages: []lm.Message{{Role: "user", Content: "Tell me about streaming responses"}}}
+	req := lm.Request{Messages: lm.ListOf([]lm.Message{{Role: "user", Content: "Tell me about streaming responses"}})}
 	var deltas []string
 	req.OnDelta = func(s string) { deltas = append(deltas, s) }
 	resp, err := d.Call(context.Background(), req)

@@ -201,7 +201,7 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 			report(req.OnTry, att)
 			out.Text, out.Model, out.FinishReason, out.Usage = res.text, res.model, res.finish, res.usage
 			if out.Usage == (lm.Usage{}) {
-				out.Usage = EstimateUsage(model, req.Messages, res.text)
+				out.Usage = EstimateUsage(model, req.Messages.Slice(), res.text)
 			}
 			return out, nil
 		}
@@ -346,8 +346,8 @@ func reasoningModel(model string) bool {
 // cannot send itself (zero temperature or top_p, dropped by its omitempty tags).
 func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompletionRequest, []string) {
 	r := openai.ChatCompletionRequest{Model: model}
-	r.Messages = make([]openai.ChatCompletionMessage, len(req.Messages))
-	for i, m := range req.Messages {
+	r.Messages = make([]openai.ChatCompletionMessage, req.Messages.Len())
+	for i, m := range req.Messages.All() {
 		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, Name: m.ExtraString("name")}
 	}
 	p := req.Params
@@ -407,20 +407,20 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 // its own MarshalJSON, which encoding/json then compacts and escapes again: 4 ms for
 // the 2,000 messages of a 1,000-turn request, against a few tenths of one here. The
 // body is the same, byte for byte (TestPreEncodedBody).
-func preEncode(r *openai.ChatCompletionRequest, msgs []lm.Message) []byte {
+func preEncode(r *openai.ChatCompletionRequest, msgs lm.MessageList) []byte {
 	size := 2
-	for _, m := range msgs {
+	for _, m := range msgs.All() {
 		if m.Extra != "" || m.Content == "" {
 			return nil // go-openai's own way, with fillEmptyContent
 		}
 		size += len(m.Role) + len(m.Content) + 32
 	}
-	if len(msgs) == 0 {
+	if msgs.Len() == 0 {
 		return nil
 	}
 	b := make([]byte, 0, size)
 	b = append(b, '[')
-	for i, m := range msgs {
+	for i, m := range msgs.All() {
 		if i > 0 {
 			b = append(b, ',')
 		}

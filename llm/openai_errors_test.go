@@ -53,7 +53,7 @@ func TestOpenAIAnswersOfTheWrongKind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { tc.handler(w) })
 			m := newTestLM(t, s, nil)
-			req := lm.Request{Messages: twoMessages}
+			req := lm.Request{Messages: lm.ListOf(twoMessages)}
 			if tc.stream {
 				req.OnDelta = func(string) {}
 			}
@@ -92,7 +92,7 @@ func TestOpenAIStallTimeout(t *testing.T) {
 		o.Timeouts.Stall = 150 * time.Millisecond
 		o.Timeouts.FirstToken = 10 * time.Second
 	})
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	var pe *lm.PartialError
 	if !errors.As(err, &pe) || pe.Partial != "Hello " {
 		t.Fatalf("err = %T %v, want a PartialError keeping the text", err, err)
@@ -125,7 +125,7 @@ func TestOpenAISlowButSteadyStreamIsNotAStall(t *testing.T) {
 		event(w, "[DONE]")
 	})
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Timeouts.Stall = 120 * time.Millisecond })
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	if err != nil || resp.Text != "one two three four five" {
 		t.Fatalf("text %q err %v", resp.Text, err)
 	}
@@ -160,7 +160,7 @@ func TestOpenAIUsageEstimate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { tc.handler(w) })
 			m := newTestLM(t, s, nil)
-			req := lm.Request{Messages: twoMessages}
+			req := lm.Request{Messages: lm.ListOf(twoMessages)}
 			if tc.stream {
 				req.OnDelta = func(string) {}
 			}

@@ -44,7 +44,7 @@ func TestOpenAINonStreaming(t *testing.T) {
 		o.Headers = map[string]string{"X-Title": "sessionbench-test"}
 		o.Temperature = ptr(0.5)
 	})
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages,
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages),
 		Params: lm.Params{Temperature: ptr(0.0), MaxTokens: ptr(64), Stop: []string{"\n\n"}, Seed: ptr(int64(7))}})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestOpenAIStreaming(t *testing.T) {
 	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { streamAll(w, deltas...) })
 	m := newTestLM(t, s, nil)
 	var got []string
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(d string) { got = append(got, d) }})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(d string) { got = append(got, d) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestOpenAIStreamDeliversIncrementally(t *testing.T) {
 	})
 	m := newTestLM(t, s, nil)
 	var once sync.Once
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) { once.Do(func() { close(seen) }) }})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) { once.Do(func() { close(seen) }) }})
 	if err != nil || resp.Text != "first second" {
 		t.Fatalf("text %q err %v", resp.Text, err)
 	}
@@ -154,7 +154,7 @@ func TestOpenAIRetriesThenSucceeds(t *testing.T) {
 			})
 			m := newTestLM(t, s, nil)
 			var seen []lm.Try
-			req := lm.Request{Messages: twoMessages, OnTry: func(a lm.Try) { seen = append(seen, a) }}
+			req := lm.Request{Messages: lm.ListOf(twoMessages), OnTry: func(a lm.Try) { seen = append(seen, a) }}
 			if tc.stream {
 				req.OnDelta = func(string) {}
 			}
@@ -192,7 +192,7 @@ func TestOpenAIHonoursRetryAfter(t *testing.T) {
 	})
 	m := newTestLM(t, s, nil)
 	start := time.Now()
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestOpenAIHonoursRetryAfter(t *testing.T) {
 func TestOpenAIGivesUpAfterMaxRetries(t *testing.T) {
 	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeError(w, 503, "overloaded") })
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Retry = fastRetry(2) })
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err == nil || !strings.Contains(err.Error(), "gave up after 3 tries") || !strings.Contains(err.Error(), "overloaded") {
 		t.Fatalf("err = %v", err)
 	}
@@ -243,7 +243,7 @@ func TestOpenAINonRetryable(t *testing.T) {
 					o.APIKey = ""
 				}
 			})
-			resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+			resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -269,7 +269,7 @@ func TestOpenAIConnectionResetIsRetried(t *testing.T) {
 		streamAll(w, "fine")
 	})
 	m := newTestLM(t, s, nil)
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	if err != nil || resp.Text != "fine" || len(resp.Tries) != 2 {
 		t.Fatalf("text %q err %v tries %+v", resp.Text, err, resp.Tries)
 	}
@@ -297,7 +297,7 @@ func TestOpenAIMidStreamDisconnect(t *testing.T) {
 			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { handler(w) })
 			m := newTestLM(t, s, nil)
 			var shown strings.Builder
-			resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(d string) { shown.WriteString(d) }})
+			resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(d string) { shown.WriteString(d) }})
 			var pe *lm.PartialError
 			if !errors.As(err, &pe) || pe.Partial != "Hello wor" {
 				t.Fatalf("err = %T %v, want a PartialError with the text so far", err, err)
@@ -318,7 +318,7 @@ func TestOpenAIErrorInsideStream(t *testing.T) {
 		event(w, `{"error":{"message":"context length exceeded","type":"invalid_request_error"}}`)
 	})
 	m := newTestLM(t, s, nil)
-	_, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	_, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	if err == nil || !strings.Contains(err.Error(), "context length exceeded") || s.requests() != 1 {
 		t.Fatalf("err = %v, requests %d", err, s.requests())
 	}
@@ -334,7 +334,7 @@ func TestOpenAIFirstTokenTimeout(t *testing.T) {
 		o.Retry = fastRetry(1)
 		o.Timeouts.FirstToken = 100 * time.Millisecond
 	})
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	if err == nil || !strings.Contains(err.Error(), "no first token within 100ms") || lm.IsCancelled(err) {
 		t.Fatalf("err = %v", err)
 	}
@@ -354,7 +354,7 @@ func TestOpenAITotalTimeout(t *testing.T) {
 	s := newChatServer(t, nil)
 	s.handle = func(w http.ResponseWriter, r *http.Request, n int) { s.waitGone(r, n) }
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Timeouts.Total = 150 * time.Millisecond })
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err == nil || !strings.Contains(err.Error(), "total timeout of 150ms") || len(resp.Tries) != 1 {
 		t.Fatalf("err = %v tries %+v", err, resp.Tries)
 	}
@@ -375,7 +375,7 @@ func TestOpenAICancelMidStream(t *testing.T) {
 	m := newTestLM(t, s, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := m.Call(ctx, lm.Request{Messages: twoMessages, OnDelta: func(string) { cancel() }})
+	resp, err := m.Call(ctx, lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) { cancel() }})
 	if !lm.IsCancelled(err) {
 		t.Fatalf("err = %v, want cancelled", err)
 	}
@@ -401,7 +401,7 @@ func TestOpenAICancelDuringBackoff(t *testing.T) {
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.Timeouts.Total = time.Minute })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := m.Call(ctx, lm.Request{Messages: twoMessages, OnTry: func(a lm.Try) {
+	_, err := m.Call(ctx, lm.Request{Messages: lm.ListOf(twoMessages), OnTry: func(a lm.Try) {
 		if a.Retrying && a.Wait == 30*time.Second {
 			cancel()
 		}
@@ -417,7 +417,7 @@ func TestOpenAIRetryAfterTooLong(t *testing.T) {
 		writeError(w, 429, "rate limited")
 	})
 	m := newTestLM(t, s, nil)
-	_, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	_, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err == nil || !strings.Contains(err.Error(), "asks to wait 1h0m0s") || s.requests() != 1 {
 		t.Fatalf("err = %v requests %d", err, s.requests())
 	}
@@ -434,7 +434,7 @@ func TestOpenAIConnectionRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err == nil || !strings.Contains(err.Error(), "is the server running") || len(resp.Tries) != 1 {
 		t.Fatalf("err = %v tries %d", err, len(resp.Tries))
 	}
@@ -493,7 +493,7 @@ func TestOpenAIEmptyContentIsSent(t *testing.T) {
 	s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeCompletion(w, "ok", 0) })
 	m := newTestLM(t, s, nil)
 	msgs := []lm.Message{{Role: "system", Content: ""}, {Role: "user", Content: "<b>&</b> é"}}
-	resp, err := m.Call(context.Background(), lm.Request{Messages: msgs, Params: lm.Params{Temperature: ptr(0.7)}})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(msgs), Params: lm.Params{Temperature: ptr(0.7)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestOpenAIAzureAddressing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Call(context.Background(), lm.Request{Messages: twoMessages}); err != nil {
+	if _, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)}); err != nil {
 		t.Fatal(err)
 	}
 	if path != "/openai/deployments/my-deployment/chat/completions" || query != "api-version=2024-06-01" || key != "az-key" || auth != "" {

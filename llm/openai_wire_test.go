@@ -49,7 +49,7 @@ func TestTokenLimitOnTheWire(t *testing.T) {
 		t.Run(tc.model, func(t *testing.T) {
 			s := newChatServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeCompletion(w, "ok", 0) })
 			m := newTestLM(t, s, func(o *OpenAIOptions) { o.Model = tc.model })
-			if _, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, Params: lm.Params{MaxTokens: ptr(99)}}); err != nil {
+			if _, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), Params: lm.Params{MaxTokens: ptr(99)}}); err != nil {
 				t.Fatal(err)
 			}
 			var body map[string]any
@@ -101,12 +101,12 @@ func TestPreEncodedBody(t *testing.T) {
 				}
 			})
 			m := newTestLM(t, s, nil)
-			req := lm.Request{Messages: tc.msgs, Params: tc.params}
+			req := lm.Request{Messages: lm.ListOf(tc.msgs), Params: tc.params}
 			if tc.stream {
 				req.OnDelta = func(string) {}
 			}
 			r, extra := m.buildRequest(m.Name(), req)
-			if enc := preEncode(&openai.ChatCompletionRequest{}, tc.msgs) != nil; enc != tc.encoded {
+			if enc := preEncode(&openai.ChatCompletionRequest{}, lm.ListOf(tc.msgs)) != nil; enc != tc.encoded {
 				t.Fatalf("preEncode wrote the messages: %v, want %v", enc, tc.encoded)
 			}
 			if _, err := m.Call(context.Background(), req); err != nil {

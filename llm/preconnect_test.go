@@ -70,7 +70,7 @@ func TestPreconnect(t *testing.T) {
 	if h := cc.headers[0]; h.Get("Authorization") != "" || h.Get("Api-Key") != "" {
 		t.Errorf("the HEAD carried a key: %v", h)
 	}
-	if _, err := m.Call(ctx, lm.Request{Messages: twoMessages}); err != nil {
+	if _, err := m.Call(ctx, lm.Request{Messages: lm.ListOf(twoMessages)}); err != nil {
 		t.Fatal(err)
 	}
 	if conns, _ := cc.seen(); conns != 1 {

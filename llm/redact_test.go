@@ -25,7 +25,7 @@ func TestServerErrorsNeverCarryTheKey(t *testing.T) {
 			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	})
 	m := newTestLM(t, s, func(o *OpenAIOptions) { o.APIKey = key })
-	resp, err := m.Call(context.Background(), lm.Request{Messages: twoMessages})
+	resp, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages)})
 	if err == nil {
 		t.Fatal("want an error")
 	}
@@ -61,7 +61,7 @@ func TestEndlessResponseIsCutOff(t *testing.T) {
 		}
 	})
 	m := newTestLM(t, s, nil)
-	_, err := m.Call(context.Background(), lm.Request{Messages: twoMessages, OnDelta: func(string) {}})
+	_, err := m.Call(context.Background(), lm.Request{Messages: lm.ListOf(twoMessages), OnDelta: func(string) {}})
 	if err == nil || !strings.Contains(err.Error(), "the response is larger than 1 MiB") || len(err.Error()) > 1000 {
 		t.Fatalf("got %.300v", err)
 	}

@@ -141,7 +141,7 @@ func crashChild(ctx context.Context, s *Store, conv, branch string) error {
 					return err
 				}
 			}
-			resp, err := model.Call(ctx, lm.Request{Messages: c.Messages.Slice(), Params: c.Params, Meta: lm.Meta{Path: c.Path}})
+			resp, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}})
 			if err != nil {
 				return err
 			}

@@ -110,6 +110,6 @@ func (r *replayLM) lookup(ctx context.Context, req lm.Request) (lm.Response, boo
 }
 
 // sameRequest reports whether a recorded request holds the messages of req.
-func sameRequest(rec lm.MessageList, req []lm.Message) bool {
-	return rec.Len() == len(req) && rec.CommonPrefix(lm.MessagesOf(req)) == len(req)
+func sameRequest(rec, req lm.MessageList) bool {
+	return rec.Len() == req.Len() && rec.CommonPrefix(req) == req.Len()
 }

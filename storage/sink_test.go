@@ -291,7 +291,7 @@ func TestRecoveryResumeReplays(t *testing.T) {
 		for _, ch := range c.Children {
 			rec(c.ID, ch)
 		}
-		resp, err := model.Call(ctx, lm.Request{Messages: c.Messages.Slice(), Params: c.Params, Meta: lm.Meta{Path: c.Path}})
+		resp, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}})
 		if err != nil {
 			t.Fatal(err)
 		}

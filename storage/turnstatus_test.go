@@ -207,7 +207,7 @@ func TestFailedTurnRetry(t *testing.T) {
 		for _, ch := range c.Children {
 			rec(c.ID, ch)
 		}
-		if _, err := model.Call(ctx, lm.Request{Messages: c.Messages.Slice(), Params: c.Params, Meta: lm.Meta{Path: c.Path}}); err != nil {
+		if _, err := model.Call(ctx, lm.Request{Messages: c.Messages, Params: c.Params, Meta: lm.Meta{Path: c.Path}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := retry.RecordCall(ctx, k2, parent, c); err != nil {

@@ -30,3 +30,24 @@ type Adapter interface {
 	Format(req Request) ([]lm.Message, error)
 	Parse(s *sig.Signature, completion string) (*sig.Map, error)
 }
+
+// FormatList formats req with a as a list. Chat and JSON (these types exactly: a type
+// embedding one to change its Format is formatted by its own Format) make it sharing
+// runs with the predictor's other requests through req.Cache (RequestCache), when req
+// has one (shared): a long history's request then costs its new messages, not its
+// length. Other adapters' messages are a run of their own.
+func FormatList(a Adapter, req Request) (l lm.MessageList, shared bool, err error) {
+	switch a.(type) {
+	case Chat, *Chat:
+		l, err = formatList(chatStyle{}, req)
+		return l, req.Cache != nil && err == nil, err
+	case JSON, *JSON:
+		l, err = formatList(jsonStyle{}, req)
+		return l, req.Cache != nil && err == nil, err
+	}
+	msgs, err := a.Format(req)
+	if err != nil {
+		return lm.MessageList{}, false, err
+	}
+	return lm.ListOf(msgs), false, nil
+}

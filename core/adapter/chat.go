@@ -70,29 +70,55 @@ func systemMessage(st style, s *sig.Signature) string {
 }
 
 // formatMessages is Adapter.format: system, demos, history turns, the current request.
+// Through a cache it is formatList's messages; without one they are written once, into
+// a list sized for them.
 func formatMessages(st style, req Request) ([]lm.Message, error) {
-	s := req.Signature
-	if s == nil {
-		return nil, fmt.Errorf("format: no signature")
+	if req.Cache != nil {
+		l, err := formatList(st, req)
+		return l.Slice(), err
 	}
-	turnSig := s
-	var h sig.History
+	s, turnSig, h, err := requestHistory(req)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]lm.Message, 0, 2+2*len(req.Demos)+2*len(h.Messages))
+	msgs = append(msgs, lm.Message{Role: "system", Content: systemMessage(st, s)})
+	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
+	msgs = historyMessages(msgs, st, turnSig, h)
+	return append(msgs, lm.Message{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)}), nil
+}
+
+// formatList is formatMessages as a list sharing what req.Cache keeps: the system
+// message and demos, and the history's messages, which the predictor's next request
+// shares too (RequestCache.historyList).
+func formatList(st style, req Request) (lm.MessageList, error) {
+	s, turnSig, h, err := requestHistory(req)
+	if err != nil {
+		return lm.MessageList{}, err
+	}
+	head := req.Cache.headOf(st, s, req.Demos)
+	hist := req.Cache.historyList(st, turnSig, h)
+	user := []lm.Message{{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)}}
+	return lm.ListOf(head).Concat(hist).Concat(lm.ListOf(user)), nil
+}
+
+// requestHistory is req's signature, the signature of its turn (without the history
+// field) and its history.
+func requestHistory(req Request) (s, turnSig *sig.Signature, h sig.History, err error) {
+	s = req.Signature
+	if s == nil {
+		return nil, nil, h, fmt.Errorf("format: no signature")
+	}
+	turnSig = s
 	if hf := s.HistoryField(); hf != "" {
 		turnSig = s.WithoutInput(hf)
 		if raw, ok := req.Inputs.Get(hf); ok {
-			var err error
 			if h, err = sig.HistoryFromValue(raw); err != nil { // nil is an empty history (ARCHITECTURE.md)
-				return nil, fmt.Errorf("format: input %q: %w", hf, err)
+				return nil, nil, h, fmt.Errorf("format: input %q: %w", hf, err)
 			}
 		}
 	}
-	// Sized once: on a long history the list is most of what a request allocates.
-	msgs := make([]lm.Message, 0, 2+2*len(req.Demos)+2*len(h.Messages))
-	msgs = append(msgs, lm.Message{Role: "system", Content: req.Cache.system(st, s)})
-	msgs = append(msgs, formatDemos(st, s, req.Demos)...)
-	msgs = req.Cache.history(msgs, st, turnSig, h)
-	msgs = append(msgs, lm.Message{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)})
-	return msgs, nil
+	return s, turnSig, h, nil
 }
 
 // formatDemos emits incomplete demos first, then complete ones (§6).

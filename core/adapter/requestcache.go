@@ -9,32 +9,42 @@ import (
 )
 
 // RequestCache keeps what a predictor's next request repeats of its last: its system
-// message, and its history's messages, so that the next request, whose history is
-// mostly the same entries, copies them instead of reading each entry's rendering again.
-// Entries are separate maps spread over memory: at 1,000 turns reading their renderings
-// cost a request 0.1-0.2 ms, where copying their messages costs a fraction of that.
+// message and demos, and its history's messages, so that the next request, whose
+// history is mostly the same entries, shares them instead of reading each entry's
+// rendering again. Entries are separate maps spread over memory: at 1,000 turns reading
+// their renderings cost a request 0.1-0.2 ms, and copying their messages into each
+// request 0.1 ms more (BenchmarkFormatLongHistory).
 //
 // The system message is reused for the same signature (the same value, by pointer:
-// signatures are not changed once made) under the same adapter. The messages of the
-// history's first entries are reused while those entries are the same maps (compared by
-// pointer) as when they were cached, under the same rendering key, and no map's
-// rendering has been dropped since (sig.RenderingsDropped: a map's values changed).
-// Only entries whose rendering is kept with them are cached, up to the first that is
-// not. An undo or an edit keeps the entries before it. The cache holds its own copy of
-// the messages, never the request's. One per predictor (a core.Predict owns one); it
-// is safe for concurrent use, and its zero value is empty.
+// signatures are not changed once made) under the same adapter, and shared with the
+// demos' messages while they read the same. The messages of the history's first
+// entries are reused while those entries are the same maps (compared by pointer) as
+// when they were cached, under the same rendering key, and no map's rendering has been
+// dropped since (sig.RenderingsDropped: a map's values changed). Only entries whose
+// rendering is kept with them are cached, up to the first that is not. An undo or an
+// edit keeps the entries before it.
+//
+// A request's list (historyList) shares the cache's array: one run of it for the
+// entries cached. The cache only ever appends to that array past what it has lent;
+// what would write where a list already reads (after an undo or an edit, the entries
+// after the ones kept) goes to a new array, so every list stays what it was when it was
+// made. One per predictor (a core.Predict owns one); it is safe for concurrent use, and
+// its zero value is empty.
 type RequestCache struct {
 	mu sync.Mutex
-	// the system message, made for sysSig under sysStyle
+	// the system message, made for sysSig under sysStyle, and the demos' messages
 	sysSig   *sig.Signature
 	sysStyle string
 	sys      string
-	// the history: maps[i]'s messages end at ends[i] in msgs, rendered under key
+	head     []lm.Message // system, then the demos'; lent whole
+	// the history: maps[i]'s messages end at ends[i] in msgs, rendered under key; lists
+	// read msgs[:lent]
 	key     string
 	dropped uint64
 	maps    []*sig.Map
 	ends    []int32
 	msgs    []lm.Message
+	lent    int
 }
 
 // system is systemMessage(st, s), kept for the next request. A nil cache keeps nothing.
@@ -44,18 +54,40 @@ func (c *RequestCache) system(st style, s *sig.Signature) string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.systemLocked(st, s)
+}
+
+func (c *RequestCache) systemLocked(st style, s *sig.Signature) string {
 	if c.sysSig != s || c.sysStyle != st.name() {
-		c.sysSig, c.sysStyle, c.sys = s, st.name(), systemMessage(st, s)
+		c.sysSig, c.sysStyle, c.sys, c.head = s, st.name(), systemMessage(st, s), nil
 	}
 	return c.sys
 }
 
-// history appends the messages of h's entries to msgs, as historyMessages does: from
-// the cache for the entries it holds, then rendering the others and caching them. A nil
-// cache renders every entry.
-func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h sig.History) []lm.Message {
+// headOf is the system message then the demos' messages, kept for the next request
+// with the same signature and demos. A nil cache keeps nothing.
+func (c *RequestCache) headOf(st style, s *sig.Signature, demos []*sig.Map) []lm.Message {
+	if c == nil {
+		return append([]lm.Message{{Role: "system", Content: systemMessage(st, s)}}, formatDemos(st, s, demos)...)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sys := c.systemLocked(st, s)
+	// the demos are formatted each time (a demo's values may change in place), and the
+	// head kept shared while they read the same
+	d := formatDemos(st, s, demos)
+	if c.head == nil || !slices.Equal(c.head[1:], d) {
+		c.head = append([]lm.Message{{Role: "system", Content: sys}}, d...)
+	}
+	return c.head
+}
+
+// historyList is the messages of h's entries, as historyMessages renders them: the
+// entries the cache holds as one run of its array, then the others, rendered and
+// cached. A nil cache renders every entry.
+func (c *RequestCache) historyList(st style, s *sig.Signature, h sig.History) lm.MessageList {
 	if c == nil || len(h.Messages) == 0 {
-		return historyMessages(msgs, st, s, h)
+		return lm.ListOf(historyMessages(make([]lm.Message, 0, 2*len(h.Messages)), st, s, h))
 	}
 	// read before rendering: a drop while this request renders is seen by the next one
 	dropped := sig.RenderingsDropped()
@@ -75,33 +107,41 @@ func (c *RequestCache) history(msgs []lm.Message, st style, s *sig.Signature, h 
 	if k > 0 {
 		held = int(c.ends[k-1])
 	}
-	// let go of what is no longer in the history
+	// let go of what is no longer in the history: in place past what lists read, else
+	// in a new array (the messages kept copied, once per undo or edit)
 	clear(c.maps[k:])
-	clear(c.msgs[held:])
-	c.maps, c.ends, c.msgs = c.maps[:k], c.ends[:k], c.msgs[:held]
-	msgs = append(msgs, c.msgs...)
-	// The entries after the first k are rendered into msgs, and those to cache copied
-	// once at the end: copied entry by entry, 4,000 small copies (each with the
-	// collector's write barriers when it runs) were a third of a long history's fill.
-	from, caching := len(msgs), true
+	c.maps, c.ends = c.maps[:k], c.ends[:k]
+	if held < c.lent {
+		c.msgs, c.lent = append(make([]lm.Message, 0, held+held/4+2*(len(h.Messages)-k)), c.msgs[:held]...), 0
+	} else {
+		clear(c.msgs[held:])
+		c.msgs = c.msgs[:held]
+	}
+	// The entries after the first k are rendered, and those to cache copied once at the
+	// end: copied entry by entry, 4,000 small copies (each with the collector's write
+	// barriers when it runs) were a third of a long history's fill.
+	var fresh []lm.Message
+	caching := true
 	c.maps = roomFor(c.maps, len(h.Messages)-k)
 	c.ends = roomFor(c.ends, len(h.Messages)-k)
 	for _, m := range h.Messages[k:] {
 		u, a, kept := historyEntry(st, s, key, m)
 		if u != "" {
-			msgs = append(msgs, lm.Message{Role: "user", Content: u})
+			fresh = append(fresh, lm.Message{Role: "user", Content: u})
 		}
-		msgs = append(msgs, lm.Message{Role: "assistant", Content: a})
+		fresh = append(fresh, lm.Message{Role: "assistant", Content: a})
 		if caching = caching && kept; caching {
 			c.maps = append(c.maps, m)
-			c.ends = append(c.ends, int32(held+len(msgs)-from))
+			c.ends = append(c.ends, int32(held+len(fresh)))
 		}
 	}
+	end := held
 	if len(c.ends) > k {
-		n := int(c.ends[len(c.ends)-1]) - held
-		c.msgs = append(roomFor(c.msgs, n), msgs[from:from+n]...)
+		end = int(c.ends[len(c.ends)-1])
+		c.msgs = append(roomFor(c.msgs, end-held), fresh[:end-held]...)
 	}
-	return msgs
+	c.lent = max(c.lent, end)
+	return lm.ListOf(c.msgs[:end:end], fresh[end-held:])
 }
 
 // roomFor is s with room for n more elements and, when it must grow for them, for a

@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -48,12 +49,21 @@ func TestRequestCache(t *testing.T) {
 		{"back to the chat adapter, one turn more", func() { h = append(h, entry(10)) }, Chat{}, s, 4},
 		{"after the list entry is gone", func() { h = slices.Delete(h, 4, 5) }, Chat{}, s, 6},
 	}
+	// every list made stays what it was when it was made, whatever the cache did since
+	type made struct {
+		name string
+		list lm.MessageList
+		was  []lm.Message
+	}
+	var lists []made
 	for _, st := range steps {
 		st.change()
-		got, err := st.ad.Format(Request{Signature: st.s, Inputs: sig.NewMap("question", "now?", "history", sig.History{Messages: h}), Cache: &c})
+		l, _, err := FormatList(st.ad, Request{Signature: st.s, Inputs: sig.NewMap("question", "now?", "history", sig.History{Messages: h}), Cache: &c})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
+		got := l.Slice()
+		lists = append(lists, made{st.name, l, got})
 		want, err := st.ad.Format(Request{Signature: st.s, Inputs: sig.NewMap("question", "now?", "history", sig.History{Messages: h}.Clone())})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -64,6 +74,44 @@ func TestRequestCache(t *testing.T) {
 		if len(c.maps) != st.cached || len(c.ends) != st.cached || st.cached > 0 && int(c.ends[st.cached-1]) != len(c.msgs) {
 			t.Errorf("%s: the cache holds %d entries (%d ends, %d messages), want %d", st.name, len(c.maps), len(c.ends), len(c.msgs), st.cached)
 		}
+	}
+	for _, m := range lists {
+		if !slices.Equal(m.list.Slice(), m.was) {
+			t.Errorf("the list of %q changed after it was made", m.name)
+		}
+	}
+}
+
+// A request through the cache shares the cache's messages instead of copying them:
+// what it allocates does not grow with the history (before, each request copied the
+// history's messages, 96 KB at 1,000 entries).
+func TestRequestCacheListsShareTheHistory(t *testing.T) {
+	s := benchSig()
+	perRequest := map[int]uint64{}
+	for _, n := range []int{10, 2000} {
+		var c RequestCache
+		req := Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", benchHistory(n)), Cache: &c}
+		format := func() lm.MessageList {
+			l, shared, err := FormatList(Chat{}, req)
+			if err != nil || !shared {
+				t.Fatalf("FormatList: %v, shared %v", err, shared)
+			}
+			return l
+		}
+		if l := format(); l.Len() != 2+2*n {
+			t.Fatalf("%d messages for %d entries", l.Len(), n)
+		}
+		const runs = 50
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		for range runs {
+			format()
+		}
+		runtime.ReadMemStats(&m1)
+		perRequest[n] = (m1.TotalAlloc - m0.TotalAlloc) / runs
+	}
+	if perRequest[2000] > perRequest[10]+256 {
+		t.Errorf("a request allocates %d bytes at 10 entries, %d at 2,000; want the same", perRequest[10], perRequest[2000])
 	}
 }
 
@@ -120,5 +168,28 @@ func TestRequestCacheFillLeavesRoom(t *testing.T) {
 	}
 	if len(c.msgs) != 2200 || &c.msgs[0] != first {
 		t.Fatalf("the cache holds %d messages, moved: %v", len(c.msgs), &c.msgs[0] != first)
+	}
+}
+
+// A demo changed in place shows in the next request through the cache, as without one.
+func TestRequestCacheDemoChangedInPlace(t *testing.T) {
+	s := benchSig()
+	demo := sig.NewMap("question", "a demo question", "intent", "billing", "confidence", 0.5)
+	var c RequestCache
+	for _, intent := range []string{"billing", "technical"} {
+		demo.Set("intent", intent)
+		req := Request{Signature: s, Demos: []*sig.Map{demo}, Inputs: sig.NewMap("question", "q", "history", benchHistory(3))}
+		want, err := Chat{}.Format(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Cache = &c
+		got, _, err := FormatList(Chat{}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.Slice(), want) {
+			t.Errorf("demo intent %s: the request through the cache differs:\n got %q\nwant %q", intent, got.Slice(), want)
+		}
 	}
 }

@@ -114,7 +114,9 @@ type Meta struct {
 
 // Request is one call to a model.
 type Request struct {
-	Messages []Message
+	// Messages are the request's messages, runs of them shared with other requests
+	// (a session's next request repeats this one's history): read, never changed.
+	Messages MessageList
 	Params   Params
 	Meta     Meta
 	// OnDelta, when set, asks for streaming: it receives each text fragment as it arrives.

@@ -38,6 +38,19 @@ func MessagesOf(ms []Message) MessageList {
 	return l
 }
 
+// ListOf is the list of runs, in order, sharing them: the caller must not change them
+// afterwards. Empty runs are left out; no run at all is the empty request.
+func ListOf(runs ...[]Message) MessageList {
+	l := MessageList{set: true}
+	for _, r := range runs {
+		if len(r) > 0 {
+			l.runs = append(l.runs, r[:len(r):len(r)])
+			l.n += len(r)
+		}
+	}
+	return l
+}
+
 // Len is the number of messages.
 func (l MessageList) Len() int { return l.n }
 
@@ -194,6 +207,21 @@ type MessageLog struct {
 	msgs []Message
 	at   map[string]int // a message's content to its last index in msgs
 }
+
+// Record is l as the log keeps it: l itself when shared says its runs are shared with
+// the predictor's other requests already (built by its adapter's request cache, whose
+// array the next request's history run shares) and it is long, else List on its
+// messages. A short request (under a window, the same few messages shifted a turn) costs
+// little to log, and only the log finds what it shares with the requests before.
+func (g *MessageLog) Record(l MessageList, shared bool) MessageList {
+	if shared && l.n >= sharedMin {
+		return l
+	}
+	return g.List(l.Slice())
+}
+
+// sharedMin is the length from which Record keeps a shared list as it is.
+const sharedMin = 64
 
 // List is ms as a list sharing what earlier requests sent; ms itself is not kept.
 // Matching compares whole messages, so the list always equals ms.

@@ -261,3 +261,37 @@ func TestCommonPrefixOfLongLists(t *testing.T) {
 		}
 	}
 }
+
+// Record keeps a long list its maker says is shared as it is (its runs untouched), and
+// logs the others: a list not shared, or a short one, as List would.
+func TestMessageLogRecord(t *testing.T) {
+	long := conversation(40, 0, 0)[39] // 80 messages
+	short := conversation(3, 0, 0)[2]
+	for _, tc := range []struct {
+		name   string
+		msgs   []Message
+		shared bool
+		kept   bool // the list returned is the one given, run for run
+	}{
+		{"long, shared", long, true, true},
+		{"long, not shared", long, false, false},
+		{"short, shared", short, true, false},
+		{"short, not shared", short, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g MessageLog
+			in := ListOf(tc.msgs)
+			out := g.Record(in, tc.shared)
+			if !out.Equal(in) {
+				t.Fatalf("the list recorded differs from the request")
+			}
+			kept := len(out.runs) == 1 && &out.runs[0][0] == &tc.msgs[0]
+			if kept != tc.kept {
+				t.Errorf("kept as given: %v, want %v", kept, tc.kept)
+			}
+			if logged := len(g.msgs) > 0; logged == tc.kept {
+				t.Errorf("logged: %v, want %v", logged, !tc.kept)
+			}
+		})
+	}
+}

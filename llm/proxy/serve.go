@@ -48,7 +48,7 @@ func ModelServer(model lm.LM) http.Handler {
 			b, _ := json.Marshal(m)
 			return b
 		}
-		lreq := lm.Request{Messages: msgs, Params: params}
+		lreq := lm.Request{Messages: lm.ListOf(msgs), Params: params}
 		if req.Stream {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("Cache-Control", "no-cache")

@@ -132,7 +132,7 @@ func runAsk(ctx context.Context, env Env) int {
 		msgs = append(msgs, lm.Message{Role: "system", Content: *system})
 	}
 	msgs = append(msgs, lm.Message{Role: "user", Content: text})
-	req := lm.Request{Messages: msgs, OnTry: func(a lm.Try) {
+	req := lm.Request{Messages: lm.ListOf(msgs), OnTry: func(a lm.Try) {
 		if a.Retrying {
 			fmt.Fprintf(env.Stderr, "try %d failed: %s; retrying in %s\n", a.N, a.Err, a.Wait.Round(100*time.Millisecond))
 		}

@@ -138,6 +138,6 @@ type lastRequestLM struct {
 }
 
 func (m *lastRequestLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
-	m.last = req.Messages
+	m.last = req.Messages.Slice()
 	return m.instantLM.Call(ctx, req)
 }

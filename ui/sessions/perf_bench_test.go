@@ -59,7 +59,7 @@ type recordingLM struct {
 func (r *recordingLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	resp, err := r.LM.Call(ctx, req)
 	r.mu.Lock()
-	r.sent[requestDigest(req.Messages)] = true
+	r.sent[requestDigest(req.Messages.Slice())] = true
 	r.mu.Unlock()
 	return resp, err
 }

@@ -24,7 +24,7 @@ type requestLog struct {
 
 func (r *requestLog) Call(ctx context.Context, req lm.Request) (lm.Response, error) {
 	r.mu.Lock()
-	r.reqs = append(r.reqs, req.Messages)
+	r.reqs = append(r.reqs, req.Messages.Slice())
 	r.mu.Unlock()
 	return r.LM.Call(ctx, req)
 }
