@@ -47,16 +47,7 @@ type RequestCache struct {
 	lent    int
 }
 
-// system is systemMessage(st, s), kept for the next request. A nil cache keeps nothing.
-func (c *RequestCache) system(st style, s *sig.Signature) string {
-	if c == nil {
-		return systemMessage(st, s)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.systemLocked(st, s)
-}
-
+// systemLocked is systemMessage(st, s), kept for the next request (c.mu held).
 func (c *RequestCache) systemLocked(st style, s *sig.Signature) string {
 	if c.sysSig != s || c.sysStyle != st.name() {
 		c.sysSig, c.sysStyle, c.sys, c.head = s, st.name(), systemMessage(st, s), nil
