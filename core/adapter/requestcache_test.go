@@ -116,7 +116,7 @@ func TestRequestCacheListsShareTheHistory(t *testing.T) {
 }
 
 // TestRequestCacheConcurrent: requests of one predictor formatted at once (a session's
-// call beside its RenderAhead) all come out whole.
+// call beside its RenderAhead) all come out whole, and stay so.
 func TestRequestCacheConcurrent(t *testing.T) {
 	s := benchSig()
 	h := benchHistory(200)
@@ -126,19 +126,22 @@ func TestRequestCacheConcurrent(t *testing.T) {
 	}
 	var c RequestCache
 	var wg sync.WaitGroup
-	got := make([][]lm.Message, 8)
+	got := make([]lm.MessageList, 8)
 	for i := range got {
 		wg.Go(func() {
 			n := 100 + i*10 // histories of different lengths
-			msgs, err := Chat{}.Format(Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", sig.History{Messages: h.Messages[:n]}), Cache: &c})
+			l, _, err := FormatList(Chat{}, Request{Signature: s, Inputs: sig.NewMap("question", "q", "history", sig.History{Messages: h.Messages[:n]}), Cache: &c})
 			if err != nil {
 				t.Error(err)
 			}
-			got[i] = msgs
+			got[i] = l
 		})
 	}
 	wg.Wait()
-	for i, msgs := range got {
+	// read once all are made: each list is still whole, whatever the others made the
+	// cache do after it
+	for i, l := range got {
+		msgs := l.Slice()
 		n := 100 + i*10
 		// the system message, 2 messages an entry, then the question
 		w := append(slices.Clone(want[:1+2*n]), want[len(want)-1])
