@@ -191,15 +191,23 @@ func loadValues(t *testing.T, s *Store, conv, branch string) int {
 	return pv.Packed
 }
 
+// longBranch is a store whose conversation "c" has a main branch long enough to pack,
+// of n turns, and no pack yet.
+func longBranch(t *testing.T) (*Store, int) {
+	t.Helper()
+	s := openTemp(t)
+	mustConv(t, s, "c")
+	const n = packMinTurns + 20
+	bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
+	return s, n
+}
+
 // LoadPathValuesAt reads the path that ends at the head it is given, whatever the
 // branch's tip is by then, from the pack as LoadPathValues does; a branch this store
 // never read the head of is read whole.
 func TestLoadPathValuesAt(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
-	mustConv(t, s, "c")
-	const n = packMinTurns + 20
-	bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
+	s, n := longBranch(t)
 	loadValues(t, s, "c", MainBranch) // the path read is packed by the warm-up
 	warmPack(t, s, "c", MainBranch)
 	want := rowsRead(t, s, "c", MainBranch)
@@ -285,10 +293,7 @@ func packHeld(t *testing.T, s *Store, conv, branch string) (tip int64, turns int
 // read gives the rows' path exactly, from the pack where the pack is on the path.
 func TestLoadPathValues(t *testing.T) {
 	ctx := context.Background()
-	s := openTemp(t)
-	mustConv(t, s, "c")
-	const n = packMinTurns + 20
-	bulkAppend(t, s, "c", MainBranch, n, 100, packedTurn)
+	s, n := longBranch(t)
 
 	if got := loadValues(t, s, "c", MainBranch); got != 0 {
 		t.Fatalf("first read: %d turns packed, want none (no pack yet)", got)
