@@ -13,7 +13,8 @@ import (
 // history is mostly the same entries, shares them instead of reading each entry's
 // rendering again. Entries are separate maps spread over memory: at 1,000 turns reading
 // their renderings cost a request 0.1-0.2 ms, and copying their messages into each
-// request 0.1 ms more (BenchmarkFormatLongHistory).
+// request 0.1 ms more (BenchmarkSend at 10,000 turns: 2.1 MB allocated a Send with the
+// copy, 0.15 MB without).
 //
 // The system message is reused for the same signature (the same value, by pointer:
 // signatures are not changed once made) under the same adapter, and shared with the
@@ -55,8 +56,8 @@ func (c *RequestCache) systemLocked(st style, s *sig.Signature) string {
 	return c.sys
 }
 
-// headOf is the system message then the demos' messages, kept for the next request
-// with the same signature and demos. A nil cache keeps nothing.
+// headOf is the system message then the demos' messages, kept for the next requests
+// while they read the same. A nil cache keeps nothing.
 func (c *RequestCache) headOf(st style, s *sig.Signature, demos []*sig.Map) []lm.Message {
 	if c == nil {
 		return append([]lm.Message{{Role: "system", Content: systemMessage(st, s)}}, formatDemos(st, s, demos)...)

@@ -210,12 +210,18 @@ type MessageLog struct {
 
 // Record is l as the log keeps it: l itself when shared says its runs are shared with
 // the predictor's other requests already (built by its adapter's request cache, whose
-// array the next request's history run shares) and it is long, else List on its
-// messages. A short request (under a window, the same few messages shifted a turn) costs
-// little to log, and only the log finds what it shares with the requests before.
+// array the next request's history run shares) and one of them holds most of it, else
+// List on its messages. A short request (under a window, the same few messages
+// shifted a turn) costs little to log, and only the log finds what it shares with the
+// requests before; so does a request whose history the cache could not keep (entries
+// rendered anew each time: their texts repeat, in new strings).
 func (g *MessageLog) Record(l MessageList, shared bool) MessageList {
 	if shared && l.n >= sharedMin {
-		return l
+		for _, r := range l.runs {
+			if 2*len(r) >= l.n {
+				return l
+			}
+		}
 	}
 	return g.List(l.Slice())
 }
