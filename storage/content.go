@@ -213,6 +213,11 @@ func (e elems) commonPrefix(p elems) int {
 	case e.kind == kindMessages && p.kind == kindMessages:
 		return e.msgs.CommonPrefix(p.msgs)
 	case e.kind == kindEntries && p.kind == kindEntries:
+		if n > 0 && &e.ents[0] == &p.ents[0] {
+			// views of one array of a key's entries, which historyItems only ever
+			// extends past what a view holds: the same entries as far as both go
+			return n
+		}
 		for i := range n {
 			if e.ents[i].json != p.ents[i].json {
 				return i
