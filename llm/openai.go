@@ -182,7 +182,10 @@ func (o *OpenAI) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	o.used.Store(time.Now().UnixNano())
 	defer func() { o.used.Store(time.Now().UnixNano()) }()
 	chatReq, extra := o.buildRequest(model, req)
-	msgs := preEncode(&chatReq, req.Messages)
+	msgs := preEncode(req.Messages)
+	if msgs == nil {
+		chatReq.Messages = chatMessages(req.Messages)
+	}
 	tgt := target{baseURL: o.opts.BaseURL, model: model, keyEnv: o.opts.APIKeyEnv, hasKey: o.opts.APIKey != ""}
 
 	var out lm.Response
@@ -342,14 +345,21 @@ func reasoningModel(model string) bool {
 	return false
 }
 
-// buildRequest maps lm.Request onto go-openai's request, plus the JSON members go-openai
-// cannot send itself (zero temperature or top_p, dropped by its omitempty tags).
+// chatMessages are msgs as go-openai's request holds them, for the requests preEncode
+// leaves to go-openai.
+func chatMessages(msgs lm.MessageList) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, msgs.Len())
+	for i, m := range msgs.All() {
+		out[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, Name: m.ExtraString("name")}
+	}
+	return out
+}
+
+// buildRequest maps lm.Request onto go-openai's request, its messages left out
+// (preEncode, chatMessages), plus the JSON members go-openai cannot send itself (zero
+// temperature or top_p, dropped by its omitempty tags).
 func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompletionRequest, []string) {
 	r := openai.ChatCompletionRequest{Model: model}
-	r.Messages = make([]openai.ChatCompletionMessage, req.Messages.Len())
-	for i, m := range req.Messages.All() {
-		r.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, Name: m.ExtraString("name")}
-	}
 	p := req.Params
 	temp, maxTok, stop, seed := o.opts.Temperature, o.opts.MaxTokens, o.opts.Stop, o.opts.Seed
 	if p.Temperature != nil {
@@ -401,13 +411,14 @@ func (o *OpenAI) buildRequest(model string, req lm.Request) (openai.ChatCompleti
 	return r, extra
 }
 
-// preEncode takes the messages out of r when they are all plain (a role and content,
-// no other keys), returning them as the JSON array the client would write, for
-// captureDoer to put back (nil: r keeps them). go-openai marshals each message through
+// preEncode writes the messages, when they are all plain (a role and content, no other
+// keys), as the JSON array the client would write, for captureDoer to put in the body
+// go-openai writes without them (nil: they go in go-openai's request, chatMessages,
+// never built for a request preEncode writes: 2,000 of them at 1,000 turns). go-openai marshals each message through
 // its own MarshalJSON, which encoding/json then compacts and escapes again: 4 ms for
 // the 2,000 messages of a 1,000-turn request, against a few tenths of one here. The
 // body is the same, byte for byte (TestPreEncodedBody).
-func preEncode(r *openai.ChatCompletionRequest, msgs lm.MessageList) []byte {
+func preEncode(msgs lm.MessageList) []byte {
 	size := 2
 	for _, m := range msgs.All() {
 		if m.Extra != "" || m.Content == "" {
@@ -426,7 +437,6 @@ func preEncode(r *openai.ChatCompletionRequest, msgs lm.MessageList) []byte {
 		}
 		b = lm.AppendMessageJSON(b, m)
 	}
-	r.Messages = nil
 	return append(b, ']')
 }
 

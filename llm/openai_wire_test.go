@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sashabaranov/go-openai"
 	"github.com/sessionbench/sessionbench/core/lm"
 )
 
@@ -106,7 +105,8 @@ func TestPreEncodedBody(t *testing.T) {
 				req.OnDelta = func(string) {}
 			}
 			r, extra := m.buildRequest(m.Name(), req)
-			if enc := preEncode(&openai.ChatCompletionRequest{}, lm.ListOf(tc.msgs)) != nil; enc != tc.encoded {
+			r.Messages = chatMessages(req.Messages)
+			if enc := preEncode(req.Messages) != nil; enc != tc.encoded {
 				t.Fatalf("preEncode wrote the messages: %v, want %v", enc, tc.encoded)
 			}
 			if _, err := m.Call(context.Background(), req); err != nil {
