@@ -31,11 +31,7 @@ func MessagesOf(ms []Message) MessageList {
 	if ms == nil {
 		return MessageList{}
 	}
-	l := MessageList{n: len(ms), set: true}
-	if len(ms) > 0 {
-		l.runs = [][]Message{ms[:len(ms):len(ms)]}
-	}
-	return l
+	return ListOf(ms)
 }
 
 // ListOf is the list of runs, in order, sharing them: the caller must not change them
