@@ -127,12 +127,13 @@ func (s *Store) LoadPathValues(ctx context.Context, convID, branch string) (*Pat
 	return s.pathValues(ctx, s.r, b)
 }
 
-// LoadPathValuesAt is LoadPathValues of the branch whose tip and length were just read
-// (TurnHold.Head, under the branch's lock: they cannot have moved), without reading the
-// branch again; its pack is read on the connection that read them (hotReads), which a
-// new process has open and warm, where a reader's first read opens its connection and
-// reads the schema (0.5 ms). A branch this process has not held is read as
-// LoadPathValues reads it.
+// LoadPathValuesAt is LoadPathValues at a head of the branch just read (TurnHold.Head,
+// BranchHead), without reading the branch again: the path that ends at that tip, which
+// never changes, whatever the branch did since. Its pack is read on the connection that
+// read the head (hotReads), which a new process has open and warm, where a reader's
+// first read opens its connection and reads the schema (0.5 ms). A branch whose head
+// this store has not read (its id unknown) is read as LoadPathValues reads it, as it is
+// now.
 func (s *Store) LoadPathValuesAt(ctx context.Context, convID, branch string, tip *TurnNode, total int) (*PathValues, error) {
 	v, ok := s.branchIDs.Load(branchKey(convID, branch))
 	if !ok || tip == nil {

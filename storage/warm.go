@@ -278,9 +278,6 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if _, err := s.LoadBranchRangeAt(rctx, conv, MainBranch, tip, total, -2, 2, warmRestore); err != nil {
 		return err
 	}
-	if _, err := s.LoadPathValuesAt(rctx, conv, MainBranch, tip, total); err != nil {
-		return err
-	}
 	if br, ok := s.branchIDs.Load(branchKey(conv, MainBranch)); ok {
 		// a long path's pack, read at a head (LoadPathValuesAt) or not: the made-up
 		// branch is too short to have one
