@@ -68,10 +68,16 @@ func prune(ctx context.Context, tx *wtx, convID string, r reach) (int64, error) 
 	if err := sweepContent(ctx, tx); err != nil {
 		return 0, err
 	}
-	// a remaining branch's pack may still copy a deleted turn (one an undo took off its
-	// path): packs are a cache, and what a user deletes goes from it too
+	// a remaining branch's pack or first call (firstcall.go) may still copy a deleted
+	// turn (one an undo took off its path): they are caches, and what a user deletes
+	// goes from them too
 	if _, err := tx.ExecContext(ctx, `DELETE FROM path_packs WHERE conv_id = ?`, convID); err != nil {
 		return 0, fmt.Errorf("storage: delete path packs: %w", err)
+	}
+	for _, table := range []string{"first_calls", "first_call_rows"} {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE branch_id IN (SELECT id FROM branches WHERE conv_id = ?)`, convID); err != nil {
+			return 0, fmt.Errorf("storage: delete first calls: %w", err)
+		}
 	}
 	return n, moveBestAttempt(ctx, tx, convID)
 }

@@ -332,7 +332,16 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	t := &trace.Turn{Index: i, Inputs: in, Outputs: c.Outputs, Calls: []*trace.Call{c}, Started: c.Started, Ended: now(),
 		Attempts: []*trace.Attempt{{Step: warmPath, N: 1, Score: 1, Time: now(), Summary: "warm-up", Best: true,
 			Details: c.Outputs, Calls: []string{c.ID}}}}
-	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t, nil); err != nil || i == 0 {
+	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t, nil); err != nil {
+		return err
+	}
+	// what a Send keeps for the next turn's first call (ui/sessions: keepFirstCall), and
+	// what a new process reads of it
+	fc := &FirstCall{Tip: turnKey(h.ID), Agent: warmPath, Path: warmPath, History: lm.ListOf(c.Messages.Slice())}
+	if err := putFirstCall(ctx, tx, conv, MainBranch, fc, h.ID, "[]", "", 0); err != nil {
+		return err
+	}
+	if _, _, err := s.FirstCall(rctx, conv, MainBranch); err != nil || i == 0 {
 		return err
 	}
 	// what a prefetch runs (WarmBranch): the lists found by a hot read, cached in tx

@@ -37,12 +37,8 @@ type Adapter interface {
 // has one (shared): a long history's request then costs its new messages, not its
 // length. Other adapters' messages are a run of their own.
 func FormatList(a Adapter, req Request) (l lm.MessageList, shared bool, err error) {
-	switch a.(type) {
-	case Chat, *Chat:
-		l, err = formatList(chatStyle{}, req)
-		return l, req.Cache != nil && err == nil, err
-	case JSON, *JSON:
-		l, err = formatList(jsonStyle{}, req)
+	if st, ok := styleOf(a); ok {
+		l, err = formatList(st, req)
 		return l, req.Cache != nil && err == nil, err
 	}
 	msgs, err := a.Format(req)
@@ -50,4 +46,48 @@ func FormatList(a Adapter, req Request) (l lm.MessageList, shared bool, err erro
 		return lm.MessageList{}, false, err
 	}
 	return lm.ListOf(msgs), false, nil
+}
+
+// styleOf is the style of Chat and JSON (those types exactly, as FormatList), or false.
+func styleOf(a Adapter) (style, bool) {
+	switch a.(type) {
+	case Chat, *Chat:
+		return chatStyle{}, true
+	case JSON, *JSON:
+		return jsonStyle{}, true
+	}
+	return nil, false
+}
+
+// HistoryList is the run of messages FormatList(a, req) writes for req's history,
+// through req.Cache as FormatList does; ok is false for an adapter other than Chat and
+// JSON. With FormatAround it makes the request again from the history as rendered.
+func HistoryList(a Adapter, req Request) (l lm.MessageList, ok bool, err error) {
+	st, ok := styleOf(a)
+	if !ok {
+		return lm.MessageList{}, false, nil
+	}
+	_, turnSig, h, err := requestHistory(req)
+	if err != nil {
+		return lm.MessageList{}, true, err
+	}
+	return req.Cache.historyList(st, turnSig, h), true, nil
+}
+
+// FormatAround is FormatList(a, req) with req's history given as its messages, as
+// HistoryList rendered them (req's inputs hold no history): the same messages, for a
+// request made without the history's entries (ui/sessions/speculate.go). ok is false
+// for an adapter other than Chat and JSON.
+func FormatAround(a Adapter, req Request, hist lm.MessageList) (l lm.MessageList, ok bool, err error) {
+	st, ok := styleOf(a)
+	if !ok {
+		return lm.MessageList{}, false, nil
+	}
+	s, turnSig, _, err := requestHistory(req)
+	if err != nil {
+		return lm.MessageList{}, true, err
+	}
+	head := req.Cache.headOf(st, s, req.Demos)
+	user := []lm.Message{{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)}}
+	return lm.ListOf(head).Concat(hist).Concat(lm.ListOf(user)), true, nil
 }

@@ -165,22 +165,21 @@ func TestHistoryRenderingNotStale(t *testing.T) {
 			}
 			h := sig.History{Messages: []*sig.Map{c.entry(), c.entry()}}
 			first := formatHistory(t, c.first, base, h)
-			compareMessages(t, first, wantHistory(styleOf(c.first), base, h))
+			compareMessages(t, first, wantHistory(styleFor(c.first), base, h))
 			if c.change != nil {
 				c.change(h.Messages[0])
 			}
-			compareMessages(t, formatHistory(t, c.then, c.sig, h), wantHistory(styleOf(c.then), c.sig, h))
+			compareMessages(t, formatHistory(t, c.then, c.sig, h), wantHistory(styleFor(c.then), c.sig, h))
 			// and back: the first request's view again, the entries as they are now
-			compareMessages(t, formatHistory(t, c.first, base, h), wantHistory(styleOf(c.first), base, h))
+			compareMessages(t, formatHistory(t, c.first, base, h), wantHistory(styleFor(c.first), base, h))
 		})
 	}
 }
 
-func styleOf(a Adapter) style {
-	if _, ok := a.(JSON); ok {
-		return jsonStyle{}
-	}
-	return chatStyle{}
+// styleFor is a's style (styleOf), for the adapters these tests use.
+func styleFor(a Adapter) style {
+	st, _ := styleOf(a)
+	return st
 }
 
 // TestHistoryRenderingKept: an entry of plain values is rendered once, whatever the
@@ -229,7 +228,7 @@ func TestHistoryRenderingTwoKept(t *testing.T) {
 	}
 	for i, st := range steps {
 		before := e.Rendering()
-		compareMessages(t, formatHistory(t, st.ad, st.s, h), wantHistory(styleOf(st.ad), st.s, h))
+		compareMessages(t, formatHistory(t, st.ad, st.s, h), wantHistory(styleFor(st.ad), st.s, h))
 		if got := e.Rendering() != before; got != st.rendered {
 			t.Errorf("step %d (%s): rendered = %v, want %v", i, st.ad.Name(), got, st.rendered)
 		}
@@ -260,7 +259,7 @@ func TestHistoryRenderingConcurrent(t *testing.T) {
 			if i%4 >= 2 {
 				ad = JSON{}
 			}
-			want := wantHistory(styleOf(ad), s, h)
+			want := wantHistory(styleFor(ad), s, h)
 			for range 20 {
 				msgs, err := ad.Format(Request{Signature: s, Inputs: sig.NewMap("q", "now?", "history", h)})
 				if err != nil {

@@ -125,6 +125,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	defer s.Close()
 
 	a := sessions.New(s, model)
+	defer a.Settle() // what its turns write in the background, before the store closes
 	var conv *storage.Conversation
 	// conv is read when the warm-up runs: a conversation made below is one with no usage
 	a.SetCallWarmUp(tokenizerWarmUp(ctx, s, model, func() string {
@@ -148,6 +149,9 @@ func runRunCommand(ctx context.Context, env Env) int {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)
 			return storeUsage
 		}
+		// the first turn's first model call, made while the session is restored when
+		// the branch's last turn left what it sends (checked against the turn's own)
+		a.CallAhead(ctx, o.conv, o.branch, turns[0].inputs)
 	}
 	fmt.Fprintln(env.Stderr, note)
 

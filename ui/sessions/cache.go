@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessionbench/sessionbench/core"
+	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/demo"
 	"github.com/sessionbench/sessionbench/storage"
@@ -40,6 +41,17 @@ type branchState struct {
 	// service runs on it, and an undo or redo seen in the store moves its tip the same
 	// way. nil while none is built, or while a turn runs on it.
 	live *liveSession
+	// first is what the store holds as the branch's FirstCall, as far as this service
+	// knows (speculate.go: tip "" when it does not), under a lock of its own: it is
+	// noted while a restore holds mu. latest numbers the turns that left one to write,
+	// and write serialises the writes.
+	first struct {
+		mu      sync.Mutex
+		tip     string
+		history lm.MessageList
+		latest  int
+		write   sync.Mutex
+	}
 }
 
 // liveSession is a restored session and what it was built with.

@@ -179,7 +179,10 @@ func BenchmarkBeyondModel(b *testing.B) {
 							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
 						}
 						err = runSetup(ctx, a, open, conv)
-						settle := func() error { restored(); return open.Settle() }
+						if mode != "cold" {
+							a.CallAhead(ctx, conv, storage.MainBranch, question("Why was I charged twice?"))
+						}
+						settle := func() error { restored(); a.Settle(); return open.Settle() }
 						return clock, func() error { return send(a) }, settle, err
 					})
 				})

@@ -54,6 +54,10 @@ type Service struct {
 	// aheads holds the RestoreAheads not yet taken over by a Send, by conv + "\x00" +
 	// branch; guarded by mu.
 	aheads map[string]*aheadTurn
+	// bg counts the writes a turn leaves running (keepFirstCall).
+	bg sync.WaitGroup
+	// ahead counts the first calls made ahead (CallAhead) and those a turn took.
+	ahead struct{ made, taken atomic.Int64 }
 }
 
 // New returns the service over an open store and a model. Agent files are looked for in
@@ -345,7 +349,10 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 	defer time.AfterFunc(sendPauseMax, gc).Stop()
 	// the branch locked for the turn first, so that the session is restored from the
 	// branch the turn follows (storage.TurnHold), which the turn then begins on
-	hold, err := a.holdTurn(ctx, req.Conv, req.Branch)
+	hold, spec, err := a.holdTurn(ctx, req.Conv, req.Branch)
+	if spec != nil {
+		defer spec.abandon() // when the turn made no call
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -355,13 +362,18 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 		return nil, err
 	}
 	live.run.sink.Adopt(hold)
-	t, err := a.run(ctx, live.run, a.model, a.resolver, req.Inputs, events, gc)
+	model := a.model
+	if spec != nil {
+		model = aheadLM{LM: a.model, sp: spec, taken: &a.ahead.taken}
+	}
+	t, err := a.run(ctx, live.run, model, a.resolver, req.Inputs, events, gc)
 	if _, explicit := req.Inputs.Get(live.run.s.HistoryField()); !explicit && keepsLive(live.run.s) {
 		// An explicit history may replace the session's; otherwise the session is the
 		// branch's path, with the new turn when one was committed.
 		key := ""
 		if err == nil && t != nil {
 			key = live.run.sink.Began()
+			a.keepFirstCall(ctx, req.Conv, req.Branch, live, key, t)
 		}
 		a.giveBack(st, from, live, key, t)
 	}

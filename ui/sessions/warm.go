@@ -119,7 +119,7 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 // model call (warmAtCall).
 func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
 	a.preconnect(ctx)
-	ah := &aheadTurn{done: make(chan struct{}), rendered: make(chan struct{})}
+	ah := &aheadTurn{done: make(chan struct{}), rendered: make(chan struct{}), first: newFirstAhead()}
 	k := conv + "\x00" + branch
 	a.mu.Lock()
 	if a.aheads == nil {
@@ -129,6 +129,9 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 	a.mu.Unlock()
 	go func() {
 		defer close(ah.rendered)
+		// the collector waits, over the read and the restore (gcpause.go)
+		defer pauseGC()()
+		ah.first.read(ctx, a, conv, branch)
 		l := func() *liveSession {
 			defer close(ah.done)
 			hold, err := a.store.Sink(conv, branch).Hold(ctx)
@@ -165,6 +168,11 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 			ah.hold.Release() // a no-op once a turn took it over
 		}
 		<-ah.rendered
+		<-ah.first.ready
+		if sp := ah.first.call(); sp != nil {
+			sp.abandon() // no Send took it
+		}
+		a.Settle()
 	}
 }
 
@@ -188,27 +196,34 @@ type aheadTurn struct {
 	done     chan struct{}
 	rendered chan struct{}
 	hold     *storage.TurnHold
+	// first is the branch's FirstCall, read beside the restore, and the call CallAhead
+	// made from it (speculate.go)
+	first *firstAhead
 }
 
 // holdTurn locks the branch for a Send's turn: the hold RestoreAhead took, once it is
-// done, or a new one.
-func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.TurnHold, error) {
+// done, or a new one; with the call CallAhead made for the turn, if it made one.
+func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.TurnHold, *speculation, error) {
 	k := conv + "\x00" + branch
 	a.mu.Lock()
 	ah := a.aheads[k]
 	delete(a.aheads, k)
 	a.mu.Unlock()
 	if ah != nil {
+		spec := ah.first.call()
 		select {
 		case <-ah.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, spec, ctx.Err()
 		}
 		if ah.hold != nil {
-			return ah.hold, nil
+			return ah.hold, spec, nil
 		}
+		hold, err := a.store.Sink(conv, branch).Hold(ctx)
+		return hold, spec, err
 	}
-	return a.store.Sink(conv, branch).Hold(ctx)
+	hold, err := a.store.Sink(conv, branch).Hold(ctx)
+	return hold, nil, err
 }
 
 // readyTurn restores and keeps the branch's session and opens its journal, and says
