@@ -65,6 +65,8 @@ type runOptions struct {
 	title, script       string
 	inputs              runInputFlag
 	newConvo            bool
+	// noAhead turns the first call made ahead off (sessions.Service.CallAhead)
+	noAhead bool
 }
 
 func runRunCommand(ctx context.Context, env Env) int {
@@ -77,6 +79,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	fs.StringVar(&o.title, "title", "", "title of a new conversation (default: the first input)")
 	fs.Var(&o.inputs, "input", "input field as NAME=VALUE (repeat for each field); one turn")
 	fs.StringVar(&o.script, "script", "", "JSONL file: one object of inputs per line, one turn per line")
+	fs.BoolVar(&o.noAhead, "no-call-ahead", false, "continuing a conversation, send no model request before its session is loaded and checked (see the README)")
 	modelFlags(fs, &o.model)
 	pos, code, done := parseFlags(env, fs, env.Args, true)
 	if done {
@@ -151,7 +154,9 @@ func runRunCommand(ctx context.Context, env Env) int {
 		}
 		// the first turn's first model call, made while the session is restored when
 		// the branch's last turn left what it sends (checked against the turn's own)
-		a.CallAhead(ctx, o.conv, o.branch, turns[0].inputs)
+		if !o.noAhead {
+			a.CallAhead(ctx, o.conv, o.branch, turns[0].inputs)
+		}
 	}
 	fmt.Fprintln(env.Stderr, note)
 

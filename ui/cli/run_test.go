@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -574,5 +575,63 @@ func TestRunLoadsTheTokenizerOnlyWhenNeeded(t *testing.T) {
 	}
 	if !needsTokenizer("test-model", lm.Usage{TotalTokens: 9}, errors.New("no such branch")) {
 		t.Error("a branch whose usage cannot be read must load the tables")
+	}
+}
+
+// Continuing a conversation, run sends the turn's first request while it loads the
+// conversation (sessions.Service.CallAhead), and the turn takes its answer: a server
+// sees the same requests as with --no-call-ahead, one each, and the turn records the
+// body it sent.
+func TestRunContinuesWithTheFirstCallAhead(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", supportAnswer)
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	sent := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bodies...)
+	}
+	db := runIsolated(t)
+	model := []string{"--base-url", srv.URL + "/v1", "--model", "test-model", "--db", db}
+	code, _, errs := runMain(context.Background(), append([]string{"run", "--agent", "SupportAgent", "--input", "question=I can't log in"}, model...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := convIDOf(t, errs)
+	for i, flags := range [][]string{nil, {"--no-call-ahead"}, nil} {
+		before := len(sent())
+		q := fmt.Sprintf("question=It says password expired (%d)", i)
+		code, _, errs := runMain(context.Background(), append(append([]string{"run", "--conversation", id, "--input", q}, flags...), model...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		got := sent()[before:]
+		if len(got) != 2 {
+			t.Fatalf("run %d %v: the server saw %d requests, want 2", i, flags, len(got))
+		}
+		s := openStore(t, db)
+		turns, err := s.LoadBranch(context.Background(), id, "main")
+		s.Close()
+		if err != nil || len(turns) != i+2 {
+			t.Fatalf("stored: %v, %d turns", err, len(turns))
+		}
+		for j, c := range turns[i+1].Calls {
+			if c.RawRequest != got[j] {
+				t.Errorf("run %d %v: call %s records another body than the server saw", i, flags, c.Path)
+			}
+		}
 	}
 }
