@@ -190,7 +190,7 @@ func workbench(ctx context.Context, dbPath, model, theme, configPath, otlpEndpoi
 		}}
 	}
 	a := sessions.New(store, backendModel)
-	defer a.Settle() // what its turns write in the background, before the store closes
+	defer a.KeepFirstCalls(ctx) // for the next run on its branches, before the store closes
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))
 	if exp == nil {
 		return ui.Run(ctx, a, uiOpts)

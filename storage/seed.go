@@ -195,6 +195,11 @@ func (b *BranchSink) PrepareCall(ctx context.Context, c *trace.Call) {
 	r.seedMu.Unlock()
 	go func() {
 		defer close(sd.done)
+		// The store's warm-up waits (storage/warm.go): a seeding the call's record will
+		// wait for goes first. A process's first turn made its first call ahead
+		// (ui/sessions/speculate.go) starts its warm-up with that call, before this
+		// seeding, and the two on two cores left the record waiting.
+		defer b.s.warm.wantWriter()()
 		r.seedMu.Lock()
 		defer r.seedMu.Unlock()
 		b.s.readyCache(ctx)

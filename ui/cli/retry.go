@@ -104,7 +104,7 @@ func runRetry(ctx context.Context, env Env) int {
 	fmt.Fprintf(env.Stderr, "retrying %s turn %s (index %d) of conversation %s on branch %s\n", n.Status, key, n.Index, n.Conv, dash(on))
 
 	a := sessions.New(s, model)
-	defer a.Settle() // what its turns write in the background, before the store closes
+	defer a.KeepFirstCalls(ctx) // for the next run on its branches, before the store closes
 	a.SetCallWarmUp(tokenizerWarmUp(ctx, s, model, func() string { return n.Conv }, on))
 	a.SetCatalog(cat) // runPickAgent read the agent with it
 	a.SetModelResolver(demo.NamedModels(ctx, cfg, os.Getenv))

@@ -128,7 +128,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	defer s.Close()
 
 	a := sessions.New(s, model)
-	defer a.Settle() // what its turns write in the background, before the store closes
+	defer a.KeepFirstCalls(ctx) // for the next run on its branches, before the store closes
 	var conv *storage.Conversation
 	// conv is read when the warm-up runs: a conversation made below is one with no usage
 	a.SetCallWarmUp(tokenizerWarmUp(ctx, s, model, func() string {

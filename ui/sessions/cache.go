@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,14 +44,11 @@ type branchState struct {
 	live *liveSession
 	// first is what the store holds as the branch's FirstCall, as far as this service
 	// knows (speculate.go: tip "" when it does not), under a lock of its own: it is
-	// noted while a restore holds mu. latest numbers the turns that left one to write,
-	// and write serialises the writes.
+	// noted while a restore holds mu.
 	first struct {
 		mu      sync.Mutex
 		tip     string
 		history lm.MessageList
-		latest  int
-		write   sync.Mutex
 	}
 }
 
@@ -101,6 +99,13 @@ func (c *branchCache) state(k string) *branchState {
 		c.order = c.order[1:]
 	}
 	return st
+}
+
+// states are the branches cached, by conv + "\x00" + branch.
+func (c *branchCache) states() map[string]*branchState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.entries)
 }
 
 // length is the branch's length at the entry's tip.

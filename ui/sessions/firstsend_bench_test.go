@@ -182,7 +182,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 						if mode != "cold" {
 							a.CallAhead(ctx, conv, storage.MainBranch, question("Why was I charged twice?"))
 						}
-						settle := func() error { restored(); a.Settle(); return open.Settle() }
+						settle := func() error { restored(); a.KeepFirstCalls(ctx); return open.Settle() }
 						return clock, func() error { return send(a) }, settle, err
 					})
 				})

@@ -54,8 +54,6 @@ type Service struct {
 	// aheads holds the RestoreAheads not yet taken over by a Send, by conv + "\x00" +
 	// branch; guarded by mu.
 	aheads map[string]*aheadTurn
-	// bg counts the writes a turn leaves running (keepFirstCall).
-	bg sync.WaitGroup
 	// ahead counts the first calls made ahead (CallAhead) and those a turn took.
 	ahead struct{ made, taken atomic.Int64 }
 }
@@ -373,7 +371,6 @@ func (a *Service) Send(ctx context.Context, req SendRequest, events chan<- Event
 		key := ""
 		if err == nil && t != nil {
 			key = live.run.sink.Began()
-			a.keepFirstCall(ctx, req.Conv, req.Branch, live, key, t)
 		}
 		a.giveBack(st, from, live, key, t)
 	}

@@ -5,13 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/sessionbench/sessionbench/core"
 	"github.com/sessionbench/sessionbench/core/lm"
 	"github.com/sessionbench/sessionbench/core/sig"
-	"github.com/sessionbench/sessionbench/core/trace"
 	"github.com/sessionbench/sessionbench/storage"
 )
 
@@ -264,13 +264,45 @@ func (a *Service) knowFirstCall(conv, branch, tip string, history lm.MessageList
 	st.first.mu.Unlock()
 }
 
-// keepFirstCall stores, in the background, what the next turn's first call will send
-// for its history (storage.FirstCall), after turn t (key) ran on session l, when t's
-// first call was a predictor's given some of the turn's inputs as they are. The caller
-// still holds l: the history is rendered before anything else runs on it.
-func (a *Service) keepFirstCall(ctx context.Context, conv, branch string, l *liveSession, key string, t *trace.Turn) {
-	if key == "" || t == nil || len(t.Calls) == 0 || len(t.Calls[0].Children) > 0 {
-		return
+// KeepFirstCalls writes, for each branch the service holds a session of, what the
+// branch's next turn's first call will send for its history (storage.FirstCall), when
+// the branch's last turn's first call was a predictor's given some of the turn's
+// inputs as they are: what the next process's CallAhead sends from. A process calls it
+// once, before it closes the store (`run`, the workbench): one write a branch, none on
+// a turn's path.
+func (a *Service) KeepFirstCalls(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx) // an interrupted run keeps its turns' too
+	for k, st := range a.cache.states() {
+		conv, branch, _ := strings.Cut(k, "\x00")
+		st.mu.Lock()
+		fc := firstCallOf(st)
+		st.mu.Unlock()
+		if fc == nil {
+			continue
+		}
+		st.first.mu.Lock()
+		prevTip, prev := st.first.tip, st.first.history
+		st.first.mu.Unlock()
+		held := 0
+		if prevTip != "" {
+			held = prev.CommonPrefix(fc.History)
+		}
+		if a.store.PutFirstCall(ctx, conv, branch, fc, prevTip, held) == nil {
+			a.knowFirstCall(conv, branch, fc.Tip, fc.History)
+		}
+	}
+}
+
+// firstCallOf is the FirstCall of branch state st at its tip, from its session, or
+// nil when its last turn's first call is not one to make ahead (caller holds st.mu).
+func firstCallOf(st *branchState) *storage.FirstCall {
+	l, p := st.live, st.path
+	if l == nil || p == nil || len(p.keys) == 0 {
+		return nil
+	}
+	key, t := p.keys[len(p.keys)-1], p.turns[len(p.turns)-1]
+	if t == nil || len(t.Calls) == 0 || len(t.Calls[0].Children) > 0 {
+		return nil
 	}
 	c := t.Calls[0]
 	var fields []string
@@ -282,41 +314,11 @@ func (a *Service) keepFirstCall(ctx context.Context, conv, branch string, l *liv
 		return same
 	})
 	if !same {
-		return
+		return nil
 	}
 	hist, ok, err := l.run.s.NextCallHistory(c.Path)
 	if !ok || err != nil {
-		return
+		return nil
 	}
-	fc := &storage.FirstCall{Tip: key, Agent: hashKey(l.agentKey), Path: c.Path, Fields: fields, History: hist}
-	st := a.cache.state(conv + "\x00" + branch)
-	st.first.mu.Lock()
-	st.first.latest++
-	seq := st.first.latest
-	st.first.mu.Unlock()
-	a.bg.Add(1)
-	go func() {
-		defer a.bg.Done()
-		// one write at a time, the last turn's: one left behind by a later turn's is
-		// not written
-		st.first.write.Lock()
-		defer st.first.write.Unlock()
-		st.first.mu.Lock()
-		prevTip, prev, latest := st.first.tip, st.first.history, st.first.latest
-		st.first.mu.Unlock()
-		if seq != latest {
-			return
-		}
-		held := 0
-		if prevTip != "" {
-			held = prev.CommonPrefix(hist)
-		}
-		if a.store.PutFirstCall(context.WithoutCancel(ctx), conv, branch, fc, prevTip, held) == nil {
-			a.knowFirstCall(conv, branch, key, hist)
-		}
-	}()
+	return &storage.FirstCall{Tip: key, Agent: hashKey(l.agentKey), Path: c.Path, Fields: fields, History: hist}
 }
-
-// Settle waits for what the service writes in the background after a turn
-// (keepFirstCall).
-func (a *Service) Settle() { a.bg.Wait() }

@@ -81,7 +81,7 @@ func branchOf(t *testing.T, ag demo.Agent, turns int) (path, conv string) {
 	for i := range turns {
 		mustSend(t, a, conv, storage.MainBranch, agentInputs(ag, i))
 	}
-	a.Settle()
+	a.KeepFirstCalls(context.Background())
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestCallAhead(t *testing.T) {
 				b := New(st, without)
 				b.SetAgentDirs()
 				mustSend(t, b, conv, storage.MainBranch, inputs)
-				b.Settle()
+				b.KeepFirstCalls(ctx)
 			}()
 			reqs, _ := model.requests()
 			want, _ := without.requests()

@@ -172,7 +172,6 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 		if sp := ah.first.call(); sp != nil {
 			sp.abandon() // no Send took it
 		}
-		a.Settle()
 	}
 }
 
