@@ -14,8 +14,8 @@ import (
 // the process that ran the branch's last turn rendered it (core.Session.NextCallHistory):
 // a new process makes that call from it while it restores the branch's session, and
 // checks it against the session's own request (ui/sessions/speculate.go). Kept one per
-// branch, in rows of firstCallRowMessages messages, so that a turn rewrites the rows
-// from its first changed message (its last row, as a history grows), not the history.
+// branch, in rows of firstCallRowMessages messages, so that a branch that grew rewrites
+// the rows from its first changed message (its last rows), not the whole history.
 type FirstCall struct {
 	// Tip is the key of the turn the next turn follows: what FirstCall reads is only of
 	// use while it is the branch's tip.

@@ -19,8 +19,8 @@ import (
 // its first model call before the branch's session is restored (at 1,000 turns about
 // 6 ms of `sessionbench run`, nearly all it spends beyond the model). The process that
 // ran the branch's last turn therefore keeps, in the store, the history the next turn's
-// first call will send, as its session rendered it (storage.FirstCall, written after
-// each turn: keepFirstCall). `run` reads it while the session is restored
+// first call will send, as its session renders it (storage.FirstCall, written as the
+// process leaves: KeepFirstCalls). `run` reads it while the session is restored
 // (RestoreAhead), and once it has its inputs (CallAhead) makes the request from it and
 // sends it, before the session is ready. The turn then runs on the restored session as
 // always; its first call finds the answer already coming (aheadLM), but only when its

@@ -18,14 +18,15 @@ import (
 	"github.com/sessionbench/sessionbench/storage"
 )
 
-// sentLM answers as inner does, the first request after latency (if any, giving up
-// when its context ends), and keeps every request it was sent and how each call ended.
+// sentLM answers as inner does (a request slow says is slow after a minute, unless
+// its context ends first), and keeps every request it was sent and how each call
+// ended.
 type sentLM struct {
-	inner   lm.LM
-	latency time.Duration
-	mu      sync.Mutex
-	reqs    []lm.Request
-	errs    []error
+	inner lm.LM
+	slow  func(lm.Request) bool
+	mu    sync.Mutex
+	reqs  []lm.Request
+	errs  []error
 }
 
 func (m *sentLM) Name() string { return m.inner.Name() }
@@ -36,11 +37,11 @@ func (m *sentLM) Call(ctx context.Context, req lm.Request) (lm.Response, error) 
 	m.errs = append(m.errs, nil)
 	m.mu.Unlock()
 	resp, err := func() (lm.Response, error) {
-		if i == 0 {
+		if m.slow != nil && m.slow(req) {
 			select {
 			case <-ctx.Done():
 				return lm.Response{}, ctx.Err()
-			case <-time.After(m.latency):
+			case <-time.After(time.Minute):
 			}
 		}
 		return m.inner.Call(ctx, req)
@@ -270,10 +271,16 @@ func TestCallAheadRefused(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path, conv := branchOf(t, ag, 2)
-			model := &sentLM{inner: demoModel(0)}
-			if c.made > c.taken {
-				model.latency = time.Minute // unless cancelled
-			}
+			// the request made from the changed history is slow: it ends only when
+			// cancelled
+			model := &sentLM{inner: demoModel(0), slow: func(req lm.Request) bool {
+				for _, m := range req.Messages.All() {
+					if strings.Contains(m.Content, "(changed)") {
+						return true
+					}
+				}
+				return false
+			}}
 			a, evs := runProcess(t, path, conv, model, question("Why was I charged twice?"), c.before)
 			if made, taken := a.ahead.made.Load(), a.ahead.taken.Load(); made != c.made || taken != c.taken {
 				t.Errorf("%d made ahead, %d taken; want %d and %d", made, taken, c.made, c.taken)
@@ -282,8 +289,10 @@ func TestCallAheadRefused(t *testing.T) {
 			if want := 2 + int(c.made-c.taken); len(reqs) != want {
 				t.Fatalf("%d requests sent, want %d", len(reqs), want)
 			}
-			if c.made > c.taken && !errors.Is(errs[0], context.Canceled) {
-				t.Errorf("the call made ahead ended with %v, want it cancelled", errs[0])
+			for i, r := range reqs {
+				if model.slow(r) && !errors.Is(errs[i], context.Canceled) {
+					t.Errorf("the call made ahead ended with %v, want it cancelled", errs[i])
+				}
 			}
 			turns := 0
 			for _, ev := range evs {
