@@ -54,7 +54,7 @@ func TestNextCallRequest(t *testing.T) {
 				}
 				sent := len(model.sent)
 				mustRun(t, ctx, s, "question", q)
-				if got := req.Messages.Slice(); !messagesEqual(got, model.sent[sent]) {
+				if got := req.Messages.Slice(); !equalMessages(got, model.sent[sent]) {
 					t.Errorf("turn %d: made ahead %d messages, sent %d:\n%v\n%v", i, len(got), len(model.sent[sent]), got, model.sent[sent])
 				}
 				if req.Meta.Path != c.path {
@@ -88,7 +88,3 @@ func TestNextCallRequest(t *testing.T) {
 type templateStub struct{ adapter.Chat }
 
 func (templateStub) Name() string { return "template" }
-
-func messagesEqual(a, b []lm.Message) bool {
-	return lm.ListOf(a).Equal(lm.ListOf(b))
-}

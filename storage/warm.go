@@ -335,7 +335,7 @@ func (s *Store) warmTurn(ctx, rctx context.Context, tx *wtx, sink *BranchSink, i
 	if err := sink.commit(ctx, tx, &run{h: h, calls: []runCall{{Call: c}}}, t, nil); err != nil {
 		return err
 	}
-	// what a Send keeps for the next turn's first call (ui/sessions: keepFirstCall), and
+	// what a process keeps for the next turn's first call (ui/sessions: KeepFirstCalls), and
 	// what a new process reads of it
 	fc := &FirstCall{Tip: turnKey(h.ID), Agent: warmPath, Path: warmPath, History: lm.ListOf(c.Messages.Slice())}
 	if err := putFirstCall(ctx, tx, conv, MainBranch, fc, h.ID, "[]", "", 0); err != nil {

@@ -87,7 +87,5 @@ func FormatAround(a Adapter, req Request, hist lm.MessageList) (l lm.MessageList
 	if err != nil {
 		return lm.MessageList{}, true, err
 	}
-	head := req.Cache.headOf(st, s, req.Demos)
-	user := []lm.Message{{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)}}
-	return lm.ListOf(head).Concat(hist).Concat(lm.ListOf(user)), true, nil
+	return around(st, req, s, turnSig, hist), true, nil
 }

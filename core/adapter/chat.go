@@ -96,10 +96,16 @@ func formatList(st style, req Request) (lm.MessageList, error) {
 	if err != nil {
 		return lm.MessageList{}, err
 	}
+	return around(st, req, s, turnSig, req.Cache.historyList(st, turnSig, h)), nil
+}
+
+// around is req's request with its history's messages hist: the system message and
+// demos (shared through req.Cache), hist, and the user message of req's inputs under
+// turnSig.
+func around(st style, req Request, s, turnSig *sig.Signature, hist lm.MessageList) lm.MessageList {
 	head := req.Cache.headOf(st, s, req.Demos)
-	hist := req.Cache.historyList(st, turnSig, h)
 	user := []lm.Message{{Role: "user", Content: userContent(st, turnSig, req.Inputs, "", true)}}
-	return lm.ListOf(head).Concat(hist).Concat(lm.ListOf(user)), nil
+	return lm.ListOf(head).Concat(hist).Concat(lm.ListOf(user))
 }
 
 // requestHistory is req's signature, the signature of its turn (without the history
