@@ -127,9 +127,6 @@ func (a *Service) CallAhead(ctx context.Context, conv, branch string, inputs *si
 		}
 		fa.spec.Store(a.speculate(ctx, req))
 		a.ahead.made.Add(1)
-		// the model thinks from now on: what a turn's first call starts as it begins
-		// (warm.go) starts now, before the Send's own first call
-		a.warmAtCall(ctx, conv, branch)
 	}()
 }
 
