@@ -140,12 +140,37 @@ type speculation struct {
 	// claimed is set by the first call of the turn, which takes the answer or cancels
 	// it (a later call never sees it)
 	claimed atomic.Bool
-	// what arrived before the call took it over, then where it goes
-	mu      sync.Mutex
-	deltas  []string
-	tries   []lm.Try
-	onDelta func(string)
-	onTry   func(lm.Try)
+	// what streams, held until the call takes it over, then passed on
+	mu     sync.Mutex
+	deltas relay[string]
+	tries  relay[lm.Try]
+}
+
+// relay holds what arrives for a callback not yet given, and passes on what arrives
+// once it is (the speculation's mu guards it).
+type relay[T any] struct {
+	held  []T
+	to    func(T)
+	given bool
+}
+
+// put passes v on, or holds it (mu held).
+func (r *relay[T]) put(v T) {
+	if !r.given {
+		r.held = append(r.held, v)
+	} else if r.to != nil {
+		r.to(v)
+	}
+}
+
+// give passes what is held to to, and what arrives from now on (mu held; to may be
+// nil: dropped).
+func (r *relay[T]) give(to func(T)) {
+	r.to, r.given = to, true
+	for _, v := range r.held {
+		r.put(v)
+	}
+	r.held = nil
 }
 
 // speculate sends req to the service's model in the background.
@@ -155,20 +180,12 @@ func (a *Service) speculate(ctx context.Context, req lm.Request) *speculation {
 	req.OnDelta = func(d string) {
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
-		if sp.onDelta != nil {
-			sp.onDelta(d)
-			return
-		}
-		sp.deltas = append(sp.deltas, d)
+		sp.deltas.put(d)
 	}
 	req.OnTry = func(t lm.Try) {
 		sp.mu.Lock()
 		defer sp.mu.Unlock()
-		if sp.onTry != nil {
-			sp.onTry(t)
-			return
-		}
-		sp.tries = append(sp.tries, t)
+		sp.tries.put(t)
 	}
 	go func() {
 		defer close(sp.done)
@@ -199,20 +216,8 @@ func (sp *speculation) take(ctx context.Context, req lm.Request) bool {
 		return false
 	}
 	sp.mu.Lock()
-	sp.onDelta, sp.onTry = func(string) {}, func(lm.Try) {}
-	if req.OnDelta != nil {
-		sp.onDelta = req.OnDelta
-	}
-	if req.OnTry != nil {
-		sp.onTry = req.OnTry
-	}
-	for _, t := range sp.tries {
-		sp.onTry(t)
-	}
-	for _, d := range sp.deltas {
-		sp.onDelta(d)
-	}
-	sp.deltas, sp.tries = nil, nil
+	sp.tries.give(req.OnTry)
+	sp.deltas.give(req.OnDelta)
 	sp.mu.Unlock()
 	select {
 	case <-sp.done:
