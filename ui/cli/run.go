@@ -142,7 +142,7 @@ func runRunCommand(ctx context.Context, env Env) int {
 	if o.conv != "" {
 		// the branch's session is restored while the conversation, the agent and the
 		// inputs are read
-		restored := a.RestoreAhead(ctx, o.conv, o.branch)
+		restored := a.RestoreAhead(ctx, o.conv, o.branch, !o.noAhead)
 		defer restored() // before the store closes
 		if conv, err = s.Conversation(ctx, o.conv); err != nil {
 			fmt.Fprintf(env.Stderr, "sessionbench run: %v\n", err)

@@ -96,7 +96,7 @@ func TestBeyondModelProcess(t *testing.T) {
 	if os.Getenv(beyondModeEnv) == "typed" {
 		a.Prefetch(ctx, conv, storage.MainBranch)
 	} else {
-		restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
+		restored = a.RestoreAhead(ctx, conv, storage.MainBranch, true)
 		if err := runSetup(ctx, a, open, conv); err != nil {
 			t.Fatal(err)
 		}

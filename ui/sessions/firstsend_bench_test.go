@@ -176,7 +176,7 @@ func BenchmarkBeyondModel(b *testing.B) {
 							a.Prefetch(ctx, conv, storage.MainBranch)
 							return clock, func() error { return send(a) }, open.Settle, nil
 						case "run", "run-http":
-							restored = a.RestoreAhead(ctx, conv, storage.MainBranch)
+							restored = a.RestoreAhead(ctx, conv, storage.MainBranch, true)
 						}
 						err = runSetup(ctx, a, open, conv)
 						if mode != "cold" {

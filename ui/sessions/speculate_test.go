@@ -105,7 +105,7 @@ func runProcess(t *testing.T, path, conv string, model lm.LM, inputs *sig.Map, b
 	}
 	a := New(st, model)
 	a.SetAgentDirs()
-	wait := a.RestoreAhead(ctx, conv, storage.MainBranch)
+	wait := a.RestoreAhead(ctx, conv, storage.MainBranch, true)
 	a.CallAhead(ctx, conv, storage.MainBranch, inputs)
 	ev := collect()
 	_, err = a.Send(ctx, SendRequest{Conv: conv, Branch: storage.MainBranch, Inputs: inputs}, ev.ch)

@@ -116,8 +116,9 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 // inputs. wait waits for it to end (the rendering too) and lets the branch go if no
 // Send took the hold; what goes wrong is left for the Send to report. The write
 // cache's warm-up (on a long branch tens of milliseconds of CPU) is left to the turn's
-// model call (warmAtCall).
-func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait func()) {
+// model call (warmAtCall). With callAhead, it first reads what the branch's last turn
+// left for the next turn's first call (speculate.go), which CallAhead then sends.
+func (a *Service) RestoreAhead(ctx context.Context, conv, branch string, callAhead bool) (wait func()) {
 	a.preconnect(ctx)
 	ah := &aheadTurn{done: make(chan struct{}), rendered: make(chan struct{}), first: newFirstAhead()}
 	k := conv + "\x00" + branch
@@ -131,7 +132,11 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string) (wait f
 		defer close(ah.rendered)
 		// the collector waits, over the read and the restore (gcpause.go)
 		defer pauseGC()()
-		ah.first.read(ctx, a, conv, branch)
+		if callAhead {
+			ah.first.read(ctx, a, conv, branch)
+		} else {
+			close(ah.first.ready) // nothing to call ahead with
+		}
 		l := func() *liveSession {
 			defer close(ah.done)
 			hold, err := a.store.Sink(conv, branch).Hold(ctx)

@@ -308,7 +308,7 @@ func TestRestoreAhead(t *testing.T) {
 	runs := path + "-runs"
 	for _, send := range []bool{true, false} {
 		st, a := quietProcess(t, path, conv)
-		wait := a.RestoreAhead(ctx, conv, storage.MainBranch)
+		wait := a.RestoreAhead(ctx, conv, storage.MainBranch, false)
 		a.mu.Lock()
 		ahead := a.aheads[conv+"\x00"+storage.MainBranch]
 		a.mu.Unlock()
@@ -441,7 +441,7 @@ func TestReadyingOpensTheModelsConnection(t *testing.T) {
 			conv := mustConversation(t, a, "SupportAgent")
 			switch ready {
 			case "RestoreAhead":
-				defer a.RestoreAhead(ctx, conv, storage.MainBranch)()
+				defer a.RestoreAhead(ctx, conv, storage.MainBranch, false)()
 			case "Prefetch":
 				a.Prefetch(ctx, conv, storage.MainBranch)
 			}
@@ -475,7 +475,7 @@ func TestReadyingRendersTheHistories(t *testing.T) {
 			defer st.Close()
 			switch c.ready {
 			case "RestoreAhead":
-				a.RestoreAhead(ctx, conv, storage.MainBranch)()
+				a.RestoreAhead(ctx, conv, storage.MainBranch, false)()
 			case "Prefetch":
 				a.Prefetch(ctx, conv, storage.MainBranch)
 			}
