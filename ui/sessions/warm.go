@@ -113,8 +113,9 @@ func (a *Service) Prefetch(ctx context.Context, conv, branch string) {
 // branch's next Send takes both over, waiting for them if need be, and neither locks
 // nor reads the branch again. `sessionbench run` calls it as soon as it has opened
 // the store, so that this runs while it reads the conversation, the agent and the
-// inputs. wait waits for it to end (the rendering too) and lets the branch go if no
-// Send took the hold; what goes wrong is left for the Send to report. The write
+// inputs. wait waits for it to end (the rendering too, and a call CallAhead made,
+// cancelled if no turn took it) and lets the branch go if no Send took the hold;
+// what goes wrong is left for the Send to report. The write
 // cache's warm-up (on a long branch tens of milliseconds of CPU) is left to the turn's
 // model call (warmAtCall). With callAhead, it first reads what the branch's last turn
 // left for the next turn's first call (speculate.go), which CallAhead then sends.
@@ -175,7 +176,10 @@ func (a *Service) RestoreAhead(ctx context.Context, conv, branch string, callAhe
 		<-ah.rendered
 		<-ah.first.ready
 		if sp := ah.first.call(); sp != nil {
-			sp.abandon() // no Send took it
+			// cancelled when no Send took it or the turn sent its own (a model ends a
+			// cancelled call at once: lm.LM), and ended before the caller goes on
+			sp.abandon()
+			<-sp.done
 		}
 	}
 }
