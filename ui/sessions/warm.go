@@ -204,7 +204,7 @@ type aheadTurn struct {
 	done     chan struct{}
 	rendered chan struct{}
 	hold     *storage.TurnHold
-	// first is the branch's FirstCall, read beside the restore, and the call CallAhead
+	// first is the branch's FirstCall, read before the restore, and the call CallAhead
 	// made from it (speculate.go)
 	first *firstAhead
 }
@@ -217,8 +217,9 @@ func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.T
 	ah := a.aheads[k]
 	delete(a.aheads, k)
 	a.mu.Unlock()
+	var spec *speculation
 	if ah != nil {
-		spec := ah.first.call()
+		spec = ah.first.call()
 		select {
 		case <-ah.done:
 		case <-ctx.Done():
@@ -227,11 +228,9 @@ func (a *Service) holdTurn(ctx context.Context, conv, branch string) (*storage.T
 		if ah.hold != nil {
 			return ah.hold, spec, nil
 		}
-		hold, err := a.store.Sink(conv, branch).Hold(ctx)
-		return hold, spec, err
 	}
 	hold, err := a.store.Sink(conv, branch).Hold(ctx)
-	return hold, nil, err
+	return hold, spec, err
 }
 
 // readyTurn restores and keeps the branch's session and opens its journal, and says
